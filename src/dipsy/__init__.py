@@ -1,0 +1,3 @@
+"""dipsy: differentially private synthetic data with exact privacy statements."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,143 @@
+"""Records to integer codes and back, for data held in pandas.
+
+Matching rules (the DuckDB engine implements the same ones in SQL, so both agree exactly):
+
+- a categorical column whose categories are all numbers matches values as numbers (``1``, ``1.0``
+  and ``"1"`` are the same category); otherwise values are matched as text, a whole-number float
+  written without its ``.0``;
+- integer and numeric values are read as numbers; an integer column rejects fractions;
+- a value below ``lower`` or above ``upper`` is outside the domain; bins assign
+  ``k = #{interior edges <= v}`` (the last bin holds ``upper``).
+
+Decoding returns the category, the integer, or a value drawn uniformly inside its bin.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+import pandas as pd
+
+from .columns import Column
+from .domain import Domain
+from .validation import EXAMPLES, MISSING, OUTSIDE, WRONG_TYPE, ColumnIssue, ValidationReport
+
+
+@dataclass(frozen=True)
+class EncodedColumn:
+    """Codes of one column (``-1`` where the row is invalid) and the masks of what is wrong."""
+
+    codes: np.ndarray
+    missing: np.ndarray
+    wrong_type: np.ndarray
+    outside: np.ndarray
+
+    @property
+    def invalid(self) -> np.ndarray:
+        return self.missing | self.wrong_type | self.outside
+
+
+def encode_column(values: pd.Series, column: Column) -> EncodedColumn:
+    """Encode one column; numeric columns without bins are checked and get code ``-1``.
+
+    >>> c = Column("x", "integer", lower=0, upper=9, bins=(0, 5, 9))
+    >>> encode_column(pd.Series([0, 4.0, 5, 9, 10, 2.5, None]), c).codes.tolist()
+    [0, 0, 1, 1, -1, -1, -1]
+    """
+    missing = values.isna().to_numpy()
+    if column.is_categorical and not column.numeric_categories:
+        text = _as_text(values)
+        lookup = pd.Categorical(text, categories=[str(c) for c in column.categories])
+        codes = np.asarray(lookup.codes, dtype=np.int64)
+        wrong = np.zeros_like(missing)
+        outside = ~missing & (codes < 0)
+        return EncodedColumn(np.where(missing, -1, codes), missing, wrong, outside)
+
+    v = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    wrong = ~missing & np.isnan(v)
+    if column.kind == "integer":
+        wrong |= ~missing & ~wrong & (v != np.floor(v))
+    ok = ~missing & ~wrong
+    if column.is_categorical:
+        keys = np.asarray(column.categories, dtype=float)
+        order = np.argsort(keys, kind="stable")
+        sorted_keys = keys[order]
+        pos = np.clip(np.searchsorted(sorted_keys, v), 0, len(keys) - 1)
+        found = ok & (sorted_keys[pos] == v)
+        codes = np.where(found, order[pos], -1)
+        return EncodedColumn(codes.astype(np.int64), missing, wrong, ok & ~found)
+
+    inside = ok & (v >= column.lower) & (v <= column.upper)
+    outside = ok & ~inside
+    if column.bins is not None:
+        interior = np.asarray(column.bins[1:-1], dtype=float)
+        codes = np.searchsorted(interior, v, side="right")
+    elif column.kind == "integer":
+        codes = np.where(inside, v - column.lower, 0)
+    else:
+        codes = np.full(v.shape, -1)
+    return EncodedColumn(np.where(inside, codes, -1).astype(np.int64), missing, wrong, outside)
+
+
+def encode_frame(frame: pd.DataFrame, domain: Domain) -> tuple[dict[str, EncodedColumn], ValidationReport]:
+    """Encode every column of ``domain`` found in ``frame`` and report what does not match."""
+    absent = tuple(n for n in domain.names if n not in frame.columns)
+    if absent:
+        return {}, ValidationReport(len(frame), len(frame), (), absent)
+    encoded = {c.name: encode_column(frame[c.name], c) for c in domain.columns}
+    issues = []
+    invalid = np.zeros(len(frame), dtype=bool)
+    for c in domain.columns:
+        e = encoded[c.name]
+        invalid |= e.invalid
+        for problem, mask in ((MISSING, e.missing), (WRONG_TYPE, e.wrong_type), (OUTSIDE, e.outside)):
+            rows = int(mask.sum())
+            if rows:
+                examples = () if problem == MISSING else _examples(frame[c.name][mask])
+                issues.append(ColumnIssue(c.name, problem, rows, examples))
+    return encoded, ValidationReport(len(frame), int(invalid.sum()), tuple(issues))
+
+
+def decode(codes: Mapping[str, np.ndarray], domain: Domain, rng: np.random.Generator) -> pd.DataFrame:
+    """Records from codes, one column of ``domain`` each, in the domain's order.
+
+    >>> d = Domain((Column("r", "categorical", categories=("a", "b")),))
+    >>> decode({"r": np.array([1, 0, 1])}, d, np.random.default_rng(0))["r"].tolist()
+    ['b', 'a', 'b']
+    """
+    return pd.DataFrame({c.name: decode_column(np.asarray(codes[c.name]), c, rng) for c in domain.columns})
+
+
+def decode_column(codes: np.ndarray, column: Column, rng: np.random.Generator) -> np.ndarray:
+    if column.is_categorical:
+        cats = column.categories
+        table = np.asarray(cats, dtype=object if not column.numeric_categories else None)
+        return table[codes]
+    if column.bins is None:
+        return (int(column.lower) + codes).astype(np.int64)
+    if column.kind == "integer":
+        low, high = column.integer_bin_ranges()
+        return rng.integers(low[codes], high[codes], endpoint=True)
+    edges = np.asarray(column.bins, dtype=float)
+    lo, hi = edges[codes], edges[codes + 1]
+    x = lo + rng.random(codes.shape) * (hi - lo)
+    # Rounding can land a draw on the upper edge, which belongs to the next bin (but for the last).
+    last = codes == len(edges) - 2
+    return np.where(last, np.minimum(x, hi), np.minimum(x, np.nextafter(hi, lo)))
+
+
+def _as_text(values: pd.Series) -> np.ndarray:
+    """Values as text, whole-number floats without their '.0' (as the DuckDB engine does)."""
+    if pd.api.types.is_float_dtype(values.dtype):
+        v = values.to_numpy(dtype=float, na_value=np.nan)
+        whole = np.isfinite(v) & (v == np.floor(v))
+        out = values.astype(str).to_numpy(dtype=object)
+        out[whole] = v[whole].astype(np.int64).astype(str)
+        return out
+    return values.astype(str).to_numpy(dtype=object)
+
+
+def _examples(bad: pd.Series) -> tuple[str, ...]:
+    return tuple(str(x) for x in pd.unique(bad.head(10_000))[:EXAMPLES])

@@ -1,0 +1,217 @@
+"""One column of a public domain: its kind, its categories or bounds, its role.
+
+A column is a small frozen value object. Its categories, bounds and bins are public knowledge
+declared by the user (design rule 1); nothing here is ever read off the data.
+
+Kinds
+-----
+``categorical``
+    Unordered categories, listed. Code ``k`` is the k-th category.
+``ordinal``
+    Ordered categories, listed in order. Encoded like ``categorical``.
+``integer``
+    Whole numbers in ``[lower, upper]``. Without bins, code ``v - lower``; with bins, the bin index.
+``numeric``
+    Real numbers in ``[lower, upper]``. Encodable only with bins; decodes uniformly inside its bin.
+
+Bins are given as a count (equal widths over ``[lower, upper]``) or as edges
+``e_0 = lower < e_1 < ... < e_K = upper``; bin ``k`` holds ``e_k <= v < e_{k+1}`` and the last bin
+also holds ``upper``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..errors import DomainError
+
+KINDS = ("categorical", "ordinal", "integer", "numeric")
+ROLES = ("sensitive", "public")
+_FIELDS = {"kind", "categories", "labels", "lower", "upper", "bins", "role", "description"}
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column of the domain.
+
+    >>> Column("Race", "categorical", categories=(1, 2, 3)).size
+    3
+    >>> Column("Age", "integer", lower=0, upper=99, bins=(0, 50, 99)).size
+    2
+    """
+
+    name: str
+    kind: str
+    categories: tuple | None = None
+    labels: tuple[str, ...] | None = None
+    lower: float | None = None
+    upper: float | None = None
+    bins: tuple[float, ...] | None = None
+    role: str = "sensitive"
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        where = f"column {self.name!r}"
+        if self.kind not in KINDS:
+            raise DomainError(f"{where} has kind {self.kind!r}", f"use one of {', '.join(KINDS)}")
+        if self.role not in ROLES:
+            raise DomainError(f"{where} has role {self.role!r}", "use 'sensitive' or 'public'")
+        if self.is_categorical:
+            self._check_categories(where)
+        else:
+            self._check_bounds(where)
+
+    # -- construction -------------------------------------------------------------------------
+
+    @classmethod
+    def from_dict(cls, name: str, spec: Mapping[str, Any]) -> "Column":
+        """Build a column from its entry in a domain file (see the README for the format)."""
+        if not isinstance(spec, Mapping):
+            raise DomainError(f"column {name!r} is not a mapping", "give it a kind and its categories or bounds")
+        unknown = set(spec) - _FIELDS
+        if unknown:
+            raise DomainError(
+                f"column {name!r} has unknown field(s) {sorted(unknown)}",
+                f"use only {sorted(_FIELDS)}",
+            )
+        if "kind" not in spec:
+            raise DomainError(f"column {name!r} has no kind", f"add 'kind:' with one of {', '.join(KINDS)}")
+        categories = spec.get("categories")
+        labels = spec.get("labels")
+        bins = spec.get("bins")
+        lower, upper = spec.get("lower"), spec.get("upper")
+        kind = spec["kind"]
+        if bins is not None and kind in ("integer", "numeric"):
+            bins = _edges(name, kind, lower, upper, bins)
+        return cls(
+            name=str(name),
+            kind=kind,
+            categories=tuple(categories) if isinstance(categories, (list, tuple)) else categories,
+            labels=tuple(str(x) for x in labels) if isinstance(labels, (list, tuple)) else labels,
+            lower=lower,
+            upper=upper,
+            bins=bins,
+            role=spec.get("role", "sensitive"),
+            description=str(spec.get("description", "")),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The column's entry in a domain file (bins as edges)."""
+        out: dict[str, Any] = {"kind": self.kind}
+        if self.is_categorical:
+            out["categories"] = list(self.categories)
+            if self.labels is not None:
+                out["labels"] = list(self.labels)
+        else:
+            out["lower"], out["upper"] = self.lower, self.upper
+            if self.bins is not None:
+                out["bins"] = list(self.bins)
+        out["role"] = self.role
+        if self.description:
+            out["description"] = self.description
+        return out
+
+    # -- properties -----------------------------------------------------------------------------
+
+    @property
+    def is_categorical(self) -> bool:
+        return self.kind in ("categorical", "ordinal")
+
+    @property
+    def numeric_categories(self) -> bool:
+        """Categories are all numbers, so data values are matched as numbers (1 == 1.0)."""
+        return self.is_categorical and all(_is_number(c) for c in self.categories)
+
+    @property
+    def encodable(self) -> bool:
+        """Whether the column has a finite set of codes (numeric columns need bins)."""
+        return self.kind != "numeric" or self.bins is not None
+
+    @property
+    def size(self) -> int | None:
+        """Number of codes, or None for a numeric column without bins."""
+        if self.is_categorical:
+            return len(self.categories)
+        if self.bins is not None:
+            return len(self.bins) - 1
+        if self.kind == "integer":
+            return int(self.upper) - int(self.lower) + 1
+        return None
+
+    def integer_bin_ranges(self) -> tuple[np.ndarray, np.ndarray]:
+        """For a binned integer column: the least and greatest integer of each bin."""
+        edges = np.asarray(self.bins, dtype=float)
+        low = np.ceil(edges[:-1])
+        high = np.ceil(edges[1:]) - 1  # greatest integer strictly below the next edge
+        high[-1] = math.floor(edges[-1])  # the last bin also holds upper
+        return low.astype(np.int64), high.astype(np.int64)
+
+    # -- checks ---------------------------------------------------------------------------------
+
+    def _check_categories(self, where: str) -> None:
+        cats = self.categories
+        if not isinstance(cats, tuple) or len(cats) == 0:
+            raise DomainError(f"{where} ({self.kind}) has no categories", "list them under 'categories:'")
+        if any(c is None or isinstance(c, (bool, Mapping, list, tuple)) for c in cats):
+            raise DomainError(f"{where} has a category that is empty, boolean or nested", "list numbers or strings")
+        keys = [_category_key(c) for c in cats]
+        if len(set(keys)) != len(keys):
+            raise DomainError(f"{where} lists a category twice", "make each category appear once")
+        if self.labels is not None and len(self.labels) != len(cats):
+            raise DomainError(
+                f"{where} has {len(self.labels)} labels for {len(cats)} categories",
+                "give one label per category or none",
+            )
+        if self.lower is not None or self.upper is not None or self.bins is not None:
+            raise DomainError(f"{where} is {self.kind} but has bounds or bins", "remove them or change the kind")
+
+    def _check_bounds(self, where: str) -> None:
+        if not (_is_number(self.lower) and _is_number(self.upper)):
+            raise DomainError(
+                f"{where} ({self.kind}) needs numeric public bounds 'lower' and 'upper'",
+                "declare them from public knowledge, never from the confidential data",
+            )
+        if not (math.isfinite(self.lower) and math.isfinite(self.upper)) or self.lower >= self.upper:
+            raise DomainError(f"{where} has bounds [{self.lower}, {self.upper}]", "give finite bounds with lower < upper")
+        if self.kind == "integer" and not (float(self.lower).is_integer() and float(self.upper).is_integer()):
+            raise DomainError(f"{where} is integer with non-integer bounds", "give whole-number bounds")
+        if self.categories is not None or self.labels is not None:
+            raise DomainError(f"{where} is {self.kind} but lists categories", "remove them or make it categorical")
+        if self.bins is not None:
+            edges = np.asarray(self.bins, dtype=float)
+            if edges.size < 2 or edges[0] != self.lower or edges[-1] != self.upper or np.any(np.diff(edges) <= 0):
+                raise DomainError(
+                    f"{where} has bin edges that do not rise strictly from lower to upper",
+                    f"give edges from {self.lower} to {self.upper} or a bin count",
+                )
+            if self.kind == "integer":
+                low, high = self.integer_bin_ranges()
+                if np.any(low > high):
+                    raise DomainError(f"{where} has a bin that holds no whole number", "widen or merge its bins")
+
+
+def _edges(name: str, kind: str, lower: Any, upper: Any, bins: Any) -> tuple[float, ...]:
+    """Bin edges from a count (equal widths over [lower, upper]) or an explicit list."""
+    if isinstance(bins, bool) or not isinstance(bins, (int, list, tuple)):
+        raise DomainError(f"column {name!r} has bins {bins!r}", "give a bin count or a list of edges")
+    if isinstance(bins, int):
+        if bins < 1:
+            raise DomainError(f"column {name!r} asks for {bins} bins", "give at least one bin")
+        if not (_is_number(lower) and _is_number(upper)):
+            return (bins,)  # bounds are reported by the column's own check
+        return tuple(float(e) for e in np.linspace(float(lower), float(upper), bins + 1))
+    if not all(_is_number(e) for e in bins):
+        raise DomainError(f"column {name!r} has a bin edge that is not a number", "list numbers only")
+    return tuple(float(e) for e in bins)
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
+
+
+def _category_key(c: Any) -> Any:
+    return float(c) if _is_number(c) else str(c)

@@ -1,0 +1,175 @@
+"""The one interface through which methods read confidential data.
+
+An engine answers aggregate queries over records encoded against a public domain. It is the only
+code that touches confidential records; what it returns (exact counts) stays inside the process
+and is measured with noise, or fed to a private model, by a method.
+
+Backends agree bit for bit on the same data (design rule 6): the in-memory NumPy engine
+(:mod:`.numpy_engine`) and the out-of-core DuckDB engine (:mod:`.duckdb_engine`).
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Iterable, Literal
+
+import numpy as np
+
+from ..domain import Domain, ValidationReport
+from ..errors import DataError
+
+Form = Literal["auto", "dense", "sparse"]
+ON_INVALID = ("error", "drop")
+#: ``form="auto"`` holds a table densely up to this many cells (512 MB of int64 counts).
+DENSE_LIMIT = 2**26
+#: Flat cell indices are int64; larger cross-tabulations cannot be indexed.
+INDEX_LIMIT = 2**63 - 1
+
+
+@dataclass(frozen=True, eq=False)
+class CountTable:
+    """A contingency table over ``columns`` with ``shape`` cells, in domain order.
+
+    Dense: ``counts`` has one entry per cell in C order (first column slowest) and ``cells`` is
+    None. Sparse: ``cells`` holds the sorted flat indices of the non-empty cells and ``counts``
+    their counts.
+
+    >>> t = CountTable.from_cells(("a", "b"), (2, 3), np.array([1, 5]), np.array([4, 2]))
+    >>> t.dense().tolist()
+    [[0, 4, 0], [0, 0, 2]]
+    >>> t.total, t.size
+    (6, 6)
+    """
+
+    columns: tuple[str, ...]
+    shape: tuple[int, ...]
+    counts: np.ndarray
+    cells: np.ndarray | None = None
+
+    @classmethod
+    def from_cells(cls, columns: Iterable[str], shape: Iterable[int], cells: np.ndarray, counts: np.ndarray) -> "CountTable":
+        """A sparse table from flat indices (sorted here) and their counts."""
+        cells, counts = np.asarray(cells, dtype=np.int64), np.asarray(counts, dtype=np.int64)
+        order = np.argsort(cells, kind="stable")
+        return cls(tuple(columns), tuple(shape), counts[order], cells[order])
+
+    @property
+    def is_sparse(self) -> bool:
+        return self.cells is not None
+
+    @property
+    def size(self) -> int:
+        """Number of cells of the full cross-tabulation."""
+        return math.prod(self.shape)
+
+    @property
+    def total(self) -> int:
+        return int(self.counts.sum())
+
+    def dense(self) -> np.ndarray:
+        """Counts as an array of ``shape``."""
+        if not self.is_sparse:
+            return self.counts.reshape(self.shape)
+        check_dense(self.size)
+        out = np.zeros(self.size, dtype=np.int64)
+        out[self.cells] = self.counts
+        return out.reshape(self.shape)
+
+    def sparse(self) -> tuple[np.ndarray, np.ndarray]:
+        """Flat indices of the non-empty cells, sorted, and their counts."""
+        if self.is_sparse:
+            keep = self.counts != 0
+            return self.cells[keep], self.counts[keep]
+        cells = np.flatnonzero(self.counts)
+        return cells.astype(np.int64), self.counts[cells]
+
+    def equals(self, other: "CountTable") -> bool:
+        """Same columns, shape and counts, whatever the form."""
+        if self.columns != other.columns or self.shape != other.shape:
+            return False
+        a, b = self.sparse(), other.sparse()
+        return bool(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]))
+
+
+def check_dense(cells: int) -> None:
+    if cells > DENSE_LIMIT * 16:
+        raise DataError(
+            f"a dense table of {cells:,} cells does not fit in memory",
+            "choose fewer columns (--columns) or coarser bins in the domain file",
+        )
+
+
+def choose_form(form: Form, cells: int) -> Literal["dense", "sparse"]:
+    if cells > INDEX_LIMIT:
+        raise DataError(
+            f"the cross-tabulation has {cells:,} cells, more than can be indexed",
+            "choose fewer columns (--columns) or coarser bins in the domain file",
+        )
+    if form == "auto":
+        return "dense" if cells <= DENSE_LIMIT else "sparse"
+    if form not in ("dense", "sparse"):
+        raise ValueError(f"form must be 'auto', 'dense' or 'sparse', got {form!r}")
+    if form == "dense":
+        check_dense(cells)
+    return form
+
+
+class Engine(ABC):
+    """Aggregate queries over data encoded against ``domain``.
+
+    Parameters
+    ----------
+    domain
+        The columns in scope; rows are checked against these columns only.
+    on_invalid
+        ``"error"``: any row that does not match the domain raises a :class:`DataError` naming
+        the column, a few values and the row count. ``"drop"``: such rows are left out of every
+        query, and :attr:`report` says how many.
+    """
+
+    def __init__(self, domain: Domain, on_invalid: str = "error") -> None:
+        if on_invalid not in ON_INVALID:
+            raise DataError(f"on_invalid is {on_invalid!r}", "use 'error' or 'drop'")
+        self.domain = domain
+        self.on_invalid = on_invalid
+        self._report: ValidationReport | None = None
+
+    @property
+    def report(self) -> ValidationReport:
+        """The check of every row against the domain (computed once)."""
+        if self._report is None:
+            self._report = self._validate()
+        return self._report
+
+    def ensure_valid(self) -> ValidationReport:
+        """Raise on invalid rows unless they are to be dropped; missing columns always raise."""
+        report = self.report
+        if report.missing_columns or (self.on_invalid == "error" and not report.ok):
+            report.raise_if_invalid()
+        return report
+
+    def num_rows(self) -> int:
+        """Number of rows used by queries (valid rows)."""
+        return self.ensure_valid().valid_rows
+
+    def contingency(self, columns: Iterable[str] | None = None, form: Form = "auto") -> CountTable:
+        """Counts of every cell of the cross-tabulation of ``columns`` (default: all in scope)."""
+        names = tuple(self.domain.names if columns is None else columns)
+        shape = self.domain.shape(names)
+        chosen = choose_form(form, math.prod(shape))
+        self.ensure_valid()
+        cells, counts = self._cell_counts(names, shape)
+        table = CountTable.from_cells(names, shape, cells, counts)
+        if chosen == "dense":
+            return CountTable(names, shape, table.dense().ravel())
+        return table
+
+    @abstractmethod
+    def _validate(self) -> ValidationReport:
+        """Check every row of the columns in scope."""
+
+    @abstractmethod
+    def _cell_counts(self, names: tuple[str, ...], shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """Flat C-order indices of the non-empty cells over valid rows, and their counts."""
