@@ -1,3 +1,15 @@
-"""dipsy: differentially private synthetic data with exact privacy statements."""
+"""dipsy: differentially private synthetic data with exact privacy statements.
+
+>>> import dipsy
+>>> [m.name for m in dipsy.methods()]
+['dirichlet-multinomial']
+"""
 
 __version__ = "0.1.0"
+
+from .api import synthesize  # noqa: E402
+from .domain import Column, Domain  # noqa: E402
+from .methods import methods  # noqa: E402
+from .release import Release  # noqa: E402
+
+__all__ = ["Column", "Domain", "Release", "__version__", "methods", "synthesize"]

@@ -49,8 +49,7 @@ def encode_column(values: pd.Series, column: Column) -> EncodedColumn:
     missing = values.isna().to_numpy()
     if column.is_categorical and not column.numeric_categories:
         text = _as_text(values)
-        lookup = pd.Categorical(text, categories=[str(c) for c in column.categories])
-        codes = np.asarray(lookup.codes, dtype=np.int64)
+        codes = pd.Index([str(c) for c in column.categories]).get_indexer(text).astype(np.int64)
         wrong = np.zeros_like(missing)
         outside = ~missing & (codes < 0)
         return EncodedColumn(np.where(missing, -1, codes), missing, wrong, outside)

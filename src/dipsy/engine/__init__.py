@@ -13,7 +13,6 @@ import pandas as pd
 from ..domain import Domain
 from ..errors import DataError
 from .base import CountTable, Engine
-from .duckdb_engine import DuckDBEngine
 from .numpy_engine import NumpyEngine
 
 
@@ -22,8 +21,18 @@ def engine_for(data: "pd.DataFrame | str | Path", domain: Domain, on_invalid: st
     if isinstance(data, pd.DataFrame):
         return NumpyEngine(data, domain, on_invalid)
     if isinstance(data, (str, Path)):
+        from .duckdb_engine import DuckDBEngine  # imported on first use: in-memory work needs no DuckDB
+
         return DuckDBEngine(data, domain, on_invalid)
     raise DataError(f"cannot read data of type {type(data).__name__}", "pass a CSV or Parquet path, or a pandas DataFrame")
+
+
+def __getattr__(name: str):  # lazy export of DuckDBEngine
+    if name == "DuckDBEngine":
+        from .duckdb_engine import DuckDBEngine
+
+        return DuckDBEngine
+    raise AttributeError(name)
 
 
 __all__ = ["CountTable", "DuckDBEngine", "Engine", "NumpyEngine", "engine_for"]

@@ -1,0 +1,31 @@
+# The first two targets are the README's first two commands: `make demo` and `make test`.
+# Each creates .venv when absent and installs the project with its dependencies from PyPI.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+DEMO := build/demo
+
+.PHONY: demo test bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/dipsy synth examples/ce/CEdata.csv --domain examples/ce/domain.yaml \
+		--method dirichlet-multinomial --columns Race --epsilon 5 --seed 123 \
+		--out $(DEMO)/ce-race --overwrite --ledger $(DEMO)/ledger.sqlite --dataset-id ce-demo
+	$(BIN)/python examples/ce/compare.py examples/ce/CEdata.csv $(DEMO)/ce-race
+	$(BIN)/dipsy budget show --ledger $(DEMO)/ledger.sqlite
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/md_scale.py
+
+clean:
+	rm -rf build .pytest_cache .hypothesis

@@ -1,0 +1,187 @@
+"""The Python API, mirroring the ``dipsy`` command line.
+
+>>> import dipsy, pandas as pd
+>>> domain = dipsy.Domain.from_sizes({"x": 3})
+>>> data = pd.DataFrame({"x": [0, 1, 1, 2, 2, 2]})
+>>> release = dipsy.synthesize(data, domain, method="dirichlet-multinomial", epsilon=1.0, seed=7)
+>>> release.statement.definition, len(release.tables[0])
+('pure-DP', 6)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from contextlib import nullcontext
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import pandas as pd
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from . import __version__
+from .domain import Domain, decode
+from .engine import engine_for
+from .errors import DataError
+from .methods import get
+from .privacy import Accountant, Ledger, PureDP, make_rng
+from .privacy.budget import positive
+from .release import Release
+
+
+def synthesize(
+    data: pd.DataFrame | str | Path,
+    domain: Domain | str | Path,
+    method: str = "dirichlet-multinomial",
+    epsilon: float | None = None,
+    sets: int = 1,
+    columns: Sequence[str] | None = None,
+    seed: int | None = None,
+    options: Mapping[str, Any] | None = None,
+    ledger: Ledger | str | Path | None = None,
+    dataset_id: str | None = None,
+    budget_cap: float | None = None,
+    on_invalid: str = "error",
+    progress: bool = False,
+    on_release: Callable[[Release], Any] | None = None,
+) -> Release:
+    """Draw ``sets`` differentially private synthetic tables from ``data``.
+
+    Parameters
+    ----------
+    data
+        A CSV or Parquet path (read out of core by DuckDB) or a pandas DataFrame (read in memory).
+    domain
+        The public domain, or the path of its YAML/JSON file.
+    method
+        A name from :func:`dipsy.methods`.
+    epsilon
+        The total privacy budget of the release (all sets together).
+    sets
+        Number of synthetic sets m; under sequential composition each costs ε/m.
+    columns
+        Columns to synthesize (default: every column of the domain).
+    seed
+        Seed for reproducibility, recorded in the release; None draws from the operating system.
+    options
+        Method options, e.g. ``{"alpha": 10.0}``.
+    ledger
+        A :class:`~dipsy.privacy.Ledger` (or its path) that records the spend against
+        ``dataset_id`` and enforces ``budget_cap``; None records nothing (the command line always
+        records, by default in the user's data directory).
+    dataset_id
+        The data set's name in the ledger; default the SHA-256 of the file (or of the DataFrame).
+    budget_cap
+        Total ε this data set may ever spend; stored in the ledger and enforced from then on.
+    on_invalid
+        ``"error"`` (default) or ``"drop"`` rows that do not match the domain.
+    progress
+        Show a progress bar over the sets.
+    on_release
+        Called with the release inside the ledger transaction (the command line saves there, so
+        a failed save records no spend).
+
+    Returns
+    -------
+    Release
+        ``.tables`` (m DataFrames), ``.statement``, ``.save(folder)``.
+    """
+    budget = PureDP(positive("epsilon", epsilon, "--epsilon"))
+    synthesizer = get(method)(budget, sets, options)
+    if not isinstance(domain, Domain):
+        domain = Domain.load(domain)
+    scope = domain.project(columns)
+    scope.shape()  # every released column must have cells, before the data are opened
+    engine = engine_for(data, scope, on_invalid)
+    report = engine.ensure_valid()
+    plan = synthesizer.plan(report.valid_rows, scope)
+    accountant = Accountant(budget)
+    for spend in plan.spends:
+        accountant.spend(spend.label, spend.budget)
+
+    if ledger is not None and not isinstance(ledger, Ledger):
+        ledger = Ledger(ledger)
+    release_id = uuid.uuid4().hex
+    charge = (
+        ledger.charge(
+            dataset_id or fingerprint(data),
+            release_id,
+            method,
+            accountant.spends,
+            cap=None if budget_cap is None else PureDP(positive("budget cap", budget_cap, "--budget-cap")),
+        )
+        if ledger is not None
+        else nullcontext()
+    )
+    notes = ()
+    if report.invalid_rows:
+        notes = (f"{report.invalid_rows} row(s) that did not match the domain were dropped; n counts the rows kept.",)
+    rng = make_rng(seed)
+    with charge:
+        model = synthesizer.fit(engine, plan)
+        tables = []
+        with _progress(sets, progress) as advance:
+            for _ in range(sets):
+                tables.append(decode(model.sample(rng), scope, rng))
+                advance()
+        release = Release(
+            tables=tables,
+            statement=plan.statement,
+            method=method,
+            options=dict(options or {}),
+            parameters=dict(plan.parameters),
+            domain=scope,
+            spends=accountant.spends,
+            seed=seed,
+            created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            release_id=release_id,
+            dipsy_version=__version__,
+            notes=notes,
+        )
+        if on_release is not None:
+            on_release(release)
+    return release
+
+
+def fingerprint(data: pd.DataFrame | str | Path) -> str:
+    """SHA-256 of a data file's bytes, or of a DataFrame's column names and row hashes.
+
+    It names the data set in the private ledger; it is never written into a release.
+    """
+    h = hashlib.sha256()
+    if isinstance(data, pd.DataFrame):
+        h.update("\x1f".join(map(str, data.columns)).encode())
+        h.update(pd.util.hash_pandas_object(data, index=False).to_numpy().tobytes())
+        return h.hexdigest()
+    try:
+        with open(data, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+    except OSError as e:
+        raise DataError(f"cannot read {str(data)!r} ({e.strerror})", "check the path") from None
+    return h.hexdigest()
+
+
+class _progress:
+    """A rich progress bar over the sets on standard error (silent for one set or when off)."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.bar = Progress(
+            TextColumn("synthetic sets"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            disable=not enabled or total < 2,
+        )
+        self.total = total
+
+    def __enter__(self) -> Callable[[], None]:
+        self.bar.start()
+        task = self.bar.add_task("sets", total=self.total)
+        return lambda: self.bar.advance(task)
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.stop()

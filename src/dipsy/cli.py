@@ -1,0 +1,180 @@
+"""The ``dipsy`` command line: ``methods``, ``domain check``, ``synth``, ``budget show``.
+
+Bad input ends with one line on standard error, ``error: <problem>; <fix>``, and exit code 2;
+no output folder is left behind.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from . import __version__
+from .api import synthesize
+from .domain import Domain
+from .engine import engine_for
+from .errors import DipsyError
+from .methods import methods as list_methods
+from .privacy import Ledger, default_ledger_path
+from .release import FORMATS, check_target
+
+out = Console(highlight=False, soft_wrap=True)
+log = logging.getLogger("dipsy")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit code."""
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    try:
+        cli.main(args=argv, prog_name="dipsy", standalone_mode=False)
+    except DipsyError as e:
+        click.echo(f"error: {e}", err=True)
+        return 2
+    except click.exceptions.Abort:
+        click.echo("error: interrupted; nothing was released", err=True)
+        return 130
+    except click.ClickException as e:
+        where = f" (see 'dipsy {e.ctx.command_path.split(' ', 1)[-1]} --help')" if getattr(e, "ctx", None) else ""
+        click.echo(f"error: {e.format_message()}{where}", err=True)
+        return 2
+    return 0
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="dipsy")
+def cli() -> None:
+    """Differentially private synthetic data with exact privacy statements."""
+
+
+@cli.command()
+def methods() -> None:
+    """List the synthesis methods with their guarantees, one line each (options below)."""
+    for m in list_methods():
+        out.print(f"[bold]{m.name:<24}[/bold] {m.definition:<9} {m.summary}")
+        for option in m.options:
+            out.print(f"{'':24}   --option {option}")
+
+
+@cli.group()
+def domain() -> None:
+    """Work with domain files."""
+
+
+def _columns(values: tuple[str, ...]) -> list[str] | None:
+    names = [c.strip() for v in values for c in v.split(",") if c.strip()]
+    return names or None
+
+
+@domain.command("check")
+@click.argument("data", type=click.Path(path_type=Path))
+@click.option("--domain", "domain_path", required=True, type=click.Path(path_type=Path), help="Domain file (YAML or JSON).")
+@click.option("--columns", multiple=True, help="Columns to check (comma-separated or repeated); default all.")
+@click.option("--on-invalid", type=click.Choice(["error", "drop"]), default="error", show_default=True, help="What to do with rows that do not match.")
+def domain_check(data: Path, domain_path: Path, columns: tuple[str, ...], on_invalid: str) -> None:
+    """Check DATA (CSV or Parquet) against a domain file."""
+    scope = Domain.load(domain_path).project(_columns(columns))
+    report = engine_for(data, scope, on_invalid).ensure_valid()
+    if report.ok:
+        out.print(f"ok: all {report.rows} rows match the domain ({len(scope)} columns)")
+    else:
+        out.print(f"{report.summary()}\n{report.invalid_rows} row(s) would be dropped; {report.valid_rows} kept")
+
+
+@cli.command()
+@click.argument("data", type=click.Path(path_type=Path))
+@click.option("--domain", "domain_path", required=True, type=click.Path(path_type=Path), help="Domain file (YAML or JSON).")
+@click.option("--method", default="dirichlet-multinomial", show_default=True, help="Synthesis method (see 'dipsy methods').")
+@click.option("--epsilon", required=True, help="Total privacy budget ε of the release (all sets together).")
+@click.option("--sets", default=1, show_default=True, type=click.IntRange(min=1), help="Number of synthetic sets m (each ε/m).")
+@click.option("--columns", multiple=True, help="Columns to synthesize (comma-separated or repeated); default all.")
+@click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed for reproducibility (recorded); default from the OS.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="parquet", show_default=True)
+@click.option("--option", "options", multiple=True, metavar="NAME=VALUE", help="Method option, e.g. alpha=10 (repeatable).")
+@click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path), help="Folder to write the release into.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing --out folder.")
+@click.option("--on-invalid", type=click.Choice(["error", "drop"]), default="error", show_default=True)
+@click.option("--ledger", type=click.Path(path_type=Path), default=None, help="Budget ledger (SQLite); default $DIPSY_LEDGER or the user data folder.")
+@click.option("--dataset-id", default=None, help="Name of the data set in the ledger; default the SHA-256 of DATA.")
+@click.option("--budget-cap", default=None, help="Total ε this data set may ever spend (stored in the ledger).")
+def synth(
+    data: Path,
+    domain_path: Path,
+    method: str,
+    epsilon: str,
+    sets: int,
+    columns: tuple[str, ...],
+    seed: int | None,
+    fmt: str,
+    options: tuple[str, ...],
+    out_dir: Path,
+    overwrite: bool,
+    on_invalid: str,
+    ledger: Path | None,
+    dataset_id: str | None,
+    budget_cap: str | None,
+) -> None:
+    """Synthesize DATA (CSV or Parquet) under differential privacy and write a release to --out."""
+    check_target(out_dir, overwrite)
+    ledger_path = ledger or default_ledger_path()
+    release = synthesize(
+        data,
+        domain_path,
+        method=method,
+        epsilon=epsilon,
+        sets=sets,
+        columns=_columns(columns),
+        seed=seed,
+        options=_options(options),
+        ledger=Ledger(ledger_path),
+        dataset_id=dataset_id,
+        budget_cap=budget_cap,
+        on_invalid=on_invalid,
+        progress=True,
+        on_release=lambda r: r.save(out_dir, format=fmt, overwrite=overwrite),
+    )
+    s = release.statement
+    params = ", ".join(f"{k} = {v:.6f}" if isinstance(v, float) else f"{k} = {v}" for k, v in release.parameters.items())
+    out.print(f"{release.method}: {params}")
+    out.print(f"privacy: {s.definition}, {s.total} in total, {s.per_set} per set, {s.sets} set(s); {s.neighbouring}")
+    for note in release.notes:
+        out.print(f"note: {note}")
+    out.print(f"wrote {len(release.tables)} set(s) of {len(release.tables[0])} rows to {out_dir} (ledger: {ledger_path})")
+
+
+def _options(pairs: tuple[str, ...]) -> dict[str, str]:
+    parsed = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise DipsyError(f"option {pair!r} is not NAME=VALUE", "write it as e.g. --option alpha=10")
+        parsed[name.strip()] = value.strip()
+    return parsed
+
+
+@cli.group()
+def budget() -> None:
+    """Inspect the privacy budget ledger."""
+
+
+@budget.command("show")
+@click.option("--ledger", type=click.Path(path_type=Path), default=None, help="Budget ledger; default $DIPSY_LEDGER or the user data folder.")
+@click.option("--dataset-id", default=None, help="Show every spend of this data set.")
+def budget_show(ledger: Path | None, dataset_id: str | None) -> None:
+    """What each data set has spent, in how many releases, against which cap."""
+    path = ledger or default_ledger_path()
+    led = Ledger(path)
+    if dataset_id:
+        table = Table("time", "release", "method", "spend", "budget", title=f"data set {dataset_id}")
+        for r in led.spends(dataset_id):
+            amount = ", ".join(f"{k} = {r[k]:g}" for k in ("epsilon", "delta", "rho") if r[k] is not None)
+            table.add_row(r["created"], r["release_id"][:12], r["method"], r["label"], f"{r['definition']}: {amount}")
+    else:
+        table = Table("data set", "definition", "spent", "releases", "cap", title=f"ledger {path}")
+        for t in led.totals():
+            table.add_row(t.dataset_id, t.spent.definition, str(t.spent), str(t.releases), str(t.cap) if t.cap else "none")
+    out.print(table)

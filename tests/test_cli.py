@@ -1,0 +1,183 @@
+"""The command line and the Python API end to end: releases, errors, the ledger."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+import dipsy
+from dipsy.cli import main
+from dipsy.privacy import Ledger
+
+from conftest import CE_DATA, CE_DOMAIN
+
+
+def run(capsys, *args):
+    code = main([str(a) for a in args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def synth(capsys, out, *extra):
+    return run(capsys, "synth", CE_DATA, "--domain", CE_DOMAIN, "--epsilon", "5", "--out", out, *extra)
+
+
+def test_methods_lists_the_registry(capsys):
+    code, text, _ = run(capsys, "methods")
+    assert code == 0 and "dirichlet-multinomial" in text and "pure-DP" in text
+
+
+def test_ce_race_release(capsys, tmp_path):
+    out = tmp_path / "rel"
+    code, text, err = synth(capsys, out, "--columns", "Race", "--seed", "123")
+    assert code == 0, err
+    assert "alpha = 6.742953" in text
+    meta = json.loads((out / "release.json").read_text())
+    assert meta["method"] == "dirichlet-multinomial" and meta["seed"] == 123
+    assert meta["privacy"]["definition"] == "pure-DP"
+    assert meta["privacy"]["epsilon_total"] == 5.0 == meta["privacy"]["epsilon_per_set"]
+    assert "n = 994" in meta["privacy"]["public"][0] and "one row" in meta["privacy"]["neighbouring"]
+    assert meta["rows"] == [994] and meta["columns"] == ["Race"]
+    assert meta["domain_sha256"] == dipsy.Domain.load(CE_DOMAIN).project(["Race"]).sha256()
+    table = pd.read_parquet(out / "synthetic_1.parquet")
+    assert len(table) == 994 and set(table["Race"]) <= set(range(1, 7))
+    assert dipsy.Domain.load(out / "domain.yaml").names == ("Race",)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ledger.sqlite", "rel"]  # no temporary folder left
+
+
+def test_sets_and_csv_format(capsys, tmp_path):
+    out = tmp_path / "rel"
+    code, _, err = synth(capsys, out, "--sets", "3", "--format", "csv", "--columns", "Race,UrbanRural")
+    assert code == 0, err
+    meta = json.loads((out / "release.json").read_text())
+    assert meta["sets"] == 3 and meta["privacy"]["epsilon_per_set"] == pytest.approx(5 / 3)
+    assert len(meta["spends"]) == 3 and meta["seed"] is None
+    for k in (1, 2, 3):
+        assert list(pd.read_csv(out / f"synthetic_{k}.csv").columns) == ["Race", "UrbanRural"]
+
+
+def test_same_seed_same_release(capsys, tmp_path):
+    for name in ("a", "b"):
+        assert synth(capsys, tmp_path / name, "--seed", "9")[0] == 0
+    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "a" / "synthetic_1.parquet"),
+                                  pd.read_parquet(tmp_path / "b" / "synthetic_1.parquet"))
+
+
+@pytest.fixture
+def bad_data(tmp_path):
+    frame = pd.read_csv(CE_DATA)
+    frame.loc[[3, 10, 11], "Race"] = 9
+    path = tmp_path / "bad.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+ERRORS = [
+    (["--epsilon", "0"], "epsilon must be a finite number > 0"),
+    (["--epsilon", "-1"], "epsilon must be a finite number > 0"),
+    (["--epsilon", "abc"], "epsilon must be a finite number > 0"),
+    (["--epsilon", "nan"], "epsilon must be a finite number > 0"),
+    (["--epsilon", "1", "--method", "magic"], "unknown method 'magic'"),
+    (["--epsilon", "1", "--option", "beta=2"], "no option 'beta'"),
+    (["--epsilon", "1", "--option", "alpha"], "not NAME=VALUE"),
+    (["--epsilon", "1", "--option", "alpha=0.01"], "below n/(e^(ε/m) - 1)"),
+    (["--epsilon", "1", "--columns", "Nope"], "column 'Nope' is not in the domain"),
+    (["--epsilon", "1", "--columns", "Income"], None),  # binned numeric: fine
+    (["--epsilon", "1", "--sets", "0"], "--sets"),
+    (["--epsilon", "1", "--format", "xlsx"], "--format"),
+]
+
+
+@pytest.mark.parametrize("args, message", ERRORS)
+def test_bad_arguments_exit_2_on_one_line_and_leave_no_folder(capsys, tmp_path, args, message):
+    out = tmp_path / "rel"
+    code, _, err = run(capsys, "synth", CE_DATA, "--domain", CE_DOMAIN, "--out", out, *args)
+    if message is None:
+        assert code == 0, err
+        return
+    assert code == 2
+    assert message in err and err.startswith("error: ") and err.count("\n") == 1
+    assert not out.exists()
+
+
+def test_bad_files_exit_2(capsys, tmp_path, bad_data):
+    out = tmp_path / "rel"
+    (tmp_path / "broken.yaml").write_text("columns: [Race")
+    (tmp_path / "nobins.yaml").write_text("columns:\n  Income: {kind: numeric, lower: 0, upper: 1000000}\n")
+    cases = [
+        (CE_DATA, tmp_path / "missing.yaml", "does not exist"),
+        (CE_DATA, tmp_path / "broken.yaml", "malformed"),
+        (CE_DATA, tmp_path / "nobins.yaml", "numeric without bins"),
+        (tmp_path / "missing.csv", CE_DOMAIN, "missing.csv"),
+        (bad_data, CE_DOMAIN, "column 'Race': 3 rows with values outside the domain (e.g. 9)"),
+    ]
+    for data, domain, message in cases:
+        code, _, err = run(capsys, "synth", data, "--domain", domain, "--epsilon", "1", "--out", out)
+        assert code == 2 and message in err and err.count("\n") == 1, err
+        assert not out.exists()
+
+
+def test_invalid_rows_can_be_dropped_and_the_release_says_so(capsys, tmp_path, bad_data):
+    out = tmp_path / "rel"
+    code, text, err = run(capsys, "synth", bad_data, "--domain", CE_DOMAIN, "--epsilon", "1", "--out", out, "--on-invalid", "drop")
+    assert code == 0, err
+    assert "3 row(s) that did not match the domain were dropped" in text
+    meta = json.loads((out / "release.json").read_text())
+    assert meta["rows"] == [991] and "dropped" in meta["notes"][0]
+
+
+def test_existing_folder_is_refused_unless_overwrite(capsys, tmp_path):
+    out = tmp_path / "rel"
+    out.mkdir()
+    (out / "keep.txt").write_text("x")
+    code, _, err = synth(capsys, out)
+    assert code == 2 and "already exists" in err and (out / "keep.txt").exists()
+    code, _, err = synth(capsys, out, "--overwrite")
+    assert code == 0 and not (out / "keep.txt").exists() and (out / "release.json").exists()
+
+
+def test_ledger_cap_refuses_a_release_that_would_pass_it(capsys, tmp_path):
+    ledger = tmp_path / "own.sqlite"
+    first = synth(capsys, tmp_path / "r1", "--ledger", ledger, "--budget-cap", "8", "--dataset-id", "ce")
+    assert first[0] == 0, first[2]
+    code, _, err = synth(capsys, tmp_path / "r2", "--ledger", ledger, "--dataset-id", "ce")
+    assert code == 2 and "cap" in err and not (tmp_path / "r2").exists()
+    assert Ledger(ledger).spent("ce").epsilon == 5.0
+    code, text, _ = run(capsys, "budget", "show", "--ledger", ledger)
+    assert code == 0 and "ce" in text and "ε = 5" in text and "ε = 8" in text
+    code, text, _ = run(capsys, "budget", "show", "--ledger", ledger, "--dataset-id", "ce")
+    assert code == 0 and "set 1 of 1" in text
+
+
+def test_default_ledger_names_the_data_by_its_sha256(capsys, tmp_path, private_ledger):
+    assert synth(capsys, tmp_path / "r")[0] == 0
+    [total] = Ledger(private_ledger).totals()
+    assert total.dataset_id == dipsy.api.fingerprint(CE_DATA) and len(total.dataset_id) == 64
+
+
+def test_domain_check(capsys, bad_data):
+    code, text, _ = run(capsys, "domain", "check", CE_DATA, "--domain", CE_DOMAIN)
+    assert code == 0 and "all 994 rows match" in text
+    code, _, err = run(capsys, "domain", "check", bad_data, "--domain", CE_DOMAIN)
+    assert code == 2 and "'Race': 3 rows" in err
+    code, text, _ = run(capsys, "domain", "check", bad_data, "--domain", CE_DOMAIN, "--on-invalid", "drop")
+    assert code == 0 and "3 row(s) would be dropped; 991 kept" in text
+
+
+def test_api_mirrors_the_cli(tmp_path):
+    frame = pd.read_csv(CE_DATA)
+    release = dipsy.synthesize(frame, CE_DOMAIN, epsilon=5.0, columns=["Race"], seed=1, ledger=tmp_path / "l.sqlite")
+    assert release.statement.to_dict()["epsilon_total"] == 5.0 and len(release.tables) == 1
+    assert release.parameters["alpha"] == pytest.approx(6.742953, abs=1e-6)
+    release.save(tmp_path / "rel", format="csv")
+    assert (tmp_path / "rel" / "synthetic_1.csv").exists()
+    assert Ledger(tmp_path / "l.sqlite").spent(dipsy.api.fingerprint(frame)).epsilon == 5.0
+
+
+def test_console_script_runs():
+    done = subprocess.run([sys.executable, "-m", "dipsy", "methods"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0 and "dirichlet-multinomial" in done.stdout
