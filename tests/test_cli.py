@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import dipsy
 from dipsy.cli import main
+from dipsy.errors import DipsyError
 from dipsy.privacy import Ledger
 
 from conftest import CE_DATA, CE_DOMAIN
@@ -181,3 +185,23 @@ def test_api_mirrors_the_cli(tmp_path):
 def test_console_script_runs():
     done = subprocess.run([sys.executable, "-m", "dipsy", "methods"], capture_output=True, text=True, check=False)
     assert done.returncode == 0 and "dirichlet-multinomial" in done.stdout
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.one_of(st.text(max_size=8), st.floats(allow_nan=True, allow_infinity=True), st.integers(-5, 5)))
+def test_any_epsilon_that_is_not_a_positive_number_is_refused_before_reading_data(value):
+    try:
+        ok = math.isfinite(float(value)) and float(value) > 0
+    except ValueError:
+        ok = False
+    if ok:
+        return
+    with pytest.raises(DipsyError, match="epsilon must be a finite number > 0"):
+        dipsy.synthesize("/nonexistent.csv", "/nonexistent.yaml", epsilon=value)
+
+
+def test_a_file_that_is_not_what_its_name_says_exits_2(capsys, tmp_path):
+    fake = tmp_path / "data.parquet"
+    fake.write_text("UrbanRural,Race\n1,2\n")
+    code, _, err = run(capsys, "synth", fake, "--domain", CE_DOMAIN, "--epsilon", "1", "--columns", "Race", "--out", tmp_path / "rel")
+    assert code == 2 and "data.parquet" in err and err.count("\n") == 1 and not (tmp_path / "rel").exists()

@@ -161,3 +161,15 @@ def test_exact_kinds_decode_back_to_the_same_values(data):
     values = decode({"c": values.to_numpy()}, Domain((column,)), np.random.default_rng(0))["c"]
     again = decode({"c": encode_column(values, column).codes}, Domain((column,)), np.random.default_rng(1))["c"]
     assert again.tolist() == values.tolist()
+
+
+def test_categories_that_read_as_the_same_text_are_refused():
+    with pytest.raises(DomainError, match="twice"):
+        Column("c", "categorical", categories=(1, "1"))
+
+
+def test_huge_whole_floats_are_matched_as_text_without_overflow():
+    c = Column("s", "categorical", categories=("1", "x", 2.0))
+    assert c.category_texts == ("1", "x", "2")
+    with np.errstate(all="raise"):
+        assert encode_column(pd.Series([1e20, 1.0, 2.0]), c).codes.tolist() == [-1, 0, 2]

@@ -24,12 +24,11 @@ from .privacy import Ledger, default_ledger_path
 from .release import FORMATS, check_target
 
 out = Console(highlight=False, soft_wrap=True)
-log = logging.getLogger("dipsy")
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the exit code."""
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s", stream=sys.stderr)
     try:
         cli.main(args=argv, prog_name="dipsy", standalone_mode=False)
     except DipsyError as e:

@@ -49,7 +49,7 @@ def encode_column(values: pd.Series, column: Column) -> EncodedColumn:
     missing = values.isna().to_numpy()
     if column.is_categorical and not column.numeric_categories:
         text = _as_text(values)
-        codes = pd.Index([str(c) for c in column.categories]).get_indexer(text).astype(np.int64)
+        codes = pd.Index(column.category_texts).get_indexer(text).astype(np.int64)
         wrong = np.zeros_like(missing)
         outside = ~missing & (codes < 0)
         return EncodedColumn(np.where(missing, -1, codes), missing, wrong, outside)
@@ -131,7 +131,7 @@ def _as_text(values: pd.Series) -> np.ndarray:
     """Values as text, whole-number floats without their '.0' (as the DuckDB engine does)."""
     if pd.api.types.is_float_dtype(values.dtype):
         v = values.to_numpy(dtype=float, na_value=np.nan)
-        whole = np.isfinite(v) & (v == np.floor(v))
+        whole = (np.abs(v) < 2.0**63) & (v == np.floor(v))
         out = values.astype(str).to_numpy(dtype=object)
         out[whole] = v[whole].astype(np.int64).astype(str)
         return out

@@ -127,6 +127,11 @@ class Column:
         return self.is_categorical and all(_is_number(c) for c in self.categories)
 
     @property
+    def category_texts(self) -> tuple[str, ...]:
+        """Categories as the text data values are matched against (whole floats without '.0')."""
+        return tuple(str(int(c)) if isinstance(c, float) and c.is_integer() else str(c) for c in self.categories)
+
+    @property
     def encodable(self) -> bool:
         """Whether the column has a finite set of codes (numeric columns need bins)."""
         return self.kind != "numeric" or self.bins is not None
@@ -159,7 +164,8 @@ class Column:
         if any(c is None or isinstance(c, (bool, Mapping, list, tuple)) for c in cats):
             raise DomainError(f"{where} has a category that is empty, boolean or nested", "list numbers or strings")
         keys = [_category_key(c) for c in cats]
-        if len(set(keys)) != len(keys):
+        texts = [str(int(c)) if isinstance(c, float) and c.is_integer() else str(c) for c in cats]
+        if len(set(keys)) != len(keys) or len(set(texts)) != len(texts):
             raise DomainError(f"{where} lists a category twice", "make each category appear once")
         if self.labels is not None and len(self.labels) != len(cats):
             raise DomainError(

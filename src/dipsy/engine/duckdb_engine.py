@@ -1,0 +1,545 @@
+"""Out-of-core engine: CSV and Parquet files queried in place with DuckDB.
+
+A file larger than memory is never loaded: each query is one SQL aggregate over the file, and
+only counts come back to Python (plus, when rows do not match the domain, at most 10,000 of the
+offending values of a column, to show a few in the error message).
+
+Design rule 6 asks this engine and :class:`~.numpy_engine.NumpyEngine` to agree bit for bit, so
+the codec's matching rules (:mod:`dipsy.domain.codec`) are written here in SQL, and a file is read
+as :func:`pandas.read_csv` and :func:`pandas.read_parquet` with their defaults read it: the same
+missing-value markers, the same number syntax, blank lines skipped, and, for a CSV column, the
+type pandas would infer for it (which decides how its values read as text).
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import itertools
+import math
+import re
+import shutil
+import tempfile
+import weakref
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..domain import Column, ColumnIssue, Domain, ValidationReport
+from ..domain.codec import _as_text
+from ..domain.validation import EXAMPLES, MISSING, OUTSIDE, WRONG_TYPE
+from ..errors import DataError
+from .base import Engine
+
+CSV_SUFFIXES = (".csv", ".csv.gz")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+#: The strings :func:`pandas.read_csv` reads as missing by default (``keep_default_na=True``).
+PANDAS_NA = (
+    "", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
+    "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null",
+)  # fmt: skip
+#: The strings pandas reads as booleans (a column of only these and missing values is boolean).
+PANDAS_TRUE = ("True", "TRUE", "true")
+PANDAS_FALSE = ("False", "FALSE", "false")
+#: How many offending values the codec looks at for its examples.
+EXAMPLE_ROWS = 10_000
+
+# Codes below zero say why a row is invalid.
+_MISSING, _WRONG, _OUTSIDE = -1, -2, -3
+_PROBLEM_CODES = ((MISSING, _MISSING), (WRONG_TYPE, _WRONG), (OUTSIDE, _OUTSIDE))
+
+#: The number syntax of pandas (its CSV parser and pd.to_numeric), as an RE2 pattern. The SQL
+#: below reaches the same verdict faster: DuckDB's cast, less what it alone accepts (see _number).
+NUMBER_RE = r"(?:[ \t\n\v\f\r]*[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[ \t\n\v\f\r]*|[+-]?(?i:inf|infinity))"
+_INF_RE = r"[+-]?(?i:inf|infinity)"
+# A line of spaces and tabs only, which pandas skips (skip_blank_lines=True).
+_BLANK_RE = r"[ \t]+"
+
+#: DuckDB CSV reader options, tried in turn (see DuckDBEngine._next_csv_mode).
+_CSV_MODES = ("null_padding = true", "null_padding = false", "null_padding = true, parallel = false")
+
+_INT_TYPES = {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "UHUGEINT"}
+
+
+class DuckDBEngine(Engine):
+    """Queries over a CSV (``.csv``, ``.csv.gz``) or Parquet (``.parquet``, ``.pq``) file.
+
+    Parameters
+    ----------
+    path
+        The data file. It is read where it is, once per query, never loaded.
+    domain
+        The columns in scope, matched by name against the file's header or schema.
+    on_invalid
+        ``"error"`` or ``"drop"``, as for every :class:`~.base.Engine`.
+
+    Notes
+    -----
+    One in-memory DuckDB connection per engine, limited to two threads so that a query over a
+    large file keeps a modest footprint.
+
+    >>> import tempfile, os
+    >>> from dipsy.domain import Domain
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     p = os.path.join(tmp, "d.csv")
+    ...     _ = open(p, "w").write("a\\n0\\n1\\n1\\n")
+    ...     e = DuckDBEngine(p, Domain.from_sizes({"a": 2}))
+    ...     counts = e.contingency(["a"]).dense().tolist()
+    ...     e.close()
+    >>> counts
+    [1, 2]
+    """
+
+    def __init__(self, path: str | Path, domain: Domain, on_invalid: str = "error") -> None:
+        super().__init__(domain, on_invalid)
+        self.path = Path(path)
+        self.format = _file_format(self.path)
+        if not self.path.exists():
+            raise DataError(f"data file {str(self.path)!r} does not exist", "check the path of the data file")
+        if not self.path.is_file():
+            raise DataError(f"data file {str(self.path)!r} is not a file", "pass the path of a CSV or Parquet file")
+        # Spilled rows are confidential: DuckDB spills into a private folder (mode 0700), not the
+        # current directory, and the folder goes with the engine.
+        spill = tempfile.mkdtemp(prefix="dipsy-duckdb-")
+        self._con = duckdb.connect(config={"threads": 2, "temp_directory": spill})
+        self._finalizer = weakref.finalize(self, _cleanup, self._con, spill)
+        #: The file's column (as named in the view ``src``) of each domain column it has.
+        self._sql: dict[str, str] = {}
+        #: How pandas types each such column. CSV: str, bool, int, float, or number (int or
+        #: float, not yet told apart). Parquet: int, float, float32, bool, str, decimal, other.
+        self._kinds: dict[str, str] = {}
+        self._nulls: dict[str, bool] = {}
+        self._metadata: dict = {}
+        if self.format == "csv":
+            self._open_csv()
+        else:
+            self._open_parquet()
+
+    def close(self) -> None:
+        """Close the DuckDB connection and remove its spill folder (also done on garbage collection)."""
+        self._finalizer()
+
+    # -- opening --------------------------------------------------------------------------------
+
+    def _open_csv(self) -> None:
+        skip, header = self._csv_header()
+        names = _dedup_names(header)
+        inner = [f"c{i}" for i in range(len(names))]
+        columns = "{" + ", ".join(f"'{c}': 'VARCHAR'" for c in inner) + "}"
+        compression = "gzip" if self.path.name.lower().endswith(".gz") else "none"
+        # Nothing is sniffed: the options are pandas.read_csv's defaults and every value is read as
+        # text. NULL is only a padded field (nullstr is a line break, which no unquoted field holds),
+        # so empty fields stay '' and missing-value markers are handled in SQL.
+        self._csv_source = (
+            f"read_csv({_text(str(self.path))}, auto_detect = false, header = true, skip = {skip}, "
+            f"delim = ',', quote = '\"', escape = '\"', comment = '', columns = {columns}, "
+            f"nullstr = E'\\n', allow_quoted_nulls = false, compression = '{compression}', "
+        )
+        # pandas skips lines of blanks. DuckDB skips empty lines but reads one of spaces and tabs
+        # as a row whose first field holds them and whose other fields are padded.
+        blank = f"regexp_full_match(c0, '{_BLANK_RE}')"
+        if len(inner) > 1:
+            blank += " AND " + " AND ".join(f"{c} IS NULL" for c in inner[1:])
+        self._csv_blank = blank
+        self._csv_mode = 0
+        self._create_csv_view()
+        for i, name in enumerate(names):
+            if name in self.domain.names and name not in self._sql:
+                self._sql[name] = inner[i]
+
+    def _create_csv_view(self) -> None:
+        options = _CSV_MODES[self._csv_mode]
+        self._run(f"CREATE OR REPLACE TEMP VIEW src AS SELECT * FROM {self._csv_source}{options}) WHERE NOT coalesce({self._csv_blank}, false)")
+
+    def _next_csv_mode(self, message: str) -> bool:
+        """Move to the next reader mode if the error is one the current mode cannot avoid.
+
+        pandas pads short rows and reads line breaks inside quotes. DuckDB's parallel reader does
+        either, not both; its serial reader does both but stops silently at an unterminated quote
+        (DuckDB 2.0), so it is used only for files that need it.
+        """
+        if self.format != "csv":
+            return False
+        if (self._csv_mode == 0 and "quoted new lines" in message) or (self._csv_mode == 1 and "null_padding=true" in message):
+            self._csv_mode += 1
+            self._create_csv_view()
+            return True
+        return False
+
+    def _csv_header(self) -> tuple[int, list[str]]:
+        """Lines before the header (blank ones, which pandas skips) and the header's fields."""
+        opener = gzip.open if self.path.name.lower().endswith(".gz") else open
+        try:
+            with opener(self.path, "rt", encoding="utf-8-sig", newline="") as f:
+                skip = 0
+                for line in f:
+                    if line.strip(" \t\r\n"):
+                        return skip, next(csv.reader(itertools.chain([line], f)))
+                    skip += 1
+        except (OSError, UnicodeDecodeError, csv.Error) as e:
+            raise DataError(f"cannot read CSV file {str(self.path)!r}: {_reason(e)}", _fix("csv")) from None
+        raise DataError(f"CSV file {str(self.path)!r} has no header row", "write the column names on its first line")
+
+    def _open_parquet(self) -> None:
+        # Columns are renamed by position, as DuckDB matches names regardless of case.
+        try:
+            schema = pq.read_schema(self.path)
+        except (OSError, pa.ArrowException) as e:
+            raise DataError(f"cannot read Parquet file {str(self.path)!r}: {_reason(e)}", _fix("parquet")) from None
+        self._metadata = schema.pandas_metadata or {}
+        # pandas.read_parquet turns the stored index back into the index, not a column.
+        index = {c for c in self._metadata.get("index_columns", []) if isinstance(c, str)}
+        inner = [f"c{i}" for i in range(len(schema.names))]
+        self._run(f"CREATE TEMP VIEW src AS SELECT * FROM read_parquet({_text(str(self.path))}) AS t({', '.join(inner)})")
+        types = dict(self._run("SELECT column_name, column_type FROM (DESCRIBE src)").fetchall())
+        for i, name in enumerate(schema.names):
+            if name in self.domain.names and name not in index and name not in self._sql:
+                self._sql[name] = inner[i]
+                self._kinds[name] = _parquet_kind(types[inner[i]])
+
+    def _run(self, sql: str) -> duckdb.DuckDBPyConnection:
+        while True:
+            try:
+                return self._con.execute(sql)
+            except duckdb.Error as e:
+                if self._next_csv_mode(str(e)):
+                    continue
+                kind = "CSV" if self.format == "csv" else "Parquet"
+                raise DataError(f"cannot read {kind} file {str(self.path)!r}: {_reason(e)}", _fix(self.format)) from None
+
+    # -- validation -----------------------------------------------------------------------------
+
+    def _validate(self) -> ValidationReport:
+        absent = tuple(n for n in self.domain.names if n not in self._sql)
+        if absent:
+            rows = int(self._run("SELECT count(*) FROM src").fetchone()[0])
+            return ValidationReport(rows, rows, (), absent)
+        columns = self.domain.columns
+        if self.format == "csv":
+            # Guess each column's pandas type, check the guess in the same pass, and pass again
+            # in the rare case a wrong guess changes the codes (text read as numbers or booleans).
+            self._kinds = {c.name: "str" if _text_categories(c) else "number" for c in columns}
+            counts, kinds = self._validation_pass(columns, infer=True)
+            again = any(kinds[c.name] != self._kinds[c.name] for c in columns if _text_categories(c))
+            again |= any(kinds[c.name] == "bool" for c in columns)
+            self._kinds = kinds
+            if again:
+                counts, _ = self._validation_pass(columns, infer=False)
+        else:
+            counts, _ = self._validation_pass(columns, infer=False)
+        rows, invalid = counts[0], counts[1]
+        issues = []
+        for j, c in enumerate(columns):
+            for p, (problem, code) in enumerate(_PROBLEM_CODES):
+                n = counts[2 + 3 * j + p]
+                if n:
+                    examples = () if problem == MISSING else self._examples(c, code)
+                    issues.append(ColumnIssue(c.name, problem, n, examples))
+        return ValidationReport(rows, invalid, tuple(issues))
+
+    def _validation_pass(self, columns: tuple[Column, ...], infer: bool) -> tuple[list[int], dict[str, str]]:
+        """Row counts (all, invalid, then each column's problems) and, if asked, CSV kinds."""
+        aggs = ["count(*)", "count(*) FILTER (WHERE " + " OR ".join(f"k{j} < 0" for j in range(len(columns))) + ")"]
+        for j in range(len(columns)):
+            aggs += [f"count(*) FILTER (WHERE k{j} = {code})" for _, code in _PROBLEM_CODES]
+        if infer:
+            # x is NULL where m is true, and no missing-value marker is a boolean.
+            for j, c in enumerate(columns):
+                bools = _any_of(f"r{j}", PANDAS_TRUE + PANDAS_FALSE)
+                ints = f"x{j} IS NOT NULL AND NOT {_has_any(f'r{j}', '.eEiI')}" if _text_categories(c) else "false"
+                aggs += [f"count(x{j})", f"count(*) FILTER (WHERE {ints})", f"count(*) FILTER (WHERE x{j} IS NULL AND {bools})"]
+        sql = f"SELECT {', '.join(aggs)} FROM ({self._codes_sql(columns, keep=infer)})"
+        counts = [int(n) for n in self._run(sql).fetchone()]
+        kinds = dict(self._kinds)
+        if infer:
+            base = 2 + 3 * len(columns)
+            for j, c in enumerate(columns):
+                numbers, ints, bools = counts[base + 3 * j : base + 3 * j + 3]
+                missing = counts[2 + 3 * j]
+                present = counts[0] - missing
+                self._nulls[c.name] = missing > 0
+                if present == 0:
+                    continue  # all missing: nothing is read from it
+                if numbers == present:
+                    ints_only = ints == present and missing == 0
+                    kinds[c.name] = ("int" if ints_only else "float") if _text_categories(c) else "number"
+                elif bools == present:
+                    kinds[c.name] = "bool"
+                else:
+                    kinds[c.name] = "str"
+        return counts, kinds
+
+    def _examples(self, column: Column, code: int) -> tuple[str, ...]:
+        """The first distinct offending values, as ``str`` of what pandas would hold."""
+        name = column.name
+        sql = f"SELECT r0 FROM ({self._codes_sql((column,), keep=True)}) WHERE k0 = {code} LIMIT {EXAMPLE_ROWS}"
+        values = self._run(sql).fetchnumpy()["r0"]
+        kind = self._kinds[name]
+        if self.format == "csv":
+            if kind == "number":
+                kind = self._kinds[name] = self._int_or_float(column)
+            values = _csv_values(values, kind)
+        elif kind == "int" and self._parquet_int_as_float(name):
+            values = np.asarray(values, dtype=float)
+        return tuple(str(x) for x in pd.unique(values)[:EXAMPLES])
+
+    def _int_or_float(self, column: Column) -> str:
+        """For a CSV column of numbers: int64 if all are whole-number text and none is missing."""
+        sql = f"SELECT count(*) FILTER (WHERE m0 OR {_has_any('r0', '.eEiI')}) FROM ({self._codes_sql((column,), keep=True)})"
+        return "float" if self._run(sql).fetchone()[0] else "int"
+
+    def _parquet_int_as_float(self, name: str) -> bool:
+        """pandas reads an integer column with nulls as float64, unless its metadata says Int64."""
+        if name not in self._nulls:
+            self._nulls[name] = bool(self._run(f"SELECT count(*) > count({self._sql[name]}) FROM src").fetchone()[0])
+        if not self._nulls[name]:
+            return False
+        for entry in self._metadata.get("columns", []):
+            if entry.get("name") == name:
+                return not str(entry.get("numpy_type", "")).startswith(("Int", "UInt"))
+        return True
+
+    # -- counting -------------------------------------------------------------------------------
+
+    def _cell_counts(self, names: tuple[str, ...], shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+        # Rows invalid in any column in scope are left out; without any, only ``names`` are read.
+        scope = self.domain.columns if self.report.invalid_rows else tuple(self.domain[n] for n in names)
+        key = {c.name: f"k{j}" for j, c in enumerate(scope)}
+        strides = [math.prod(shape[i + 1 :]) for i in range(len(shape))]
+        cell = " + ".join(f"{key[n]} * {s}" for n, s in zip(names, strides))
+        where = " AND ".join(f"{k} >= 0" for k in key.values())
+        sql = (
+            f"SELECT cell, count(*) AS n FROM (SELECT {cell} AS cell FROM ({self._codes_sql(scope)}) WHERE {where}) "
+            "GROUP BY cell ORDER BY cell"
+        )
+        out = self._run(sql).fetchnumpy()
+        return np.asarray(out["cell"], dtype=np.int64), np.asarray(out["n"], dtype=np.int64)
+
+    # -- the codec in SQL -----------------------------------------------------------------------
+
+    def _codes_sql(self, columns: tuple[Column, ...], keep: bool = False) -> str:
+        """A query with the code ``k{j}`` (BIGINT; below zero: why the row is invalid) of each column.
+
+        Four nested selects compute, per column, the raw value ``r`` and missing flag ``m``, a
+        first number ``y``, the number ``x`` and text ``t`` pandas would see, and the code ``k``:
+        each costly step (casts, pattern matches) runs once per row. ``keep`` keeps ``m``, ``x``
+        and ``r`` in the result.
+        """
+        raw, first, seen, coded = [], [], [], []
+        for j, c in enumerate(columns):
+            name, q = c.name, self._sql[c.name]
+            kind = self._kinds[name]
+            m, r, y, x = f"m{j}", f"r{j}", f"y{j}", f"x{j}"
+            raw += [f"{self._missing(name)} AS {m}", f"{q if kind not in ('decimal', 'other') else f'CAST({q} AS VARCHAR)'} AS {r}"]
+            first += [m, r, f"{self._first_number(kind, r)} AS {y}"]
+            seen += [m, r, f"{self._number(kind, r, y)} AS {x}"]
+            text = _text_categories(c) and kind not in ("float", "float32")
+            if text:
+                seen.append(f"{self._as_text(kind, r)} AS t{j}")
+            coded.append(f"CAST({self._code(c, m, f't{j}' if text else x)} AS BIGINT) AS k{j}")
+            if keep:
+                coded += [m, x, r]
+        sql = "src"
+        for level in (raw, first, seen, coded):
+            sql = f"SELECT {', '.join(level)} FROM " + (sql if sql == "src" else f"({sql})")
+        return sql
+
+    def _missing(self, name: str) -> str:
+        """True where pandas would hold NaN or None: an empty or padded field, a marker, a NaN."""
+        q = self._sql[name]
+        if self.format == "csv":
+            return f"({q} IS NULL OR {_any_of(q, PANDAS_NA)})"
+        if self._kinds[name] in ("float", "float32"):
+            return f"({q} IS NULL OR isnan({q}))"
+        return f"({q} IS NULL)"
+
+    def _first_number(self, kind: str, r: str) -> str:
+        """DOUBLE: a typed value cast, or text cast by DuckDB unless it has '_', '+-' or '-+'.
+
+        DuckDB reads '1_000' and '+-1' as numbers, pandas does not.
+        """
+        if kind == "bool" and self.format == "csv":
+            return f"CASE WHEN {_any_of(r, PANDAS_TRUE)} THEN 1.0 WHEN {_any_of(r, PANDAS_FALSE)} THEN 0.0 END"
+        if self.format == "csv" or kind in ("str", "other"):
+            return f"CASE WHEN {_has_any(r, '_')} OR contains({r}, '+-') OR contains({r}, '-+') THEN NULL ELSE TRY_CAST({r} AS DOUBLE) END"
+        return f"CAST({r} AS DOUBLE)"
+
+    def _number(self, kind: str, r: str, y: str) -> str:
+        """The value as pd.to_numeric(errors="coerce") reads it (DOUBLE); NULL if not a number.
+
+        Of text, DuckDB also reads 'nan' and ' inf ' (with blanks), which pandas does not; with
+        what ``_first_number`` refuses, the rest of its syntax is pandas' (NUMBER_RE; the tests
+        check both against pandas on random text).
+        """
+        if self.format == "csv" and kind == "bool" or self.format == "parquet" and kind not in ("str", "other"):
+            return y
+        inf = f"isinf({y}) AND {_has_any(r, 'iI')} AND NOT regexp_full_match({r}, '{_INF_RE}')"
+        return f"CASE WHEN isnan({y}) OR ({inf}) THEN NULL ELSE {y} END"
+
+    def _as_text(self, kind: str, r: str) -> str:
+        """The value as the codec's ``_as_text`` gives it, for any kind but floats."""
+        if kind == "bool":
+            true = _any_of(r, PANDAS_TRUE) if self.format == "csv" else r
+            return f"CASE WHEN {true} THEN 'True' ELSE 'False' END"
+        if kind == "int" and self.format == "csv":
+            # str(int(text)): no blanks, no '+', no leading zeros, '-0' is '0'.
+            t = f"regexp_replace(regexp_replace({r}, '^[ \\t\\n\\v\\f\\r]+|[ \\t\\n\\v\\f\\r]+$', '', 'g'), '^(?:\\+|(-))?0*([0-9])', '\\1\\2')"
+            return f"CASE WHEN {t} = '-0' THEN '0' ELSE {t} END"
+        if kind == "int":
+            return f"CAST({r} AS VARCHAR)"
+        return r
+
+    def _code(self, column: Column, m: str, v: str) -> str:
+        """The codec's ``encode_column`` for one row, from its missing flag ``m`` and value ``v``."""
+        if _text_categories(column):
+            cats = list(column.category_texts)
+            kind = self._kinds[column.name]
+            if kind in ("float", "float32"):
+                # A float reads as text without a whole number's '.0': match each category's number.
+                arms = [(k, _float_for_text(c, kind)) for k, c in enumerate(cats)]
+                match = " ".join(f"WHEN {_double(d)} THEN {k}" for k, d in arms if d is not None)
+            else:
+                match = " ".join(f"WHEN {_text(c)} THEN {k}" for k, c in enumerate(cats))
+            found = f"CASE {v} {match} END" if match else "NULL"
+            return f"CASE WHEN {m} THEN {_MISSING} ELSE coalesce({found}, {_OUTSIDE}) END"
+
+        arms = [f"WHEN {m} THEN {_MISSING}", f"WHEN {v} IS NULL THEN {_WRONG}"]
+        if column.kind == "integer":
+            arms.append(f"WHEN {v} <> floor({v}) THEN {_WRONG}")
+        if column.is_categorical:
+            keys = [(k, float(c)) for k, c in enumerate(column.categories) if not math.isnan(float(c))]
+            found = f"CASE {v} " + " ".join(f"WHEN {_double(d)} THEN {k}" for k, d in keys) + " END" if keys else "NULL"
+            arms.append(f"ELSE coalesce({found}, {_OUTSIDE})")
+        else:
+            arms.append(f"WHEN NOT ({v} >= {_double(column.lower)} AND {v} <= {_double(column.upper)}) THEN {_OUTSIDE}")
+            if column.bins is not None:
+                # k = #{interior edges <= v}
+                code = " + ".join(f"CAST({v} >= {_double(e)} AS BIGINT)" for e in column.bins[1:-1]) or "0"
+            elif column.kind == "integer":
+                code = f"{v} - {_double(column.lower)}"
+            else:
+                code = "0"  # valid, but a numeric column without bins has no cells
+            arms.append(f"ELSE {code}")
+        return "CASE " + " ".join(arms) + " END"
+
+
+# -- helpers --------------------------------------------------------------------------------------
+
+
+def _file_format(path: Path) -> str:
+    name = path.name.lower()
+    if name.endswith(CSV_SUFFIXES):
+        return "csv"
+    if name.endswith(PARQUET_SUFFIXES):
+        return "parquet"
+    raise DataError(
+        f"data file {str(path)!r} is neither CSV nor Parquet",
+        f"give it one of the extensions {', '.join(CSV_SUFFIXES + PARQUET_SUFFIXES)}",
+    )
+
+
+def _fix(fmt: str) -> str:
+    if fmt == "csv":
+        return "check that it is a comma-separated UTF-8 file with a header row and no line longer than the header"
+    return "check that it is a complete Parquet file"
+
+
+def _reason(e: BaseException) -> str:
+    """The first line of an error, with the line saying what is wrong when DuckDB gives one."""
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    if not lines:
+        return type(e).__name__
+    detail = [line for line in lines[1:] if re.search(r"Expected Number of Columns|unterminated quote|[Uu]nicode|UTF-8", line)]
+    return f"{lines[0]} ({detail[0]})" if detail else lines[0]
+
+
+def _parquet_kind(dtype: str) -> str:
+    """How pandas types a Parquet column of DuckDB type ``dtype``."""
+    if dtype in _INT_TYPES:
+        return "int"
+    if dtype == "DOUBLE":
+        return "float"
+    if dtype == "FLOAT":
+        return "float32"
+    if dtype == "BOOLEAN":
+        return "bool"
+    if dtype == "VARCHAR":
+        return "str"
+    if dtype.startswith("DECIMAL"):
+        return "decimal"
+    return "other"
+
+
+def _text_categories(column: Column) -> bool:
+    """Whether the codec matches the column's values as text."""
+    return column.is_categorical and not column.numeric_categories
+
+
+def _dedup_names(names: list[str]) -> list[str]:
+    """Column names as pandas.read_csv makes them: 'Unnamed: i' for blanks, 'a.1' for repeats."""
+    names = [n if n != "" else f"Unnamed: {i}" for i, n in enumerate(names)]
+    counts: dict[str, int] = {}
+    out = []
+    for name in names:
+        count = counts.get(name, 0)
+        while count > 0:
+            counts[name] = count + 1
+            name = f"{name}.{count}"
+            count = counts.get(name, 0)
+        out.append(name)
+        counts[name] = count + 1
+    return out
+
+
+def _csv_values(texts: np.ndarray, kind: str) -> np.ndarray:
+    """CSV fields as the values pandas would hold in a column of ``kind``."""
+    if kind == "int":
+        return np.asarray([int(t) for t in texts], dtype=object)
+    if kind == "float":
+        return np.asarray([float(t) for t in texts], dtype=float)
+    if kind == "bool":
+        return np.asarray([t in PANDAS_TRUE for t in texts], dtype=bool)
+    return np.asarray(texts, dtype=object)
+
+
+def _cleanup(con: duckdb.DuckDBPyConnection, spill: str) -> None:
+    con.close()
+    shutil.rmtree(spill, ignore_errors=True)
+
+
+def _float_for_text(text: str, kind: str) -> float | None:
+    """The float whose text (the codec's ``_as_text``) is ``text``, or None if there is none."""
+    try:
+        d = float(text)
+    except ValueError:
+        return None
+    if math.isnan(d):
+        return None
+    dtype = np.float32 if kind == "float32" else np.float64
+    with np.errstate(over="ignore", invalid="ignore"):
+        value = dtype(d)
+        same = _as_text(pd.Series([value], dtype=dtype))[0] == text
+    return float(value) if same else None
+
+
+def _has_any(r: str, chars: str) -> str:
+    return "(" + " OR ".join(f"contains({r}, {_text(ch)})" for ch in chars) + ")"
+
+
+def _text(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def _any_of(r: str, items: tuple[str, ...]) -> str:
+    """``r IN (items)`` as equalities: DuckDB runs a long IN list as a join, far slower here."""
+    return "(" + " OR ".join(f"{r} = {_text(s)}" for s in items) + ")"
+
+
+def _double(x: float) -> str:
+    """A DOUBLE literal of exactly ``x`` (a plain '0.1' would be typed DECIMAL by DuckDB)."""
+    x = float(x)
+    return f"{x:.17e}" if math.isfinite(x) else f"CAST('{x!r}' AS DOUBLE)"
