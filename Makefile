@@ -18,7 +18,12 @@ demo: $(STAMP)
 	$(BIN)/dipsy synth examples/ce/CEdata.csv --domain examples/ce/domain.yaml \
 		--method dirichlet-multinomial --columns Race --epsilon 5 --seed 123 \
 		--out $(DEMO)/ce-race --overwrite --ledger $(DEMO)/ledger.sqlite --dataset-id ce-demo
-	$(BIN)/python examples/ce/compare.py examples/ce/CEdata.csv $(DEMO)/ce-race
+	$(BIN)/python examples/compare.py examples/ce/CEdata.csv $(DEMO)/ce-race
+	$(BIN)/dipsy synth examples/ct_deaths/deaths.csv --domain examples/ct_deaths/domain.yaml \
+		--method gamma-poisson --columns county --epsilon 1 --seed 2012 \
+		--option exposures=examples/ct_deaths/populations.csv --on-invalid drop --release table \
+		--out $(DEMO)/ct-deaths --overwrite --ledger $(DEMO)/ledger.sqlite --dataset-id ct-deaths-demo
+	$(BIN)/python examples/compare.py examples/ct_deaths/deaths.csv $(DEMO)/ct-deaths
 	$(BIN)/dipsy budget show --ledger $(DEMO)/ledger.sqlite
 
 test: $(STAMP)

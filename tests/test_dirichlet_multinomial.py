@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -14,43 +13,19 @@ import dipsy
 from dipsy.errors import DipsyError
 from dipsy.methods.dirichlet_multinomial import (
     DirichletMultinomial,
-    DirichletMultinomialModel,
+    draw_predictive,
     log_predictive,
     minimum_alpha,
 )
 from dipsy.privacy import PureDP
 
-
-def compositions(n: int, cells: int) -> np.ndarray:
-    """Every count vector of ``cells`` non-negative integers summing to ``n`` (stars and bars)."""
-    rows = []
-    for bars in itertools.combinations(range(n + cells - 1), cells - 1):
-        edges = (-1, *bars, n + cells - 1)
-        rows.append([edges[k + 1] - edges[k] - 1 for k in range(cells)])
-    return np.array(rows)
-
-
-def neighbours(y: np.ndarray) -> list[np.ndarray]:
-    """Every x with the same total that moves one record of y from one cell to another."""
-    out = []
-    for i, j in itertools.permutations(range(len(y)), 2):
-        if y[i] >= 1:
-            x = y.copy()
-            x[i] -= 1
-            x[j] += 1
-            out.append(x)
-    return out
+import enumeration
+from enumeration import compositions
 
 
 def largest_privacy_loss(cells: int, n: int, alpha: float) -> float:
-    """max over y, neighbour x, y* of log p(y*|y, alpha) - log p(y*|x, alpha) (S-000 eqs. 8–9)."""
-    outputs = compositions(n, cells)
-    worst = -math.inf
-    for y in compositions(n, cells):
-        log_y = log_predictive(outputs, y, alpha)
-        for x in neighbours(y):
-            worst = max(worst, float(np.max(log_y - log_predictive(outputs, x, alpha))))
-    return worst
+    """The largest log p(y*|y, alpha) - log p(y*|x, alpha) over neighbours (S-000 eqs. 8–9)."""
+    return enumeration.largest_privacy_loss(lambda out, y: log_predictive(out, y, alpha), n, cells)
 
 
 @pytest.mark.parametrize("cells", [2, 3, 4])
@@ -77,13 +52,12 @@ def test_predictive_is_a_probability_distribution(alpha):
 
 def chi_square_of_sampler(y: np.ndarray, alpha_sampled: float, alpha_tested: float, draws: int, seed: int) -> float:
     """p-value of a χ² test: draws of the sampler at ``alpha_sampled`` against the pmf at ``alpha_tested``."""
-    model = DirichletMultinomialModel(("a",), (len(y),), y, alpha_sampled)
     rng = np.random.default_rng(seed)
     outputs = compositions(int(y.sum()), len(y))
     index = {tuple(o): k for k, o in enumerate(outputs)}
     observed = np.zeros(len(outputs))
     for _ in range(draws):
-        observed[index[tuple(model.draw_counts(rng))]] += 1
+        observed[index[tuple(draw_predictive(y, alpha_sampled, rng))]] += 1
     expected = draws * np.exp(log_predictive(outputs, y, alpha_tested))
     return float(stats.chisquare(observed, expected).pvalue)
 
@@ -110,8 +84,7 @@ def test_ce_race_example_of_s000():
     rng = np.random.default_rng(123)
     draws = 4000
     theta = rng.dirichlet(y + alpha, size=draws)
-    model = DirichletMultinomialModel(("Race",), (6,), y, alpha)
-    ystar = np.array([model.draw_counts(rng) for _ in range(draws)])
+    ystar = np.array([draw_predictive(y, alpha, rng) for _ in range(draws)])
     expected = (y + alpha) / (y + alpha).sum()
     # y*/n has mean E[theta*] and sd at most sqrt(Var(theta*) + theta(1-theta)/n) per cell
     sd = np.sqrt(theta.var(axis=0) + expected * (1 - expected) / y.sum())

@@ -2,7 +2,7 @@
 
 >>> import dipsy
 >>> [m.name for m in dipsy.methods()]
-['dirichlet-multinomial']
+['dirichlet-multinomial', 'beta-binomial', 'dp-prior', 'gamma-poisson', 'laplace-sanitizer']
 """
 
 __version__ = "0.1.0"

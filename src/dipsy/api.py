@@ -26,7 +26,9 @@ from .domain import Domain, decode
 from .engine import engine_for
 from .errors import DataError
 from .methods import get
-from .privacy import Accountant, Ledger, PureDP, make_rng
+from .methods.counts import cells_frame
+from .privacy import Accountant, Ledger, PureDP
+from .privacy.rng import Randomness
 from .privacy.budget import positive
 from .release import Release
 
@@ -44,6 +46,8 @@ def synthesize(
     dataset_id: str | None = None,
     budget_cap: float | None = None,
     on_invalid: str = "error",
+    neighbouring: str | None = None,
+    release: str = "records",
     progress: bool = False,
     on_release: Callable[[Release], Any] | None = None,
 ) -> Release:
@@ -77,6 +81,12 @@ def synthesize(
         Total ε this data set may ever spend; stored in the ledger and enforced from then on.
     on_invalid
         ``"error"`` (default) or ``"drop"`` rows that do not match the domain.
+    neighbouring
+        ``"substitute"`` or ``"add-remove"``, for methods private under either (see
+        :func:`dipsy.methods`); default the method's first.
+    release
+        ``"records"`` (synthetic microdata, the default) or ``"table"`` (the released cell counts,
+        with the noise they carry), for the count methods.
     progress
         Show a progress bar over the sets.
     on_release
@@ -89,7 +99,7 @@ def synthesize(
         ``.tables`` (m DataFrames), ``.statement``, ``.save(folder)``.
     """
     budget = PureDP(positive("epsilon", epsilon, "--epsilon"))
-    synthesizer = get(method)(budget, sets, options)
+    synthesizer = get(method)(budget, sets, options, neighbouring, release)
     if not isinstance(domain, Domain):
         domain = Domain.load(domain)
     scope = domain.project(columns)
@@ -115,34 +125,38 @@ def synthesize(
         if ledger is not None
         else nullcontext()
     )
-    notes = ()
-    if report.invalid_rows:
-        notes = (f"{report.invalid_rows} row(s) that did not match the domain were dropped; n counts the rows kept.",)
-    rng = make_rng(seed)
+    # How many rows were dropped is not released: it is a count of the confidential data.
+    notes = ("Rows that did not match the domain were dropped before synthesis.",) if report.invalid_rows else ()
+    rand = Randomness.from_seed(seed)
     with charge:
         model = synthesizer.fit(engine, plan)
         tables = []
         with _progress(sets, progress) as advance:
             for _ in range(sets):
-                tables.append(decode(model.sample(rng), scope, rng))
+                if release == "table":
+                    tables.append(cells_frame(model.table(rand), scope))
+                else:
+                    tables.append(decode(model.sample(rand), scope, rand.numpy))
                 advance()
-        release = Release(
+        result = Release(
             tables=tables,
             statement=plan.statement,
             method=method,
             options=dict(options or {}),
-            parameters=dict(plan.parameters),
+            parameters={k: v for k, v in plan.parameters.items() if not k.startswith("_")},
             domain=scope,
             spends=accountant.spends,
             seed=seed,
             created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             release_id=release_id,
             dipsy_version=__version__,
+            kind=release,
+            dropped_rows=report.invalid_rows,
             notes=notes,
         )
         if on_release is not None:
-            on_release(release)
-    return release
+            on_release(result)
+    return result
 
 
 def fingerprint(data: pd.DataFrame | str | Path) -> str:

@@ -19,6 +19,7 @@ from .api import synthesize
 from .domain import Domain
 from .engine import engine_for
 from .errors import DipsyError
+from .methods import NEIGHBOURINGS
 from .methods import methods as list_methods
 from .privacy import Ledger, default_ledger_path
 from .release import FORMATS, check_target
@@ -54,9 +55,10 @@ def cli() -> None:
 def methods() -> None:
     """List the synthesis methods with their guarantees, one line each (options below)."""
     for m in list_methods():
-        out.print(f"[bold]{m.name:<24}[/bold] {m.definition:<9} {m.summary}")
+        out.print(f"[bold]{m.name:<24}[/bold] {m.summary}")
+        out.print(f"{'':24} {m.definition}; neighbours: {', '.join(m.neighbourings)}; releases: {', '.join(m.releases)}; {m.sets}")
         for option in m.options:
-            out.print(f"{'':24}   --option {option}")
+            out.print(f"{'':24} --option {option}")
 
 
 @cli.group()
@@ -97,6 +99,8 @@ def domain_check(data: Path, domain_path: Path, columns: tuple[str, ...], on_inv
 @click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path), help="Folder to write the release into.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing --out folder.")
 @click.option("--on-invalid", type=click.Choice(["error", "drop"]), default="error", show_default=True)
+@click.option("--neighbouring", type=click.Choice(list(NEIGHBOURINGS)), default=None, help="Neighbouring relation, for methods private under either (default: the method's).")
+@click.option("--release", "kind", type=click.Choice(["records", "table"]), default="records", show_default=True, help="Synthetic records, or the released table of cell counts.")
 @click.option("--ledger", type=click.Path(path_type=Path), default=None, help="Budget ledger (SQLite); default $DIPSY_LEDGER or the user data folder.")
 @click.option("--dataset-id", default=None, help="Name of the data set in the ledger; default the SHA-256 of DATA.")
 @click.option("--budget-cap", default=None, help="Total ε this data set may ever spend (stored in the ledger).")
@@ -113,6 +117,8 @@ def synth(
     out_dir: Path,
     overwrite: bool,
     on_invalid: str,
+    neighbouring: str | None,
+    kind: str,
     ledger: Path | None,
     dataset_id: str | None,
     budget_cap: str | None,
@@ -133,16 +139,22 @@ def synth(
         dataset_id=dataset_id,
         budget_cap=budget_cap,
         on_invalid=on_invalid,
+        neighbouring=neighbouring,
+        release=kind,
         progress=True,
         on_release=lambda r: r.save(out_dir, format=fmt, overwrite=overwrite),
     )
     s = release.statement
-    params = ", ".join(f"{k} = {v:.6f}" if isinstance(v, float) else f"{k} = {v}" for k, v in release.parameters.items())
+    params = ", ".join(f"{k} = {v:.6f}" if isinstance(v, float) else f"{k} = {v}" for k, v in release.parameters.items() if not isinstance(v, dict))
     out.print(f"{release.method}: {params}")
+    noise = release.parameters.get("noise")
+    if noise:
+        out.print(f"noise: {noise['distribution']}, scale {noise['scale']}, sd {noise['sd']:.4g}; {noise['post_processing']}")
     out.print(f"privacy: {s.definition}, {s.total} in total, {s.per_set} per set, {s.sets} set(s); {s.neighbouring}")
-    for note in release.notes:
-        out.print(f"note: {note}")
-    out.print(f"wrote {len(release.tables)} set(s) of {len(release.tables[0])} rows to {out_dir} (ledger: {ledger_path})")
+    if release.dropped_rows:
+        out.print(f"note: {release.dropped_rows} row(s) that did not match the domain were dropped (not written to the release)")
+    what = "table(s) of" if release.kind == "table" else "set(s) of"
+    out.print(f"wrote {len(release.tables)} {what} {len(release.tables[0])} rows to {out_dir} (ledger: {ledger_path})")
 
 
 def _options(pairs: tuple[str, ...]) -> dict[str, str]:

@@ -24,6 +24,7 @@ import pandas as pd
 from .domain import Domain
 from .errors import ReleaseError
 from .methods import Statement
+from .methods.counts import describe_cells
 from .privacy import Spend
 
 FORMATS = ("parquet", "csv")
@@ -36,10 +37,17 @@ class Release:
     Attributes
     ----------
     tables
-        The m synthetic sets, one DataFrame each.
+        The m synthetic sets, one DataFrame each: records, or (``kind == "table"``) one row per
+        cell with its ``count``.
     statement
         The privacy guarantee (see :meth:`metadata` for its release.json form).
+    dropped_rows
+        Rows dropped as invalid: for the data steward's eyes, never written to the release.
     """
+
+    @property
+    def stem(self) -> str:
+        return "table" if self.kind == "table" else "synthetic"
 
     tables: list[pd.DataFrame]
     statement: Statement
@@ -52,12 +60,15 @@ class Release:
     created: str
     release_id: str
     dipsy_version: str
+    kind: str = "records"
+    dropped_rows: int = 0
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def metadata(self) -> dict[str, Any]:
         """The content of ``release.json``."""
-        return {
+        meta = {
             "release_id": self.release_id,
+            "release": self.kind,
             "method": self.method,
             "options": self.options,
             "parameters": self.parameters,
@@ -72,6 +83,10 @@ class Release:
             "created": self.created,
             "notes": list(self.notes),
         }
+        if self.kind == "table":
+            meta["cells"] = describe_cells(self.domain)
+            meta["files"] = [f"{self.stem}_{k}" for k in range(1, len(self.tables) + 1)]
+        return meta
 
     def save(self, out: str | Path, format: str = "parquet", overwrite: bool = False) -> Path:
         """Write the release to the folder ``out`` atomically; refuse an existing one unless ``overwrite``."""
@@ -86,7 +101,7 @@ class Release:
             raise ReleaseError(f"cannot write into {str(out.parent)!r} ({e.strerror})", "choose a writable --out folder") from None
         try:
             for k, table in enumerate(self.tables, start=1):
-                target = tmp / f"synthetic_{k}.{format}"
+                target = tmp / f"{self.stem}_{k}.{format}"
                 if format == "parquet":
                     table.to_parquet(target, index=False)
                 else:

@@ -5,10 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import DipsyError
-from .base import ADD_REMOVE, SUBSTITUTE, Model, Option, Plan, Statement, Synthesizer
-from .dirichlet_multinomial import DirichletMultinomial
+from .base import ADD_REMOVE, NEIGHBOURINGS, SUBSTITUTE, Model, Option, Plan, Statement, Synthesizer
+from .dirichlet_multinomial import BetaBinomial, DirichletMultinomial
+from .dp_prior import DPPrior
+from .gamma_poisson import GammaPoisson
+from .laplace_sanitizer import LaplaceSanitizer
 
-REGISTRY: dict[str, type[Synthesizer]] = {cls.name: cls for cls in (DirichletMultinomial,)}
+REGISTRY: dict[str, type[Synthesizer]] = {
+    cls.name: cls for cls in (DirichletMultinomial, BetaBinomial, DPPrior, GammaPoisson, LaplaceSanitizer)
+}
 
 
 @dataclass(frozen=True)
@@ -18,7 +23,9 @@ class MethodInfo:
     name: str
     summary: str
     definition: str
-    neighbouring: str
+    neighbourings: tuple[str, ...]
+    releases: tuple[str, ...]
+    sets: str
     options: tuple[str, ...]
 
 
@@ -33,13 +40,22 @@ def get(name: str) -> type[Synthesizer]:
 def methods() -> list[MethodInfo]:
     """Every registered method.
 
-    >>> [m.name for m in methods()]
-    ['dirichlet-multinomial']
+    >>> [m.name for m in methods()][:2]
+    ['dirichlet-multinomial', 'beta-binomial']
     """
+    names = {v: k for k, v in NEIGHBOURINGS.items()}
     return [
-        MethodInfo(c.name, c.summary, c.definition, c.neighbouring, tuple(f"{o.name}: {o.help}" for o in c.options))
+        MethodInfo(
+            c.name,
+            c.summary,
+            c.definition,
+            tuple(names[r] for r in (c.neighbourings or (c.neighbouring,))),
+            c.releases,
+            "m sets, each ε/m" if c.multiple_sets else "one set",
+            tuple(f"{o.name}: {o.help}" for o in c.options),
+        )
         for c in REGISTRY.values()
     ]
 
 
-__all__ = ["ADD_REMOVE", "SUBSTITUTE", "MethodInfo", "Model", "Option", "Plan", "Statement", "Synthesizer", "get", "methods"]
+__all__ = ["ADD_REMOVE", "NEIGHBOURINGS", "SUBSTITUTE", "MethodInfo", "Model", "Option", "Plan", "Statement", "Synthesizer", "get", "methods"]

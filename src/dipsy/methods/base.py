@@ -19,10 +19,13 @@ from ..domain import Domain
 from ..engine import Engine
 from ..errors import DipsyError
 from ..privacy import Budget, Spend
+from ..privacy.rng import Randomness
 
 #: Neighbouring relations, worded as they appear in release.json.
 SUBSTITUTE = "substitute one record: neighbouring data sets have the same number of rows n and differ in the values of one row"
 ADD_REMOVE = "add/remove one record: neighbouring data sets differ by the presence of one row"
+#: Their names on the command line and in the API.
+NEIGHBOURINGS = {"substitute": SUBSTITUTE, "add-remove": ADD_REMOVE}
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,7 @@ class Model(ABC):
     """A fitted model. Private: it may hold exact statistics; never written to disk."""
 
     @abstractmethod
-    def sample(self, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    def sample(self, rand: Randomness) -> dict[str, np.ndarray]:
         """One synthetic set, as codes per column (decoded by the caller)."""
 
 
@@ -91,8 +94,21 @@ class Synthesizer(ABC):
     definition: ClassVar[str]
     neighbouring: ClassVar[str]
     options: ClassVar[tuple[Option, ...]] = ()
+    #: What the method can release: "records" (microdata) and, for count methods, "table".
+    releases: ClassVar[tuple[str, ...]] = ("records",)
+    #: Whether m > 1 sets are allowed (a single-release method fixes its parameters once).
+    multiple_sets: ClassVar[bool] = True
+    #: The neighbouring relations the method can be private under; the first is the default.
+    neighbourings: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, budget: Budget, sets: int = 1, options: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        budget: Budget,
+        sets: int = 1,
+        options: Mapping[str, Any] | None = None,
+        neighbouring: str | None = None,
+        release: str = "records",
+    ) -> None:
         if budget.definition != self.definition:
             raise DipsyError(
                 f"{self.name} gives {self.definition} guarantees, not {budget.definition}",
@@ -100,8 +116,21 @@ class Synthesizer(ABC):
             )
         if isinstance(sets, bool) or not isinstance(sets, int) or sets < 1:
             raise DipsyError(f"sets must be a whole number >= 1, got {sets!r}", "pass --sets with e.g. 1 or 5")
+        if sets > 1 and not self.multiple_sets:
+            raise DipsyError(f"{self.name} releases a single set, not {sets}", "leave out --sets (see 'dipsy methods')")
+        if release not in self.releases:
+            raise DipsyError(f"{self.name} cannot release a {release!r}", f"use --release {' or '.join(self.releases)}")
+        if neighbouring is not None:
+            relation = NEIGHBOURINGS.get(neighbouring)
+            if relation is None:
+                raise DipsyError(f"unknown neighbouring relation {neighbouring!r}", f"use one of {', '.join(NEIGHBOURINGS)}")
+            if relation not in (self.neighbourings or (self.neighbouring,)):
+                names = [k for k, v in NEIGHBOURINGS.items() if v in (self.neighbourings or (self.neighbouring,))]
+                raise DipsyError(f"{self.name} is private under {' or '.join(names)} neighbours only", f"pass --neighbouring {names[0]} or leave it out")
+            self.neighbouring = relation
         self.budget = budget
         self.sets = sets
+        self.release = release
         self.settings = self._parse_options(options or {})
 
     @classmethod
@@ -112,6 +141,24 @@ class Synthesizer(ABC):
             choices = ", ".join(known) if known else "none"
             raise DipsyError(f"{cls.name} has no option {unknown[0]!r}", f"its options are: {choices}")
         return {name: known[name].parse(value) for name, value in given.items()}
+
+    def statement(self, n: int, mechanism: str, public: tuple[str, ...] | None = None) -> Statement:
+        """The statement of a release whose m sets each spend budget/m (sequential composition)."""
+        return Statement(
+            definition=self.definition,
+            total=self.budget,
+            per_set=self.budget.scaled(1 / self.sets),
+            sets=self.sets,
+            neighbouring=self.neighbouring,
+            public=public or (f"n = {n} (the number of rows)", "the domain (categories, bounds and bins of the released columns)"),
+            mechanism=mechanism,
+            composition=f"sequential composition over {self.sets} sets, each from its own draw" if self.sets > 1 else "one set",
+        )
+
+    def equal_spends(self, what: str) -> tuple[Spend, ...]:
+        """One spend of budget/m per set, labelled with what each set pays for."""
+        per_set = self.budget.scaled(1 / self.sets)
+        return tuple(Spend(f"{self.name}: set {k} of {self.sets} ({what})", per_set) for k in range(1, self.sets + 1))
 
     @abstractmethod
     def plan(self, n: int, domain: Domain) -> Plan:

@@ -54,9 +54,11 @@ import numpy as np
 from ..domain import Domain
 from ..engine import Engine
 from ..errors import DipsyError
-from ..privacy import PureDP, Spend
+from ..privacy import PureDP
 from ..privacy.budget import positive
-from .base import SUBSTITUTE, Model, Option, Plan, Statement, Synthesizer
+from ..privacy.rng import Randomness
+from .base import SUBSTITUTE, Option, Plan, Synthesizer
+from .counts import CountModel
 
 MECHANISM = (
     "Dirichlet-multinomial posterior predictive over the full cross-tabulation of the released columns "
@@ -74,15 +76,24 @@ def minimum_alpha(n: int, epsilon: float) -> float:
     return n / math.expm1(epsilon)
 
 
-def log_predictive(ystar: np.ndarray, y: np.ndarray, alpha: float) -> np.ndarray:
+def draw_predictive(y: np.ndarray, alpha: float | np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``y*``: one multinomial draw of ``sum(y)`` from a fresh ``theta* ~ Dirichlet(y + alpha)`` (eqs. 6–7)."""
+    # Dirichlet as normalised gammas (memory: one float array of the cells, normalised in place).
+    theta = rng.standard_gamma(y + alpha)
+    theta /= theta.sum()
+    return rng.multinomial(int(y.sum()), theta)
+
+
+def log_predictive(ystar: np.ndarray, y: np.ndarray, alpha: float | np.ndarray) -> np.ndarray:
     """``log p(y* | y, alpha)`` of the Dirichlet-multinomial posterior predictive (S-000 eq. 8).
 
-    ``ystar`` may hold many count vectors in its leading axes; the last axis is the cells.
+    ``ystar`` may hold many count vectors in its leading axes; the last axis is the cells;
+    ``alpha`` is one prior for every cell or one per cell.
     """
     from scipy.special import gammaln
 
     ystar = np.asarray(ystar, dtype=float)
-    post = np.asarray(y, dtype=float) + alpha
+    post = np.asarray(y, dtype=float) + np.asarray(alpha, dtype=float)
     n = ystar.sum(axis=-1)
     return (
         gammaln(n + 1)
@@ -107,59 +118,67 @@ class DirichletMultinomial(Synthesizer):
     summary = "Dirichlet-multinomial posterior predictive over the full cross-tabulation (Abowd & Vilhuber 2008); ε-DP, n public"
     definition = "pure-DP"
     neighbouring = SUBSTITUTE
+    releases = ("records", "table")
     options = (Option("alpha", lambda v: positive("option alpha", v), "flat Dirichlet prior per cell; default and least value n/(e^(ε/m) - 1)"),)
+    mechanism = MECHANISM
+
+    def check_domain(self, domain: Domain) -> None:
+        """Which columns the method accepts (any encodable ones here)."""
 
     def plan(self, n: int, domain: Domain) -> Plan:
+        self.check_domain(domain)
         if n < 1:
             raise DipsyError("the data have no valid rows to synthesize from", "check the data against the domain")
-        per_set = self.budget.scaled(1 / self.sets)
-        least = minimum_alpha(n, per_set.epsilon)
+        least = minimum_alpha(n, self.budget.epsilon / self.sets)
         alpha = self.settings.get("alpha", least)
         if alpha < least:
             raise DipsyError(
                 f"option alpha={alpha:g} is below n/(e^(ε/m) - 1) = {least:.6g}, which ε-DP needs",
                 "raise alpha or leave it out",
             )
-        statement = Statement(
-            definition=self.definition,
-            total=self.budget,
-            per_set=per_set,
-            sets=self.sets,
-            neighbouring=self.neighbouring,
-            public=(f"n = {n} (the number of rows)", "the domain (categories, bounds and bins of the released columns)"),
-            mechanism=MECHANISM,
-            composition=f"sequential composition over {self.sets} set(s), each from its own theta*" if self.sets > 1 else "one set",
-        )
-        spends = tuple(
-            Spend(f"{self.name}: set {k} of {self.sets} (theta* ~ Dirichlet(y + alpha))", per_set) for k in range(1, self.sets + 1)
-        )
-        cells = domain.cells()
-        return Plan(statement, spends, {"alpha": alpha, "n": n, "cells": cells})
+        spends = self.equal_spends("theta* ~ Dirichlet(y + alpha)")
+        return Plan(self.statement(n, self.mechanism), spends, {"alpha": alpha, "n": n, "cells": domain.cells()})
 
     def fit(self, engine: Engine, plan: Plan) -> "DirichletMultinomialModel":
         table = engine.contingency(engine.domain.names, form="dense")
         return DirichletMultinomialModel(table.columns, table.shape, table.counts, plan.parameters["alpha"])
 
 
+class BetaBinomial(DirichletMultinomial):
+    r"""Beta-binomial synthesizer (Charest 2010) for one categorical column; ε-DP, ``n`` public.
+
+    For a binary column with ``s`` ones out of ``n``: ``theta* ~ Beta(s + a, n - s + a)``,
+    ``s* ~ Binomial(n, theta*)``, a fresh ``theta*`` per set. This is the Dirichlet-multinomial
+    synthesizer with ``I = 2`` cells, so its proof applies verbatim (S-000 eqs. 8–13 with ``I = 2``):
+    the least prior that makes one set ε/m-DP under substitution is ``a = b = n/(e^(ε/m) - 1)``
+    (METHODS.md §1, derived there from eq. 13). For a column with ``K > 2`` categories the same
+    proof gives the Dirichlet-multinomial over its ``K`` cells with the same prior, which is what
+    this method then draws. Prior mean 1/K, prior mass growing with ``n``: biased towards the
+    uniform when ε is small (Bowen & Liu, S-003).
+    """
+
+    name = "beta-binomial"
+    summary = "Beta-binomial posterior predictive for one categorical column (Charest 2010); ε-DP, n public"
+    options = (Option("alpha", lambda v: positive("option alpha", v), "Beta prior a = b per category; default and least value n/(e^(ε/m) - 1)"),)
+    mechanism = (
+        "Beta-binomial posterior predictive for one categorical column (Charest 2010): theta* ~ Beta(s + a, n - s + a) "
+        "(Dirichlet(y + a) for K > 2 categories), s* ~ Binomial(n, theta*), with a >= n/(exp(epsilon per set) - 1)"
+    )
+
+    def check_domain(self, domain: Domain) -> None:
+        if len(domain) != 1 or not domain.columns[0].is_categorical:
+            raise DipsyError(
+                f"{self.name} synthesizes one categorical column, not {', '.join(domain.names)}",
+                "choose one categorical column with --columns (or use dirichlet-multinomial for several)",
+            )
+
+
 @dataclass(frozen=True, eq=False)
-class DirichletMultinomialModel(Model):
+class DirichletMultinomialModel(CountModel):
     """The posterior ``Dirichlet(y + alpha)``; holds the exact counts ``y`` (private)."""
 
-    columns: tuple[str, ...]
-    shape: tuple[int, ...]
     counts: np.ndarray
-    alpha: float
+    alpha: float | np.ndarray
 
-    def draw_counts(self, rng: np.random.Generator) -> np.ndarray:
-        """``y*``: one multinomial draw from a fresh ``theta* ~ Dirichlet(y + alpha)`` (eqs. 6–7)."""
-        # Dirichlet as normalised gammas (memory: one float array of the cells, reused in place).
-        theta = rng.standard_gamma(self.counts + self.alpha)
-        theta /= theta.sum()
-        return rng.multinomial(int(self.counts.sum()), theta)
-
-    def sample(self, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        ystar = self.draw_counts(rng)
-        occupied = np.flatnonzero(ystar)
-        cells = np.repeat(occupied, ystar[occupied])
-        rng.shuffle(cells)
-        return dict(zip(self.columns, np.unravel_index(cells, self.shape)))
+    def draw_counts(self, rand: Randomness) -> np.ndarray:
+        return draw_predictive(self.counts, self.alpha, rand.numpy)

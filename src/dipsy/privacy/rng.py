@@ -1,22 +1,84 @@
-"""Randomness: one NumPy ``Generator`` per run, never module-level state.
+"""Randomness: one source per run, never module-level state.
 
-Without a seed the generator is seeded from the operating system's entropy source; a seed makes a
-run reproducible and is recorded in the release.
+A :class:`Randomness` carries two things:
+
+- ``numpy``: a NumPy ``Generator`` for the floating-point samplers (gamma, multinomial, uniform
+  draws inside bins), seeded from the operating system's entropy unless a seed is given;
+- :meth:`Randomness.below`: exact uniform integers for the exact noise samplers of
+  :mod:`dipsy.privacy.samplers`, drawn from the operating system's cryptographically secure
+  generator (``os.urandom``) unless a seed is given, in which case they come from ``numpy`` so
+  that a seeded run is reproducible.
+
+A seed makes a run reproducible (and is recorded in the release) at the price of a predictable
+stream: use one for testing and methods work, not for a production release.
 """
 
 from __future__ import annotations
+
+import os
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..errors import DipsyError
 
+_WORD = 2**64
+
+
+@dataclass(frozen=True, eq=False)
+class Randomness:
+    """The randomness of one run.
+
+    >>> r = Randomness.from_seed(3)
+    >>> bool(np.all(r.below(np.array([1, 2, 10**18], dtype=np.uint64)) < [1, 2, 10**18]))
+    True
+    """
+
+    seed: int | None
+    numpy: np.random.Generator
+
+    @classmethod
+    def from_seed(cls, seed: int | None = None) -> "Randomness":
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
+            raise DipsyError(f"seed must be a whole number >= 0, got {seed!r}", "pass --seed with e.g. 2026, or leave it out")
+        return cls(None if seed is None else int(seed), np.random.default_rng(seed))
+
+    @property
+    def secure(self) -> bool:
+        """Whether the exact samplers draw from the operating system's secure generator."""
+        return self.seed is None
+
+    def below(self, bound: np.ndarray | int, size: int | None = None) -> np.ndarray:
+        """Uniform integers in ``[0, bound)``, exactly (``bound`` in ``[1, 2**64)``, per element).
+
+        Secure mode uses rejection on 64-bit words from ``os.urandom``: a word ``w`` is kept when
+        ``w < 2**64 - (2**64 mod bound)``, so ``w mod bound`` is exactly uniform.
+        """
+        bound = np.asarray(bound, dtype=np.uint64)
+        if size is not None:
+            bound = np.broadcast_to(bound, (size,))
+        if np.any(bound == 0):
+            raise ValueError("bound must be at least 1")
+        if not self.secure:
+            return self.numpy.integers(0, bound, dtype=np.uint64, endpoint=False)
+        flat = bound.reshape(-1)
+        out = np.empty(flat.shape, dtype=np.uint64)
+        # (2**64 - b) mod b == 2**64 mod b, in uint64 arithmetic
+        limit = np.uint64(0) - (np.uint64(0) - flat) % flat  # 2**64 - (2**64 mod b), 0 meaning 2**64
+        pending = np.arange(flat.size)
+        while pending.size:
+            words = np.frombuffer(os.urandom(8 * pending.size), dtype=np.uint64)
+            lim = limit[pending]
+            keep = (lim == 0) | (words < lim)
+            out[pending[keep]] = words[keep] % flat[pending[keep]]
+            pending = pending[~keep]
+        return out.reshape(bound.shape)
+
 
 def make_rng(seed: int | None = None) -> np.random.Generator:
-    """A fresh generator: from ``seed`` when given, else from the operating system.
+    """A fresh NumPy generator: from ``seed`` when given, else from the operating system.
 
     >>> int(make_rng(1).integers(10)) == int(make_rng(1).integers(10))
     True
     """
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-        raise DipsyError(f"seed must be a whole number >= 0, got {seed!r}", "pass --seed with e.g. 2026, or leave it out")
-    return np.random.default_rng(seed)
+    return Randomness.from_seed(seed).numpy

@@ -1,0 +1,115 @@
+r"""DP-prior synthesizer (McClure & Reiter 2012): draws from the posterior mean, held fixed.
+
+``METHODS.md`` §1 ("DP-prior"); Bowen & Liu (S-003) §2: "simulates synthetic data from a
+distribution with fixed parameters ... no need to release multiple data sets".
+
+Release
+-------
+Over the ``K`` cells of the chosen columns with counts ``y`` (``n = sum(y)``) and a flat prior
+``a`` per cell, the posterior mean is ``p_k = (y_k + a) / (n + K a)`` and the release is one set
+
+    y* ~ Multinomial(n; p).
+
+For one binary column this is McClure & Reiter's ``s* ~ Binomial(n, (s + a)/(n + 2a))``.
+
+Privacy (a derivation: Bowen & Liu's exact expression was lost in extraction, METHODS.md [R])
+--------------------------------------------------------------------------------------------
+Definition ε-DP; neighbours differ by one record moved between two cells, ``n`` fixed and public.
+Moving one record from cell ``i`` to cell ``j`` changes only ``p_i`` and ``p_j`` (the denominator
+``n + K a`` is unchanged), so
+
+    p(y* | y) / p(y* | x) = ((y_i + a)/(y_i - 1 + a))^{y*_i} * ((y_j + a)/(y_j + 1 + a))^{y*_j}.
+
+The first factor is at most ``((1 + a)/a)^n`` (``y_i = 1``, ``y*_i = n``), the second at least
+``(a/(1 + a))^n`` (``y_j = 0``, ``y*_j = n``), and both bounds are attained. Hence
+``|log ratio| <= n log(1 + 1/a)``, and the release is ε-DP if and only if
+
+    a >= 1 / (e^{ε/n} - 1)        (≈ n/ε for large n).
+
+The prior mass grows with ``n`` and pulls every cell to ``1/K``: the method is biased unless the
+true proportions are uniform (S-003). ``tests/test_count_methods.py`` checks the bound by
+enumeration: it holds at this ``a`` and fails below it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..domain import Domain
+from ..engine import Engine
+from ..errors import DipsyError
+from ..privacy.budget import positive
+from ..privacy.rng import Randomness
+from .base import SUBSTITUTE, Option, Plan, Synthesizer
+from .counts import CountModel
+
+
+def minimum_prior(n: int, epsilon: float) -> float:
+    """The least flat prior ``a`` that makes the DP-prior release ε-DP: ``1/(e^{ε/n} - 1)``.
+
+    >>> round(minimum_prior(100, 1.0), 3)
+    99.501
+    """
+    return 1 / math.expm1(epsilon / n)
+
+
+def log_likelihood(ystar: np.ndarray, y: np.ndarray, a: float) -> np.ndarray:
+    """``log p(y* | y, a)`` of the multinomial with the posterior-mean probabilities."""
+    from scipy.special import gammaln
+
+    ystar = np.asarray(ystar, dtype=float)
+    p = (np.asarray(y, dtype=float) + a) / (np.sum(y) + len(y) * a)
+    n = ystar.sum(axis=-1)
+    return gammaln(n + 1) - gammaln(ystar + 1).sum(axis=-1) + (ystar * np.log(p)).sum(axis=-1)
+
+
+class DPPrior(Synthesizer):
+    """DP-prior synthesizer; one set, ε-DP with ``n`` public.
+
+    >>> from dipsy.domain import Domain
+    >>> from dipsy.privacy import PureDP
+    >>> round(DPPrior(PureDP(1.0)).plan(100, Domain.from_sizes({"x": 2})).parameters["prior"], 3)
+    99.501
+    """
+
+    name = "dp-prior"
+    summary = "Multinomial draw from the posterior mean with a prior of 1/(e^(ε/n) - 1) per cell (McClure & Reiter 2012); ε-DP, one set"
+    definition = "pure-DP"
+    neighbouring = SUBSTITUTE
+    releases = ("records", "table")
+    multiple_sets = False
+    options = (Option("prior", lambda v: positive("option prior", v), "flat prior per cell; default and least value 1/(e^(ε/n) - 1)"),)
+
+    def plan(self, n: int, domain: Domain) -> Plan:
+        if n < 1:
+            raise DipsyError("the data have no valid rows to synthesize from", "check the data against the domain")
+        least = minimum_prior(n, self.budget.epsilon)
+        prior = self.settings.get("prior", least)
+        if prior < least:
+            raise DipsyError(f"option prior={prior:g} is below 1/(e^(ε/n) - 1) = {least:.6g}, which ε-DP needs", "raise it or leave it out")
+        mechanism = (
+            "DP-prior (McClure & Reiter 2012): y* ~ Multinomial(n; (y + a)/(n + K a)) over the K cells of the "
+            "released columns, with a >= 1/(exp(epsilon/n) - 1) (derived in dipsy.methods.dp_prior)"
+        )
+        spends = self.equal_spends("y* ~ Multinomial(n; posterior mean)")
+        return Plan(self.statement(n, mechanism), spends, {"prior": prior, "n": n, "cells": domain.cells()})
+
+    def fit(self, engine: Engine, plan: Plan) -> "DPPriorModel":
+        table = engine.contingency(engine.domain.names, form="dense")
+        return DPPriorModel(table.columns, table.shape, table.counts, plan.parameters["prior"])
+
+
+@dataclass(frozen=True, eq=False)
+class DPPriorModel(CountModel):
+    """The posterior-mean probabilities; holds the exact counts (private)."""
+
+    counts: np.ndarray
+    prior: float
+
+    def draw_counts(self, rand: Randomness) -> np.ndarray:
+        n = int(self.counts.sum())
+        p = (self.counts + self.prior) / (n + self.counts.size * self.prior)
+        return rand.numpy.multinomial(n, p)

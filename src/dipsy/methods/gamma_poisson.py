@@ -1,0 +1,144 @@
+r"""Gamma-Poisson synthesizer for counts with known exposures (after Quick 2019, arXiv:1906.00455).
+
+``METHODS.md`` §1.2. Events (e.g. deaths) are the records; each falls in a cell ``i`` (e.g. a
+county) whose exposure ``E_i`` (e.g. its population) is public.
+
+Model
+-----
+    y_i | lambda_i ~ Poisson(E_i lambda_i),     lambda_i ~ Gamma(a_i, b_i)   (shape, rate),
+    lambda_i | y  ~ Gamma(y_i + a_i, E_i + b_i),
+    synthetic counts y*_i | lambda* ~ Poisson(E_i lambda*_i).
+
+Here the prior is centred on a public rate ``r`` (events per unit of exposure) with strength ``c``:
+``a_i = c r E_i`` and ``b_i = c E_i`` (prior mean ``a_i/b_i = r`` in every cell, prior weight
+proportional to exposure, which is how the model "accommodates heterogeneity in population
+sizes"). Defaults: ``r = n / sum(E)`` (public: ``n`` is) and the least ``c`` below.
+
+Privacy (a derivation; Quick's theorem itself was not recovered, METHODS.md [NR])
+------------------------------------------------------------------------------------
+Unconditionally the release is not ε-DP for any finite ε: ``y*_i`` is negative binomial
+``NB(y_i + a_i, q_i)`` with ``q_i = (E_i + b_i)/(2E_i + b_i)``, and for neighbours that move one
+event out of cell ``i`` the ratio ``p(y* | y)/p(y* | x) = (y_i + a_i - 1 + y*_i)/(y_i + a_i - 1) * (1 - q_i)``
+grows without bound in ``y*_i``. dipsy therefore releases the synthetic counts **conditioned on
+their total** ``sum(y*) = n`` (``n`` public, neighbours move one event between cells, ``n``
+fixed). Independent ``NB(r_i, q)`` with a common ``q`` conditioned on their sum are
+Dirichlet-multinomial ``DM(n; r)``; with ``b_i = c E_i`` every ``q_i = (1 + c)/(2 + c)`` is the same,
+so the release is exactly ``DM(n; y + a)``, i.e. ``theta* ~ Dirichlet(y + a)``,
+``y* ~ Multinomial(n; theta*)`` — the normalised ``E_i lambda*_i`` are ``Dirichlet(y + a)``.
+By S-000 eqs. 10–11 with cell-specific priors the log ratio is at most
+``log((n + a_i)/a_i)`` for the cell ``i`` that loses the event, so the release is ε-DP iff
+
+    min_i a_i = c r min_i E_i >= n / (e^ε - 1),   i.e.   c >= n / ((e^ε - 1) r min_i E_i).
+
+``tests/test_count_methods.py`` checks this by enumeration from the negative-binomial product
+(not from the Dirichlet-multinomial closed form): bounded by ε at the least ``c``, above ε
+below it, and unbounded without the conditioning. ``m`` sets each use ε/m.
+
+The draws are exactly the model's: ``lambda*_i ~ Gamma(y_i + a_i, E_i + b_i)``, then the counts
+given their total, ``Multinomial(n; E lambda* / sum(E lambda*))``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..domain import Domain, encode_frame
+from ..engine import Engine
+from ..errors import DipsyError
+from ..privacy.budget import positive
+from ..privacy.rng import Randomness
+from .base import SUBSTITUTE, Option, Plan, Synthesizer
+from .counts import CountModel
+
+EXPOSURE = "exposure"
+
+
+def read_exposures(path: str | Path, domain: Domain) -> np.ndarray:
+    """Exposures of every cell from a public CSV: the released columns and an ``exposure`` column."""
+    try:
+        frame = pd.read_csv(path)
+    except (OSError, ValueError) as e:
+        raise DipsyError(f"cannot read the exposures file {str(path)!r} ({e})", "give a CSV with the cell columns and 'exposure'") from None
+    if EXPOSURE not in frame.columns:
+        raise DipsyError(f"the exposures file {str(path)!r} has no column 'exposure'", "add one with each cell's exposure")
+    encoded, report = encode_frame(frame, domain)
+    if not report.ok:
+        raise DipsyError(f"the exposures file does not match the domain: {report.summary()}", "list each cell once, by its category")
+    cells = np.ravel_multi_index(tuple(encoded[n].codes for n in domain.names), domain.shape())
+    values = pd.to_numeric(frame[EXPOSURE], errors="coerce").to_numpy(dtype=float)
+    exposures = np.full(domain.cells(), np.nan)
+    exposures[cells] = values
+    if len(np.unique(cells)) != len(cells) or not np.all(np.isfinite(exposures)) or np.any(exposures <= 0):
+        raise DipsyError(
+            f"the exposures file {str(path)!r} must give every cell exactly once a positive exposure",
+            f"list all {domain.cells()} cells of {', '.join(domain.names)}",
+        )
+    return exposures
+
+
+def least_strength(n: int, epsilon: float, rate: float, exposures: np.ndarray) -> float:
+    """The least prior strength ``c`` that makes one set ε-DP: ``n / ((e^ε - 1) r min E)``."""
+    return n / (math.expm1(epsilon) * rate * float(np.min(exposures)))
+
+
+class GammaPoisson(Synthesizer):
+    """Gamma-Poisson synthesizer with public exposures; ε-DP given the public total ``n``."""
+
+    name = "gamma-poisson"
+    summary = "Gamma-Poisson posterior predictive for counts with public exposures, given the total (after Quick 2019); ε-DP, n public"
+    definition = "pure-DP"
+    neighbouring = SUBSTITUTE
+    releases = ("records", "table")
+    options = (
+        Option("exposures", str, "CSV of the public exposure of every cell: the released columns and 'exposure' (required)"),
+        Option("rate", lambda v: positive("option rate", v), "public prior rate per unit of exposure; default n / sum(exposures)"),
+        Option("strength", lambda v: positive("option strength", v), "prior strength c (a = c·rate·E, b = c·E); default and least n/((e^(ε/m) - 1)·rate·min E)"),
+    )
+
+    def plan(self, n: int, domain: Domain) -> Plan:
+        if "exposures" not in self.settings:
+            raise DipsyError(f"{self.name} needs the public exposures of the cells", "pass --option exposures=FILE.csv")
+        if n < 1:
+            raise DipsyError("the data have no valid rows to synthesize from", "check the data against the domain")
+        exposures = read_exposures(self.settings["exposures"], domain)
+        rate = self.settings.get("rate", n / float(exposures.sum()))
+        least = least_strength(n, self.budget.epsilon / self.sets, rate, exposures)
+        strength = self.settings.get("strength", least)
+        if strength < least:
+            raise DipsyError(f"option strength={strength:g} is below {least:.6g}, which ε-DP needs", "raise it or leave it out")
+        mechanism = (
+            "Gamma-Poisson posterior predictive with public exposures E (after Quick 2019), conditioned on the public total n: "
+            "lambda* ~ Gamma(y + c r E, (1 + c) E), y* ~ Multinomial(n; E lambda*/sum(E lambda*)), with "
+            "min(c r E) >= n/(exp(epsilon per set) - 1) (derived in dipsy.methods.gamma_poisson)"
+        )
+        public = (f"n = {n} (the total count)", "the exposures of the cells", "the domain of the released columns")
+        spends = self.equal_spends("lambda* ~ Gamma posterior, counts given the total")
+        params = {"rate": rate, "strength": strength, "min_prior_shape": strength * rate * float(exposures.min()), "n": n}
+        return Plan(self.statement(n, mechanism, public), spends, {**params, "exposures_file": str(self.settings["exposures"]), "_exposures": exposures})
+
+    def fit(self, engine: Engine, plan: Plan) -> "GammaPoissonModel":
+        table = engine.contingency(engine.domain.names, form="dense")
+        p = plan.parameters
+        return GammaPoissonModel(table.columns, table.shape, table.counts, p["_exposures"], p["rate"], p["strength"])
+
+
+@dataclass(frozen=True, eq=False)
+class GammaPoissonModel(CountModel):
+    """The Gamma posteriors of the rates; holds the exact counts (private)."""
+
+    counts: np.ndarray
+    exposures: np.ndarray
+    rate: float
+    strength: float
+
+    def draw_counts(self, rand: Randomness) -> np.ndarray:
+        shape = self.counts + self.strength * self.rate * self.exposures
+        rate = (1 + self.strength) * self.exposures
+        lam = rand.numpy.standard_gamma(shape) / rate
+        mean = self.exposures * lam
+        return rand.numpy.multinomial(int(self.counts.sum()), mean / mean.sum())
