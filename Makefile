@@ -31,6 +31,8 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/md_scale.py
+	$(BIN)/python benchmarks/noise.py
+	$(BIN)/python benchmarks/privacy_audit.py
 
 clean:
 	rm -rf build .pytest_cache .hypothesis

@@ -26,7 +26,7 @@ from dipsy.privacy.rng import Randomness
 from dipsy.privacy.samplers import discrete_laplace
 
 from conftest import ROOT
-from enumeration import compositions, largest_privacy_loss
+from dipsy.privacy.audit import compositions, largest_privacy_loss
 
 EPSILONS = [0.5, 1.0, 5.0]
 

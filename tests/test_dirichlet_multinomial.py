@@ -19,13 +19,13 @@ from dipsy.methods.dirichlet_multinomial import (
 )
 from dipsy.privacy import PureDP
 
-import enumeration
-from enumeration import compositions
+from dipsy.privacy import audit
+from dipsy.privacy.audit import compositions
 
 
 def largest_privacy_loss(cells: int, n: int, alpha: float) -> float:
     """The largest log p(y*|y, alpha) - log p(y*|x, alpha) over neighbours (S-000 eqs. 8–9)."""
-    return enumeration.largest_privacy_loss(lambda out, y: log_predictive(out, y, alpha), n, cells)
+    return audit.largest_privacy_loss(lambda out, y: log_predictive(out, y, alpha), n, cells)
 
 
 @pytest.mark.parametrize("cells", [2, 3, 4])

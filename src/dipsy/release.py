@@ -80,6 +80,11 @@ class Release:
             "domain_sha256": self.domain.sha256(),
             "dipsy_version": self.dipsy_version,
             "seed": self.seed,
+            "randomness": (
+                "seeded: NumPy PCG64 from the recorded seed (reproducible; for testing, not for production)"
+                if self.seed is not None
+                else "exact noise from the operating system's CSPRNG (os.urandom); posterior draws from NumPy PCG64 seeded by the OS"
+            ),
             "created": self.created,
             "notes": list(self.notes),
         }
