@@ -12,4 +12,13 @@ from .domain import Column, Domain  # noqa: E402
 from .methods import methods  # noqa: E402
 from .release import Release  # noqa: E402
 
-__all__ = ["Column", "Domain", "Release", "__version__", "methods", "synthesize"]
+
+
+def evaluate(original, release, domain=None, **options):  # noqa: ANN001, ANN201
+    """Utility metrics of a release against the original (see :func:`dipsy.evaluation.evaluate`)."""
+    from .evaluation import evaluate as run  # imported on use: scikit-learn and statsmodels are heavy
+
+    return run(original, release, domain, **options)
+
+
+__all__ = ["Column", "Domain", "Release", "__version__", "evaluate", "methods", "synthesize"]

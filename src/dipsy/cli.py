@@ -6,6 +6,7 @@ no output folder is left behind.
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 from pathlib import Path
@@ -165,6 +166,41 @@ def _options(pairs: tuple[str, ...]) -> dict[str, str]:
             raise DipsyError(f"option {pair!r} is not NAME=VALUE", "write it as e.g. --option alpha=10")
         parsed[name.strip()] = value.strip()
     return parsed
+
+
+@cli.command("evaluate")
+@click.argument("data", type=click.Path(path_type=Path))
+@click.argument("release_dir", type=click.Path(path_type=Path))
+@click.option("--domain", "domain_path", type=click.Path(path_type=Path), default=None, help="Domain file; default the release's domain.yaml.")
+@click.option("--report", "report_path", type=click.Path(path_type=Path), default=None, help="Write the HTML report here.")
+@click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write every metric as JSON here.")
+@click.option("--formula", default=None, help="Regression to compare, e.g. 'Expenditure ~ Income + C(Race)'.")
+@click.option("--model", type=click.Choice(["ols", "logit"]), default="ols", show_default=True, help="Regression model for --formula.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the metrics' own sampling.")
+def evaluate_command(data: Path, release_dir: Path, domain_path: Path | None, report_path: Path | None,
+                     json_path: Path | None, formula: str | None, model: str, seed: int) -> None:
+    """Compare the release in RELEASE_DIR with the original DATA: metrics, plots, HTML report."""
+    from .evaluation import evaluate, jsonable, load_release, read_original
+    from .evaluation.report import write_report
+
+    metrics = evaluate(data, release_dir, domain_path, formula=formula, model=model, seed=seed)
+    marg = metrics["marginals"]
+    out.print(f"marginal TVD, mean (worst): 1-way {marg['1-way']['mean_tvd']:.4f} ({marg['1-way']['worst_tvd']:.4f}), "
+              f"2-way {marg['2-way']['mean_tvd']:.4f} ({marg['2-way']['worst_tvd']:.4f})")
+    km = marg["k_marginal_score"]
+    baselines = ", ".join(f"{b['fraction']:.0%} {b['score']:.0f}" for b in km["baselines"])
+    out.print(f"k-marginal score {km['score']:.0f} of 1000 (subsamples of the original: {baselines})")
+    logit = metrics["propensity"]["logistic"]
+    out.print(f"pMSE (logistic), standardised: {', '.join(f'{z:.2f}' for z in logit['standardised'])}")
+    if json_path:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(jsonable(metrics), indent=1, allow_nan=False) + "\n", encoding="utf-8")
+        out.print(f"wrote {json_path}")
+    if report_path:
+        _, tables, release_domain = load_release(release_dir)
+        domain = release_domain if domain_path is None else Domain.load(domain_path).project(release_domain.names)
+        write_report(metrics, read_original(data, domain), tables, domain, report_path)
+        out.print(f"wrote {report_path}")
 
 
 @cli.group()

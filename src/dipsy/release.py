@@ -46,6 +46,16 @@ class Release:
     """
 
     @property
+    def combining_rule(self) -> str:
+        """How to combine estimates across the sets (:mod:`dipsy.inference`).
+
+        m sets drawn independently, each from its own posterior draw or noise: Reiter's (2003)
+        partial-synthesis rule, which Bowen & Liu use for every multiply released DP synthesizer
+        (S-003); one set: its own estimate and variance.
+        """
+        return "reiter2003-partial" if len(self.tables) > 1 else "single"
+
+    @property
     def stem(self) -> str:
         return "table" if self.kind == "table" else "synthetic"
 
@@ -75,6 +85,7 @@ class Release:
             "privacy": self.statement.to_dict(),
             "spends": [s.to_dict() for s in self.spends],
             "sets": len(self.tables),
+            "combining_rule": self.combining_rule,
             "rows": [len(t) for t in self.tables],
             "columns": list(self.domain.names),
             "domain_sha256": self.domain.sha256(),

@@ -1,0 +1,175 @@
+"""Utility evaluation of a release against the original data, and its HTML report.
+
+:func:`evaluate` gathers every metric into one JSON-ready dict (what ``metrics.json`` holds and
+what :func:`~dipsy.evaluation.report.write_report` renders). It reads the confidential original:
+the evaluation is for the data steward's decision to publish, and is itself not private.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..domain import Domain, encode_frame
+from ..errors import DataError, DipsyError
+from ..inference import combine, interval_overlap
+from ..release import Release
+from .marginals import kway_marginals
+from .numeric import numeric_summary
+from .propensity import pmse_all
+from .relationships import indicator_relationships, numeric_correlations
+
+MODELS = ("ols", "logit")
+
+
+def load_release(release: Release | str | Path) -> tuple[dict[str, Any], list[pd.DataFrame], Domain]:
+    """release.json, the synthetic sets and the domain, from a Release or its folder."""
+    if isinstance(release, Release):
+        return release.metadata(), release.tables, release.domain
+    folder = Path(release)
+    try:
+        meta = json.loads((folder / "release.json").read_text(encoding="utf-8"))
+        domain = Domain.load(folder / "domain.yaml")
+    except (OSError, json.JSONDecodeError) as e:
+        raise DataError(f"{str(folder)!r} is not a dipsy release folder ({e})", "pass the --out folder of 'dipsy synth'") from None
+    if meta.get("release") == "table":
+        raise DipsyError("evaluate compares records, and this release is a table", "evaluate a release made with --release records")
+    tables = []
+    for k in range(1, meta["sets"] + 1):
+        path = next(iter(sorted(folder.glob(f"synthetic_{k}.*"))), None)
+        if path is None:
+            raise DataError(f"the release folder {str(folder)!r} has no synthetic_{k} file", "pass a complete release folder")
+        tables.append(pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path))
+    return meta, tables, domain
+
+
+def read_original(data: pd.DataFrame | str | Path, domain: Domain) -> pd.DataFrame:
+    """The original records of the released columns that match the domain."""
+    if not isinstance(data, pd.DataFrame):
+        path = Path(data)
+        try:
+            data = pd.read_parquet(path) if path.suffix in (".parquet", ".pq") else pd.read_csv(path)
+        except (OSError, ValueError) as e:
+            raise DataError(f"cannot read {str(path)!r} ({e})", "pass the original CSV or Parquet file") from None
+    encoded, report = encode_frame(data, domain)
+    if report.missing_columns:
+        report.raise_if_invalid()
+    valid = np.ones(len(data), dtype=bool)
+    for e in encoded.values():
+        valid &= ~e.invalid
+    return data.loc[valid, list(domain.names)].reset_index(drop=True)
+
+
+def evaluate(
+    original: pd.DataFrame | str | Path,
+    release: Release | str | Path,
+    domain: Domain | str | Path | None = None,
+    formula: str | None = None,
+    model: str = "ols",
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Every utility metric of ``release`` against ``original``, as a JSON-ready dict.
+
+    Parameters
+    ----------
+    original
+        The confidential data (DataFrame or CSV/Parquet path).
+    release
+        A :class:`~dipsy.release.Release` or the folder ``dipsy synth`` wrote.
+    domain
+        The public domain; default the release's own ``domain.yaml``.
+    formula
+        A regression to compare (statsmodels/patsy formula), e.g. ``"Expenditure ~ Income + C(Race)"``.
+    model
+        ``"ols"`` or ``"logit"`` for the regression.
+    seed
+        Seed of the metrics' own sampling (3-way marginals, subsamples, CART permutations).
+    """
+    meta, tables, release_domain = load_release(release)
+    if domain is None:
+        domain = release_domain
+    elif not isinstance(domain, Domain):
+        domain = Domain.load(domain)
+    domain = domain.project([n for n in release_domain.names if n in domain])
+    orig = read_original(original, domain)
+    return {
+        "release": meta,
+        "privacy": meta["privacy"],
+        "dataset": {"rows_original": len(orig), "sets": len(tables), "rows_synthetic": [len(t) for t in tables],
+                    "columns": list(domain.names)},
+        "marginals": kway_marginals(orig, tables, domain, seed=seed),
+        "numeric": numeric_summary(orig, tables, domain),
+        "propensity": pmse_all(orig, tables, domain, seed=seed),
+        "relationships": {"indicators": indicator_relationships(orig, tables, domain, seed=seed),
+                          "numeric": numeric_correlations(orig, tables, domain)},
+        "inference": None if formula is None else regression(formula, orig, tables, meta.get("combining_rule"), model),
+    }
+
+
+def regression(formula: str, original: pd.DataFrame, tables: list[pd.DataFrame], rule: str | None, model: str = "ols") -> dict:
+    """The same regression on the original and on each set, combined by the release's rule.
+
+    Per term: the original estimate with its interval; the combined synthetic estimate, variance,
+    degrees of freedom and interval; the interval overlap of Karr et al. (2006); and the
+    standardised difference (q̄ - β) / se(β).
+    """
+    if model not in MODELS:
+        raise DipsyError(f"unknown regression model {model!r}", f"use one of {', '.join(MODELS)}")
+    rule = rule or ("single" if len(tables) == 1 else "reiter2003-partial")
+    base = _fit(formula, original, model)
+    fits = [_fit(formula, t, model) for t in tables]
+    terms = list(base.params.index)
+    q = np.array([f.params.reindex(terms).to_numpy() for f in fits])
+    u = np.array([f.bse.reindex(terms).to_numpy() ** 2 for f in fits])
+    # One set keeps its model's reference distribution (t with residual df for OLS, normal for logit).
+    single_df = float(fits[0].df_resid) if model == "ols" else np.inf
+    combined = combine(q, u, rule, n_ratio=float(np.mean([len(t) for t in tables])) / len(original), single_df=single_df)
+    ci = base.conf_int(0.05)
+    overlap = interval_overlap(ci[0].to_numpy(), ci[1].to_numpy(), combined.lower, combined.upper)
+    rows = []
+    for k, term in enumerate(terms):
+        rows.append({
+            "term": term,
+            "original": {"estimate": float(base.params.iloc[k]), "se": float(base.bse.iloc[k]),
+                         "lower": float(ci.iloc[k, 0]), "upper": float(ci.iloc[k, 1])},
+            "synthetic": {"estimate": float(combined.estimate[k]), "variance": float(combined.variance[k]),
+                          "df": float(combined.df[k]), "lower": float(combined.lower[k]), "upper": float(combined.upper[k])},
+            "ci_overlap": float(overlap[k]),
+            "std_diff": float((combined.estimate[k] - base.params.iloc[k]) / base.bse.iloc[k]),
+        })
+    return {"formula": formula, "model": model, "rule": combined.rule, "coefficients": rows}
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` with every NaN or infinite float replaced by None (strict JSON has neither).
+
+    >>> jsonable({"a": [1.0, float("nan")], "b": float("inf")})
+    {'a': [1.0, None], 'b': None}
+    """
+    if isinstance(value, dict):
+        return {k: jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, (float, np.floating)):
+        return float(value) if np.isfinite(value) else None
+    if isinstance(value, np.integer):
+        return int(value)
+    return value
+
+
+def _fit(formula: str, data: pd.DataFrame, model: str):
+    import statsmodels.formula.api as smf
+
+    try:
+        fitter = smf.ols if model == "ols" else smf.logit
+        return fitter(formula, data).fit(**({} if model == "ols" else {"disp": 0}))
+    except Exception as e:  # patsy/statsmodels raise many types for a bad formula
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise DipsyError(f"cannot fit {formula!r}: {first}", "write the formula over the released columns, e.g. 'y ~ x + C(group)'") from None
+
+
+__all__ = ["evaluate", "jsonable", "load_release", "read_original", "regression"]

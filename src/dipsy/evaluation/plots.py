@@ -1,0 +1,488 @@
+"""Figures of the evaluation report, each returned as a PNG ``data:`` URI.
+
+Every figure is drawn on a bare :class:`matplotlib.figure.Figure` (Agg canvas), never through
+``pyplot``: no global figure registry, no backend switch in the caller's process, nothing left
+open. Each function returns ``None`` when it has nothing to draw, so the report can say so.
+
+Colours follow the Okabe-Ito palette (distinguishable with the common colour-vision
+deficiencies); the original data are always drawn in near-black.
+
+>>> uri = kmarginal_plot({"score": 900.0, "per_set": [890.0, 910.0], "baselines": {"10%": 950.0}})
+>>> uri.startswith("data:image/png;base64,")
+True
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import math
+from contextlib import contextmanager
+from typing import Any, Iterator, Mapping, Sequence
+
+import matplotlib
+import matplotlib.ticker as ticker
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from ..domain import Column, Domain, encode_column
+
+ORIGINAL = "#222222"
+SETS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")
+MAX_LEVELS = 16  # cells per heat-map axis; more would be unreadable at A4 width
+MAX_TERMS = 24  # panels in the coefficient plot; the table lists every term
+DPI = 96
+WIDTH = 8.0  # inches: 768 px, scaled to the page width in print
+
+_STYLE = {
+    "font.size": 8.5,
+    "axes.titlesize": 9,
+    "axes.labelsize": 8.5,
+    "xtick.labelsize": 7.5,
+    "ytick.labelsize": 7.5,
+    "legend.fontsize": 7.5,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": False,
+    "svg.fonttype": "none",
+}
+
+
+# -- plumbing ------------------------------------------------------------------------------------
+
+
+@contextmanager
+def _style() -> Iterator[None]:
+    """Report style for the figures drawn inside, without touching the caller's rcParams after."""
+    with matplotlib.rc_context(_STYLE):
+        yield
+
+
+def set_colour(k: int) -> str:
+    """Colour of synthetic set ``k`` (0-based)."""
+    return SETS[k % len(SETS)]
+
+
+def to_data_uri(fig: Figure) -> str:
+    """The figure as a base64 PNG ``data:`` URI (the figure is drawn once and can be dropped)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight", metadata={"Software": None})
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def finite(values: Any) -> np.ndarray:
+    """Values as floats with None, NaN and infinities removed."""
+    if values is None:
+        return np.array([], dtype=float)
+    arr = pd.to_numeric(pd.Series(list(np.atleast_1d(values)), dtype=object), errors="coerce").to_numpy(float)
+    return arr[np.isfinite(arr)]
+
+
+def nanmean(values: Any) -> float:
+    """Mean of the finite values; NaN when there are none."""
+    v = finite(values)
+    return float(v.mean()) if v.size else math.nan
+
+
+def short_number(x: float) -> str:
+    """A compact axis label: 2500 -> '2.5k', 1000000 -> '1M'."""
+    for size, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= size:
+            return f"{x / size:.4g}{suffix}"
+    return f"{x:.4g}"
+
+
+# -- codes and labels for heat maps ---------------------------------------------------------------
+
+
+def column_codes(values: pd.Series, column: Column, n_bins: int = 10) -> tuple[np.ndarray, list[str]]:
+    """Codes of a column (``-1`` where a value is outside the domain) and the label of each code.
+
+    Categories carry the domain's labels; binned columns their bin ranges; a numeric column
+    without bins is cut into ``n_bins`` equal widths over its public bounds.
+    """
+    wide_integer = column.kind == "integer" and column.bins is None and (column.size or 0) > 64 * MAX_LEVELS
+    if (column.kind == "numeric" and column.bins is None) or wide_integer:
+        # Cut before labelling: one label per value of a wide integer range would not fit in memory.
+        edges = np.linspace(float(column.lower), float(column.upper), (MAX_LEVELS if wide_integer else n_bins) + 1)
+        column = Column(column.name, column.kind, lower=column.lower, upper=column.upper, bins=tuple(edges))
+    codes = encode_column(values.reset_index(drop=True), column).codes
+    return codes, code_labels(column)
+
+
+def code_labels(column: Column) -> list[str]:
+    """Human-readable label of each code of an encodable column."""
+    if column.is_categorical:
+        return list(column.labels) if column.labels is not None else list(column.category_texts)
+    if column.bins is None:  # integer, one code per value
+        return [str(v) for v in range(int(column.lower), int(column.upper) + 1)]
+    if column.kind == "integer":
+        low, high = column.integer_bin_ranges()
+        return [str(a) if a == b else f"{a}–{b}" for a, b in zip(low, high)]
+    edges = column.bins
+    return [f"{short_number(a)}–{short_number(b)}" for a, b in zip(edges[:-1], edges[1:])]
+
+
+def cap_levels(codes: Sequence[np.ndarray], labels: list[str], column: Column, reference: np.ndarray) -> tuple[list[np.ndarray], list[str]]:
+    """Merge codes so that at most :data:`MAX_LEVELS` remain.
+
+    Ordered kinds merge neighbouring codes into equal runs; categorical columns keep the most
+    frequent categories of ``reference`` (the original data) and pool the rest as "other".
+    """
+    size = len(labels)
+    if size <= MAX_LEVELS:
+        return list(codes), labels
+    if column.kind == "categorical":
+        counts = np.bincount(reference[reference >= 0], minlength=size)
+        keep = np.argsort(-counts, kind="stable")[: MAX_LEVELS - 1]
+        mapping = np.full(size, MAX_LEVELS - 1)
+        mapping[keep] = np.arange(keep.size)
+        new_labels = [labels[k] for k in keep] + ["other"]
+    else:
+        mapping = np.arange(size) * MAX_LEVELS // size
+        new_labels = [_run_label(labels, np.flatnonzero(mapping == g)) for g in range(MAX_LEVELS)]
+    return [np.where(c >= 0, mapping[np.clip(c, 0, None)], -1) for c in codes], new_labels
+
+
+def _run_label(labels: list[str], members: np.ndarray) -> str:
+    first, last = labels[members[0]], labels[members[-1]]
+    start, end = first.split("–")[0], last.split("–")[-1]
+    return start if start == end else f"{start}–{end}"
+
+
+def crosstab(a: np.ndarray, b: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """Proportions of a two-way table of codes (rows with a code of -1 are left out)."""
+    ok = (a >= 0) & (b >= 0)
+    counts = np.bincount(a[ok] * shape[1] + b[ok], minlength=shape[0] * shape[1]).reshape(shape)
+    total = counts.sum()
+    return counts / total if total else counts.astype(float)
+
+
+# -- marginals ------------------------------------------------------------------------------------
+
+
+def tvd_bars(one_way: Mapping[str, Any]) -> str | None:
+    """Bar chart of the 1-way TVD of each column: mean over the sets, one dot per set."""
+    rows = [(" × ".join(map(str, m.get("columns", []))), finite(m.get("tvd"))) for m in one_way.get("marginals") or []]
+    rows = sorted((r for r in rows if r[1].size), key=lambda r: -r[1].mean())
+    if not rows:
+        return None
+    with _style():
+        fig = Figure(figsize=(WIDTH, 0.8 + 0.28 * len(rows)))
+        ax = fig.subplots()
+        y = np.arange(len(rows))
+        ax.barh(y, [r[1].mean() for r in rows], color="#9DB9D3", label="mean over sets")
+        for k in range(max(r[1].size for r in rows)):
+            pts = [(i, r[1][k]) for i, r in enumerate(rows) if k < r[1].size]
+            ax.plot([p[1] for p in pts], [p[0] for p in pts], "o", ms=3.5, color=set_colour(k), label=f"set {k + 1}")
+        ax.set_yticks(y, [r[0] for r in rows])
+        ax.invert_yaxis()
+        ax.set_xlabel("total variation distance (0 = identical proportions; lower is better)")
+        ax.set_xlim(0, max(0.05, 1.15 * max(r[1].max() for r in rows)))
+        _legend_above(ax)
+        return to_data_uri(fig)
+
+
+def marginal_heatmaps(original: pd.DataFrame, synthetic: pd.DataFrame, columns: Sequence[str], domain: Domain, tvd: float | None = None) -> str | None:
+    """Heat maps of a two-way marginal: original, synthetic set 1, and their difference."""
+    if len(columns) != 2 or any(c not in domain or c not in original or c not in synthetic for c in columns):
+        return None
+    cols = [domain[c] for c in columns]
+    axes_codes, axes_labels = [], []
+    for col in cols:
+        (orig, syn), labels = _codes_pair(original[col.name], synthetic[col.name], col)
+        axes_codes.append((orig, syn))
+        axes_labels.append(labels)
+    shape = (len(axes_labels[0]), len(axes_labels[1]))
+    p_orig = crosstab(axes_codes[0][0], axes_codes[1][0], shape)
+    p_syn = crosstab(axes_codes[0][1], axes_codes[1][1], shape)
+    with _style():
+        return _draw_heatmaps(p_orig, p_syn, axes_labels, columns, tvd)
+
+
+def _codes_pair(orig: pd.Series, syn: pd.Series, column: Column) -> tuple[list[np.ndarray], list[str]]:
+    codes_o, labels = column_codes(orig, column)
+    codes_s, _ = column_codes(syn, column)
+    return cap_levels([codes_o, codes_s], labels, column, codes_o)
+
+
+def _draw_heatmaps(p_orig: np.ndarray, p_syn: np.ndarray, labels: list[list[str]], columns: Sequence[str], tvd: float | None) -> str:
+    rows, cols = p_orig.shape
+    fig = Figure(figsize=(WIDTH + 1.5, max(2.6, min(7.0, 1.9 + 0.28 * rows))), layout="constrained")
+    axes = fig.subplots(1, 3, sharey=True)
+    vmax = max(p_orig.max(), p_syn.max(), 1e-12)
+    diff = p_syn - p_orig
+    dmax = max(np.abs(diff).max(), 0.01)  # identical tables: a readable ±1% scale, not ±1e-12
+    panels = (
+        (p_orig, "original", "Greys", 0, vmax),
+        (p_syn, "synthetic set 1", "Greys", 0, vmax),
+        (diff, "synthetic − original", "RdBu_r", -dmax, dmax),
+    )
+    images = []
+    for ax, (values, title, cmap, lo, hi) in zip(axes, panels):
+        images.append(ax.imshow(values, cmap=cmap, vmin=lo, vmax=hi, aspect="auto", interpolation="nearest"))
+        ax.set_title(title)
+        ax.set_xticks(range(cols), labels[1], rotation=60 if cols > 4 else 0, ha="right" if cols > 4 else "center")
+        ax.set_xlabel(str(columns[1]))
+        if cols <= 6 and rows * cols <= 36:  # more cells leave no room for readable numbers
+            _annotate(ax, values, hi, signed=lo < 0)
+    # One scale for both share panels, so equal shades mean equal shares.
+    fig.colorbar(images[1], ax=list(axes[:2]), shrink=0.85, format=ticker.PercentFormatter(1.0, decimals=0), label="share of rows")
+    fig.colorbar(images[2], ax=axes[2], shrink=0.85, format=ticker.PercentFormatter(1.0, decimals=1), label="difference")
+    axes[0].set_yticks(range(rows), labels[0])
+    axes[0].set_ylabel(str(columns[0]))
+    if tvd is not None and math.isfinite(tvd):
+        fig.suptitle(f"{columns[0]} × {columns[1]}   (TVD, mean over sets: {tvd:.3f})", fontsize=9.5)
+    return to_data_uri(fig)
+
+
+def _annotate(ax: Any, values: np.ndarray, top: float, signed: bool) -> None:
+    for (i, j), v in np.ndenumerate(values):
+        dark = abs(v) > 0.6 * top
+        ax.text(j, i, f"{v:+.1%}" if signed else f"{v:.1%}", ha="center", va="center", fontsize=7, color="white" if dark else "black")
+
+
+def subsample_baselines(score: Mapping[str, Any]) -> list[tuple[str, float, Any]]:
+    """The subsample baselines of a k-marginal score as ``(label, score, rows)``, lowest score first.
+
+    Accepts ``{"10%": score}`` or ``[{"fraction": 0.1, "rows": 99, "score": score}]``; entries
+    without a finite score are left out.
+
+    >>> subsample_baselines({"baselines": [{"fraction": 0.1, "rows": 99, "score": 850.0}, {"fraction": 0.5, "score": None}]})
+    [('10%', 850.0, 99)]
+    """
+    raw = score.get("baselines")
+    items: list[tuple[str, Any, Any]] = []
+    if isinstance(raw, Mapping):
+        items = [(str(k), v, None) for k, v in raw.items()]
+    elif isinstance(raw, (list, tuple)):
+        for b in raw:
+            if isinstance(b, Mapping):
+                frac = b.get("fraction")
+                label = f"{100 * float(frac):.4g}%" if _number(frac) else str(b.get("label", "?"))
+                items.append((label, b.get("score"), b.get("rows")))
+    out = [(label, nanmean([v]), rows) for label, v, rows in items]
+    return sorted((b for b in out if math.isfinite(b[1])), key=lambda b: b[1])
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool) and math.isfinite(float(x))
+
+
+def kmarginal_plot(score: Mapping[str, Any]) -> str | None:
+    """The k-marginal score of each set against the scores of random subsamples of the original."""
+    per_set = finite(score.get("per_set"))
+    mean = nanmean([score.get("score")])
+    baselines = [(label, value) for label, value, _ in subsample_baselines(score)]
+    if not per_set.size and not math.isfinite(mean) and not baselines:
+        return None
+    with _style():
+        fig = Figure(figsize=(WIDTH, 2.0))
+        ax = fig.subplots()
+        for label, value in baselines:
+            ax.axvline(value, color="#BBBBBB", lw=1, zorder=0)
+            ax.annotate(f"{label} subsample", (value, 1.0), xycoords=("data", "axes fraction"), rotation=90, ha="right", va="top", fontsize=7, color="#555555")
+        for k, v in enumerate(per_set):
+            ax.plot(v, 0.5, "o", ms=8, color=set_colour(k), label=f"set {k + 1}", zorder=3)
+        if math.isfinite(mean):
+            ax.axvline(mean, color=set_colour(0), lw=2, ls="--", label="synthetic (mean)", zorder=2)
+        values = [v for _, v in baselines] + list(per_set) + ([mean] if math.isfinite(mean) else [])
+        lo, hi = min(values), max(values)
+        pad = max(5.0, 0.08 * (hi - lo))
+        ax.set_xlim(max(0.0, lo - pad), min(1000.0, hi + pad) if hi <= 1000 else hi + pad)
+        ax.set_yticks([])
+        ax.spines["left"].set_visible(False)
+        ax.set_xlabel("k-marginal score (1000 = identical marginals; higher is better)")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        return to_data_uri(fig)
+
+
+# -- numeric columns -----------------------------------------------------------------------------
+
+
+def _values(frame: pd.DataFrame, name: str) -> np.ndarray:
+    if name not in frame:
+        return np.array([], dtype=float)
+    return finite(pd.to_numeric(frame[name], errors="coerce").to_numpy(float))
+
+
+def histogram_edges(values: np.ndarray, column: Column | None) -> tuple[np.ndarray, list[str] | None]:
+    """Bin edges for a numeric column, and tick labels when the bins are drawn as equal slots.
+
+    The domain's bins are the resolution the synthesizer saw (inside a bin it draws uniformly),
+    so they are used as they are, one equal-width slot each, however wide the public bin.
+    """
+    if column is not None and column.bins is not None:
+        edges = np.asarray(column.bins, dtype=float)
+        return edges, code_labels(column)
+    lo, hi = (float(values.min()), float(values.max())) if values.size else (0.0, 1.0)
+    if column is not None and not column.is_categorical:
+        lo, hi = max(lo, float(column.lower)), min(hi, float(column.upper))
+    if hi <= lo:
+        hi = lo + 1.0
+    whole = column is not None and column.kind == "integer" or (values.size and np.all(values == np.round(values)))
+    if whole and hi - lo <= 60:
+        return np.arange(math.floor(lo) - 0.5, math.ceil(hi) + 1.0), None
+    return np.linspace(lo, hi, 41), None
+
+
+def numeric_histograms(original: pd.DataFrame, tables: Sequence[pd.DataFrame], name: str, column: Column | None = None) -> str | None:
+    """Overlaid histograms (proportions per bin) of the original and each synthetic set."""
+    orig = _values(original, name)
+    if not orig.size:
+        return None
+    edges, slots = histogram_edges(orig, column)
+    with _style():
+        fig = Figure(figsize=(WIDTH / 2, 2.6))
+        ax = fig.subplots()
+        x = np.arange(len(edges)) if slots is not None else edges
+        share = lambda v: np.histogram(np.clip(v, edges[0], edges[-1]), edges)[0] / max(v.size, 1)
+        ax.stairs(share(orig), x, fill=True, color=ORIGINAL, alpha=0.25, label="original")
+        ax.stairs(share(orig), x, color=ORIGINAL, lw=1.2)
+        for k, table in enumerate(tables):
+            syn = _values(table, name)
+            if syn.size:
+                ax.stairs(share(syn), x, color=set_colour(k), lw=1.1, label=f"set {k + 1}")
+        if slots is not None:
+            step = max(1, len(slots) // 10)
+            ax.set_xticks(np.arange(len(slots))[::step] + 0.5, slots[::step], rotation=45, ha="right")
+        ax.set_xlabel(f"{name}" + (" (the domain's bins)" if slots is not None else ""))
+        ax.set_ylabel("share of rows")
+        _legend_above(ax)
+        return to_data_uri(fig)
+
+
+def numeric_ecdfs(original: pd.DataFrame, tables: Sequence[pd.DataFrame], name: str) -> str | None:
+    """Overlaid empirical CDFs; the axis is trimmed to the central 99% of the original values."""
+    orig = _values(original, name)
+    if not orig.size:
+        return None
+    with _style():
+        fig = Figure(figsize=(WIDTH / 2, 2.6))
+        ax = fig.subplots()
+        _ecdf(ax, orig, ORIGINAL, "original", lw=1.6)
+        for k, table in enumerate(tables):
+            syn = _values(table, name)
+            if syn.size:
+                _ecdf(ax, syn, set_colour(k), f"set {k + 1}", lw=1.0)
+        lo, hi = np.quantile(orig, [0.005, 0.995])
+        if hi > lo:
+            pad = 0.03 * (hi - lo)
+            ax.set_xlim(lo - pad, hi + pad)
+        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: short_number(v)))
+        ax.set_ylim(0, 1.01)
+        ax.set_xlabel(f"{name} (central 99% of the original)")
+        ax.set_ylabel("share of rows ≤ x")
+        _legend_above(ax)
+        return to_data_uri(fig)
+
+
+def _legend_above(ax: Any) -> None:
+    ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.01), ncol=4, frameon=False, handlelength=1.4, columnspacing=1.0)
+
+
+def _ecdf(ax: Any, values: np.ndarray, colour: str, label: str, lw: float) -> None:
+    # Unique values with counts keep the drawn path short for large tables of whole numbers.
+    x, counts = np.unique(values, return_counts=True)
+    y = np.cumsum(counts) / values.size
+    ax.step(np.r_[x[0], x], np.r_[0.0, y], where="post", color=colour, lw=lw, label=label)
+
+
+# -- relationships and inference -----------------------------------------------------------------
+
+
+def relationship_scatter(pairs: Sequence[Mapping[str, Any]], kind: str = "indicator") -> str | None:
+    """Original (x) against synthetic (y) correlations and slopes of pairs, with the 45° line."""
+    panels = [(key, title) for key, title in (("corr", "correlation"), ("slope", "slope")) if _has(pairs, f"{key}_original")]
+    if not panels:
+        return None
+    with _style():
+        fig = Figure(figsize=(WIDTH * len(panels) / 2, 3.5), layout="constrained")
+        axes = np.atleast_1d(fig.subplots(1, len(panels)))
+        for ax, (key, title) in zip(axes, panels):
+            _scatter_panel(ax, pairs, key, title, kind)
+        axes[0].legend(frameon=False, loc="upper left")
+        return to_data_uri(fig)
+
+
+def _has(pairs: Sequence[Mapping[str, Any]], key: str) -> bool:
+    return any(math.isfinite(nanmean([p.get(key)])) for p in pairs)
+
+
+def _scatter_panel(ax: Any, pairs: Sequence[Mapping[str, Any]], key: str, title: str, kind: str) -> None:
+    points: list[float] = []
+    sets = max((len(finite_or_nan(p.get(f"{key}_synthetic"))) for p in pairs), default=0)
+    for k in range(sets):
+        xs, ys = [], []
+        for p in pairs:
+            syn = finite_or_nan(p.get(f"{key}_synthetic"))
+            x, y = nanmean([p.get(f"{key}_original")]), syn[k] if k < syn.size else math.nan
+            if math.isfinite(x) and math.isfinite(y):
+                xs.append(x)
+                ys.append(y)
+        ax.plot(xs, ys, "o", ms=3.5, alpha=0.75, color=set_colour(k), label=f"set {k + 1}")
+        points += xs + ys
+    lo, hi = (min(points), max(points)) if points else (-1.0, 1.0)
+    pad = 0.05 * max(hi - lo, 1e-9)
+    ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], color="#888888", lw=1, zorder=0, label="45° line")
+    ax.set_xlim(lo - pad, hi + pad)
+    ax.set_ylim(lo - pad, hi + pad)
+    ax.set_aspect("equal", adjustable="box")
+    ax.xaxis.set_major_locator(ticker.MaxNLocator(5))
+    ax.yaxis.set_major_locator(ticker.MaxNLocator(5))
+    ax.set_xlabel(f"{title} in the original")
+    ax.set_ylabel(f"{title} in the synthetic set")
+    ax.set_title(f"{title}s of {kind} pairs")
+
+
+def finite_or_nan(values: Any) -> np.ndarray:
+    """Values as floats, None and text turned to NaN, positions kept."""
+    if values is None:
+        return np.array([], dtype=float)
+    return pd.to_numeric(pd.Series(list(np.atleast_1d(values)), dtype=object), errors="coerce").to_numpy(float)
+
+
+def coefficient_plot(coefficients: Sequence[Mapping[str, Any]]) -> str | None:
+    """Per term, the original and the synthetic-data interval side by side, each on its own scale.
+
+    Terms differ in scale (an intercept beside a slope), so each term gets a small panel of its
+    own rather than one shared axis.
+    """
+    terms = [c for c in coefficients if _interval(c.get("original")) or _interval(c.get("synthetic"))][:MAX_TERMS]
+    if not terms:
+        return None
+    ncols = min(4, len(terms))
+    nrows = math.ceil(len(terms) / ncols)
+    with _style():
+        fig = Figure(figsize=(WIDTH, 0.4 + 1.3 * nrows), layout="constrained")
+        axes = np.atleast_1d(fig.subplots(nrows, ncols)).ravel()
+        for ax, term in zip(axes, terms):
+            _term_panel(ax, term)
+        for ax in axes[len(terms):]:
+            ax.set_visible(False)
+        return to_data_uri(fig)
+
+
+def _interval(part: Any) -> tuple[float, float, float] | None:
+    if not isinstance(part, Mapping):
+        return None
+    est, lo, hi = (nanmean([part.get(k)]) for k in ("estimate", "lower", "upper"))
+    return (est, lo, hi) if math.isfinite(est) else None
+
+
+def _term_panel(ax: Any, term: Mapping[str, Any]) -> None:
+    for y, (key, colour) in enumerate((("synthetic", set_colour(0)), ("original", ORIGINAL))):
+        iv = _interval(term.get(key))
+        if iv is None:
+            continue
+        est, lo, hi = iv
+        if math.isfinite(lo) and math.isfinite(hi):
+            ax.plot([lo, hi], [y, y], color=colour, lw=2.2, solid_capstyle="butt")
+        ax.plot(est, y, "o", ms=4.5, color=colour)
+    ax.set_ylim(-0.7, 1.7)
+    ax.set_yticks([0, 1], ["synthetic", "original"])
+    ax.set_title(str(term.get("term", "")), fontsize=8)
+    ax.tick_params(axis="x", labelsize=6.5)
+    ax.xaxis.set_major_locator(ticker.MaxNLocator(3))
+    ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: short_number(v)))

@@ -1,0 +1,197 @@
+"""Relationships between columns: indicator slopes and correlations, numeric correlations.
+
+The Duke variable-depth RDT report (METHODS.md §5.2) judges synthetic categorical data by the
+pairwise slopes and correlations of indicator vectors: for a category ``a`` of column ``A`` and
+a category ``b`` of another column ``B``, ``X = 1[A = a]``, ``Y = 1[B = b]``, the OLS slope of
+``Y`` on ``X`` and the Pearson correlation, related by
+
+    r = beta_1 * sqrt(P(X=1) (1 - P(X=1)) / (P(Y=1) (1 - P(Y=1)))).
+
+For indicators both are functions of three proportions, ``p_x = P(X=1)``, ``p_y = P(Y=1)`` and
+``p_xy = P(X=1, Y=1)``: ``cov = p_xy - p_x p_y``, ``beta_1 = cov / (p_x (1 - p_x))`` and
+``r = cov / sqrt(p_x (1 - p_x) p_y (1 - p_y))``. They are read off the 2-way contingency table of
+the two columns (one ``np.bincount`` per column pair), which costs O(n) per column pair rather
+than the O(n K^2) of a Gram matrix over all K indicators.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..domain import Domain
+from .marginals import encode_valid, shared_domain
+
+
+def indicator_relationships(
+    original: pd.DataFrame,
+    tables: Sequence[pd.DataFrame],
+    domain: Domain,
+    max_pairs: int = 300,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Slopes and correlations of category indicators, original against each synthetic set.
+
+    Parameters
+    ----------
+    original
+        The confidential data.
+    tables
+        The m synthetic sets of one release.
+    domain
+        The public domain; its categorical and ordinal columns present everywhere are used.
+    max_pairs
+        At most this many indicator pairs, drawn without replacement by
+        ``numpy.random.default_rng(seed).choice`` from all pairs (sorted, as below).
+    seed
+        Seed of that draw.
+
+    Returns
+    -------
+    dict
+        ``"pairs"``: a list of ``{"x", "y", "corr_original", "corr_synthetic", "slope_original",
+        "slope_synthetic"}`` (``x`` and ``y`` as ``"column=category"``; synthetic values one per
+        set, NaN where an indicator is constant in that set); ``"corr_mean_abs_diff"`` and
+        ``"slope_mean_abs_diff"``, the mean of ``|synthetic - original|`` over pairs and sets
+        (NaN values skipped), and the same per set (``"..._per_set"``); ``"indicators"``,
+        ``"pairs_available"``, ``"pairs_used"``.
+
+    Notes
+    -----
+    Indicators are the categories with ``0 < P < 1`` in the original, in domain order and then
+    category order; pairs join indicators of different columns, ``x`` from the earlier column,
+    so each slope is of the later column's indicator on the earlier one's.
+    """
+    domain = shared_domain(original, tables, domain)
+    cats = [c.name for c in domain.columns if c.is_categorical]
+    nan_per_set = [math.nan] * len(tables)
+    empty = {"pairs": [], "corr_mean_abs_diff": math.nan, "slope_mean_abs_diff": math.nan,
+             "corr_mean_abs_diff_per_set": nan_per_set, "slope_mean_abs_diff_per_set": list(nan_per_set),
+             "indicators": 0, "pairs_available": 0, "pairs_used": 0}
+    if len(cats) < 2:
+        return empty
+    domain = domain.project(cats)
+    sizes = dict(zip(cats, domain.shape()))
+    codes = [encode_valid(original, domain, "original")[0]]
+    codes += [encode_valid(t, domain, f"synthetic set {k}")[0] for k, t in enumerate(tables, 1)]
+
+    n = len(codes[0][cats[0]])
+    col_of, code_of = [], []
+    for k, name in enumerate(cats):
+        counts = np.bincount(codes[0][name], minlength=sizes[name])
+        keep = np.flatnonzero((counts > 0) & (counts < n))
+        col_of += [k] * len(keep)
+        code_of += keep.tolist()
+    col_of, code_of = np.array(col_of, dtype=np.int64), np.array(code_of, dtype=np.int64)
+    i, j = np.triu_indices(len(col_of), 1)
+    different = col_of[i] != col_of[j]
+    i, j = i[different], j[different]
+    available = len(i)
+    if available > max_pairs:
+        pick = np.sort(np.random.default_rng(seed).choice(available, size=max_pairs, replace=False))
+        i, j = i[pick], j[pick]
+    if len(i) == 0:
+        return empty | {"indicators": len(col_of)}
+
+    moments = [_indicator_moments(c, cats, sizes, col_of[i], code_of[i], col_of[j], code_of[j]) for c in codes]
+    corr = np.array([m[0] for m in moments])  # (1 + m, pairs); row 0 is the original
+    slope = np.array([m[1] for m in moments])
+    labels = [f"{cats[c]}={domain[cats[c]].category_texts[v]}" for c, v in zip(col_of, code_of)]
+    pairs = [
+        {"x": labels[a], "y": labels[b],
+         "corr_original": float(corr[0, p]), "corr_synthetic": [float(v) for v in corr[1:, p]],
+         "slope_original": float(slope[0, p]), "slope_synthetic": [float(v) for v in slope[1:, p]]}
+        for p, (a, b) in enumerate(zip(i, j))
+    ]
+    corr_diff, slope_diff = np.abs(corr[1:] - corr[0]), np.abs(slope[1:] - slope[0])
+    return {
+        "pairs": pairs,
+        "corr_mean_abs_diff": _nanmean(corr_diff),
+        "slope_mean_abs_diff": _nanmean(slope_diff),
+        "corr_mean_abs_diff_per_set": [_nanmean(d) for d in corr_diff],
+        "slope_mean_abs_diff_per_set": [_nanmean(d) for d in slope_diff],
+        "indicators": len(col_of),
+        "pairs_available": available,
+        "pairs_used": len(pairs),
+    }
+
+
+def numeric_correlations(original: pd.DataFrame, tables: Sequence[pd.DataFrame], domain: Domain) -> dict[str, Any]:
+    """Pearson correlations between integer/numeric columns, original against each set.
+
+    Returns
+    -------
+    dict
+        ``"columns"``; ``"original"`` (matrix as nested lists) and ``"synthetic"`` (one matrix per
+        set); ``"pairs"``: ``{"x", "y", "corr_original", "corr_synthetic"}`` for every pair of
+        columns; ``"mean_abs_diff"`` over pairs and sets and ``"mean_abs_diff_per_set"``. A
+        correlation with a constant column is NaN (and skipped in the means).
+    """
+    domain = shared_domain(original, tables, domain)
+    names = [c.name for c in domain.columns if c.kind in ("integer", "numeric")]
+    if len(names) < 2:
+        return {"columns": names, "original": [], "synthetic": [], "pairs": [], "mean_abs_diff": math.nan,
+                "mean_abs_diff_per_set": [math.nan] * len(tables)}
+    domain = domain.project(names)
+    frames = [original, *tables]
+    whats = ["original"] + [f"synthetic set {k}" for k in range(1, len(tables) + 1)]
+    mats = np.array([_corr(_numeric_matrix(f, domain, w)) for f, w in zip(frames, whats)])
+    i, j = np.triu_indices(len(names), 1)
+    diff = np.abs(mats[1:, i, j] - mats[0, i, j])
+    return {
+        "columns": names,
+        "original": mats[0].tolist(),
+        "synthetic": [m.tolist() for m in mats[1:]],
+        "pairs": [{"x": names[a], "y": names[b], "corr_original": float(mats[0, a, b]),
+                   "corr_synthetic": [float(v) for v in mats[1:, a, b]]} for a, b in zip(i, j)],
+        "mean_abs_diff": _nanmean(diff),
+        "mean_abs_diff_per_set": [_nanmean(d) for d in diff],
+    }
+
+
+def _indicator_moments(
+    codes: dict[str, np.ndarray], cats: list[str], sizes: dict[str, int],
+    col_x: np.ndarray, code_x: np.ndarray, col_y: np.ndarray, code_y: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Correlation and slope (Y on X) of each indicator pair in one table."""
+    n = max(len(codes[cats[0]]), 1)
+    # Every column's category shares end to end; a (column, code) pair indexes it at offset + code.
+    share = np.concatenate([np.bincount(codes[name], minlength=sizes[name]) / n for name in cats])
+    offset = np.concatenate([[0], np.cumsum([sizes[name] for name in cats])[:-1]])
+    p_x, p_y = share[offset[col_x] + code_x], share[offset[col_y] + code_y]
+    p_xy = np.empty(len(col_x))
+    for a, b in {(int(a), int(b)) for a, b in zip(col_x, col_y)}:  # one 2-way table per column pair
+        size_b = sizes[cats[b]]
+        joint = np.bincount(codes[cats[a]] * size_b + codes[cats[b]], minlength=sizes[cats[a]] * size_b) / n
+        here = (col_x == a) & (col_y == b)
+        p_xy[here] = joint[code_x[here] * size_b + code_y[here]]
+    cov = p_xy - p_x * p_y
+    var_x, var_y = p_x * (1 - p_x), p_y * (1 - p_y)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        corr = np.where((var_x > 0) & (var_y > 0), cov / np.sqrt(var_x * var_y), np.nan)
+        slope = np.where(var_x > 0, cov / var_x, np.nan)
+    return corr, slope
+
+
+def _numeric_matrix(frame: pd.DataFrame, domain: Domain, what: str) -> np.ndarray:
+    _, valid = encode_valid(frame, domain, what)
+    return np.column_stack([pd.to_numeric(frame[n][valid]).to_numpy(dtype=float) for n in domain.names])
+
+
+def _corr(values: np.ndarray) -> np.ndarray:
+    """Pearson correlation matrix; NaN in the rows and columns of constant columns."""
+    centred = values - values.mean(axis=0)
+    cov = centred.T @ centred / max(len(values), 1)
+    sd = np.sqrt(np.diag(cov))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = cov / np.outer(sd, sd)
+    out[~np.isfinite(out)] = np.nan
+    return out
+
+
+def _nanmean(values: np.ndarray) -> float:
+    finite = values[~np.isnan(values)]
+    return float(finite.mean()) if finite.size else math.nan

@@ -1,0 +1,680 @@
+"""The HTML report of an evaluation: one self-contained file.
+
+Every figure is a PNG inside the page as a ``data:`` URI and the style sheet is inline, so the
+file opens offline, can be mailed or archived as it is, and prints on A4 (one section per page).
+The privacy statement comes first: a reader must know what was guaranteed before judging how
+useful the data are. All text from the evaluation, the release and the domain is escaped.
+
+>>> import pandas as pd
+>>> from dipsy.domain import Domain
+>>> data = pd.DataFrame({"x": [0, 1, 1]})
+>>> page = render({}, data, [data], Domain.from_sizes({"x": 2}))
+>>> page.startswith("<!DOCTYPE html>") and "1. Privacy statement" in page
+True
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import os
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Container, Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..domain import Domain
+from . import plots
+from .plots import finite, nanmean
+
+SECTIONS = (
+    ("privacy", "Privacy statement"),
+    ("summary", "Summary"),
+    ("marginals", "Marginals"),
+    ("numeric", "Numeric columns"),
+    ("propensity", "Propensity scores"),
+    ("relationships", "Relationships"),
+    ("inference", "Inference"),
+)
+WORST_HEATMAPS = 3
+TOP_PAIRS = 10
+
+
+def write_report(evaluation: Mapping[str, Any], original: pd.DataFrame, tables: Sequence[pd.DataFrame], domain: Domain, path: str | Path) -> Path:
+    """Write the HTML report of an evaluation to ``path`` atomically.
+
+    Parameters
+    ----------
+    evaluation
+        The dictionary returned by :func:`dipsy.evaluation.evaluate`; missing or empty sections
+        are reported as not applicable.
+    original
+        The original (confidential) table the evaluation compared against.
+    tables
+        The m synthetic sets of the release.
+    domain
+        The public domain of the released columns (labels, bins and bounds of the axes).
+    path
+        The HTML file to write; its folder is created if needed.
+
+    Returns
+    -------
+    Path
+        ``path``, once the complete file is in place (written to a temporary file beside it,
+        then renamed, so a reader never sees half a report).
+    """
+    return _write_atomic(Path(path), render(evaluation, original, tables, domain))
+
+
+def render(evaluation: Mapping[str, Any], original: pd.DataFrame, tables: Sequence[pd.DataFrame], domain: Domain) -> str:
+    """The report as an HTML string (see :func:`write_report`)."""
+    ev = evaluation or {}
+    release = _mapping(ev.get("release"))
+    privacy = _mapping(ev.get("privacy")) or _mapping(release.get("privacy"))
+    builders = {
+        "privacy": lambda: _privacy(privacy, release, _mapping(ev.get("dataset"))),
+        "summary": lambda: _summary(ev),
+        "marginals": lambda: _marginals(_mapping(ev.get("marginals")), original, tables, domain),
+        "numeric": lambda: _numeric(_mapping(ev.get("numeric")), original, tables, domain),
+        "propensity": lambda: _propensity(_mapping(ev.get("propensity"))),
+        "relationships": lambda: _relationships(_mapping(ev.get("relationships"))),
+        "inference": lambda: _inference(_mapping(ev.get("inference"))),
+    }
+    body = [_section(i, key, title, builders[key]()) for i, (key, title) in enumerate(SECTIONS, start=1)]
+    method = release.get("method", "unknown method")
+    title = f"dipsy evaluation — {method} — release {str(release.get('release_id', ''))[:12]}"
+    return _page(title, _header(release), "".join(body))
+
+
+# -- text helpers --------------------------------------------------------------------------------
+
+
+class Html(str):
+    """Text that is already HTML (built here from escaped parts), so :func:`esc` leaves it alone."""
+
+
+def esc(value: Any) -> str:
+    """HTML-escaped text of any value (an :class:`Html` value is passed through)."""
+    return value if isinstance(value, Html) else html.escape(str(value), quote=True)
+
+
+def value_cell(value: str, detail: str = "") -> Html:
+    """A headline number with a smaller line of detail under it."""
+    extra = f'<span class="detail">{esc(detail)}</span>' if detail else ""
+    return Html(f'<span class="value">{esc(value)}</span>{extra}')
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    """A number for a table: '—' for missing or NaN, thousands separated, else ``digits`` significant."""
+    if value is None:
+        return "—"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(fmt(v, digits) for v in value) or "—"
+    if isinstance(value, (bool, str)):
+        return str(value)
+    if isinstance(value, (int, np.integer)):
+        return f"{int(value):,}"
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if not math.isfinite(x):
+        return "—"
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.{digits}g}"
+
+
+def fmt_sets(values: Any) -> str:
+    """Mean over the sets, with the per-set values after it when there are several."""
+    v = plots.finite_or_nan(values)
+    if v.size == 0:
+        return "—"
+    if v.size == 1:
+        return fmt(v[0])
+    return f"{fmt(nanmean(v))} (sets: {', '.join(fmt(x) for x in v)})"
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _na(why: str) -> str:
+    return f'<p class="na">Not applicable: {esc(why)}</p>'
+
+
+def _p(text: str, cls: str = "") -> str:
+    return f'<p class="{cls}">{esc(text)}</p>' if cls else f"<p>{esc(text)}</p>"
+
+
+def _table(header: Sequence[str], rows: Iterable[Sequence[Any]], numeric: Container[int] = range(1, 99), caption: str = "", compact: bool = False) -> str:
+    """A table of escaped text; the ``numeric`` columns are right-aligned."""
+    cls = lambda j: ' class="num"' if j in numeric else ""
+    head = "".join(f"<th{cls(j)}>{esc(h)}</th>" for j, h in enumerate(header))
+    body = "".join("<tr>" + "".join(f"<td{cls(j)}>{esc(c)}</td>" for j, c in enumerate(r)) + "</tr>" for r in rows)
+    cap = f"<caption>{esc(caption)}</caption>" if caption else ""
+    table = '<table class="compact">' if compact else "<table>"
+    return f'<div class="scroll">{table}{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+
+
+def _figure(uri: str | None, caption: str, alt: str, missing: str = "there is nothing to plot") -> str:
+    if uri is None:
+        return _na(missing)
+    return f'<figure><img src="{esc(uri)}" alt="{esc(alt)}"><figcaption>{esc(caption)}</figcaption></figure>'
+
+
+def _section(number: int, key: str, title: str, body: str) -> str:
+    cls = ' class="privacy"' if key == "privacy" else ""
+    return f'<section id="{key}"{cls}><h2>{number}. {esc(title)}</h2>{body}</section>'
+
+
+# -- 1. privacy statement and release facts -------------------------------------------------------
+
+_AMOUNTS = (("epsilon", "ε"), ("delta", "δ"), ("rho", "ρ"))
+
+
+def _guarantee(privacy: Mapping[str, Any]) -> str:
+    """One line: the definition and its amounts, e.g. 'pure-DP, ε = 5 in total (1.67 per set)'."""
+    parts = []
+    for key, symbol in _AMOUNTS:
+        total, per = privacy.get(f"{key}_total"), privacy.get(f"{key}_per_set")
+        if total is not None:
+            parts.append(f"{symbol} = {fmt(total, 4)} in total" + (f" ({fmt(per, 4)} per set)" if per is not None else ""))
+    definition = privacy.get("definition", "no definition stated")
+    return ", ".join([str(definition)] + parts)
+
+
+def _privacy(privacy: Mapping[str, Any], release: Mapping[str, Any], dataset: Mapping[str, Any]) -> str:
+    method, rid = release.get("method", "—"), release.get("release_id", "—")
+    out = [f'<p class="headline">Method <strong>{esc(method)}</strong> · release <code>{esc(rid)}</code></p>']
+    if not privacy:
+        return "".join(out) + _na("the evaluation carries no privacy statement, so no guarantee can be shown")
+    out.append(f'<p class="guarantee">{esc(_guarantee(privacy))}</p>')
+    out.append(_statement_list(privacy))
+    out.append("<h3>Release facts</h3>" + _table(["fact", "value"], _release_facts(release, dataset), numeric=()))
+    return "".join(out)
+
+
+def _statement_list(privacy: Mapping[str, Any]) -> str:
+    names = {"definition": "definition", "sets": "synthetic sets", "neighbouring": "neighbouring data sets", "public": "treated as public", "mechanism": "mechanism", "composition": "composition"}
+    for key, symbol in _AMOUNTS:
+        names[f"{key}_total"], names[f"{key}_per_set"] = f"{symbol} (total)", f"{symbol} per set"
+    order = list(names) + [k for k in privacy if k not in names]
+    items = []
+    for key in order:
+        if key not in privacy:
+            continue
+        value = privacy[key]
+        if isinstance(value, (list, tuple)):
+            shown = "<ul>" + "".join(f"<li>{esc(v)}</li>" for v in value) + "</ul>" if value else "nothing"
+        else:
+            shown = esc(fmt(value, 6) if isinstance(value, (int, float)) else value)
+        items.append(f"<dt>{esc(names.get(key, key))}</dt><dd>{shown}</dd>")
+    return '<dl class="statement">' + "".join(items) + "</dl>"
+
+
+def _release_facts(release: Mapping[str, Any], dataset: Mapping[str, Any]) -> list[list[str]]:
+    def text(v: Any) -> str:
+        if isinstance(v, Mapping):
+            return "; ".join(f"{k} = {fmt(x, 6)}" for k, x in v.items()) or "none"
+        if isinstance(v, (list, tuple)):
+            return ", ".join(fmt(x) for x in v) or "none"
+        return fmt(v, 6) if isinstance(v, (int, float)) else str(v)
+
+    facts = [
+        ("release kind", release.get("release")),
+        ("created", release.get("created")),
+        ("dipsy version", release.get("dipsy_version")),
+        ("seed", release.get("seed", "—") if release.get("seed") is not None else "none (randomness from the operating system)"),
+        ("randomness", release.get("randomness")),
+        ("columns", release.get("columns") or dataset.get("columns")),
+        ("rows of the original", dataset.get("rows_original")),
+        ("rows per synthetic set", release.get("rows") or dataset.get("rows_synthetic")),
+        ("method options", release.get("options")),
+        ("public parameters", release.get("parameters")),
+        ("notes", release.get("notes")),
+    ]
+    return [[name, text(value)] for name, value in facts if value is not None]
+
+
+def _header(release: Mapping[str, Any]) -> str:
+    nav = "".join(f'<a href="#{key}">{i}. {esc(t)}</a>' for i, (key, t) in enumerate(SECTIONS, start=1))
+    when = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return (
+        "<header><h1>Evaluation of a synthetic data release</h1>"
+        f'<p class="sub">{esc(release.get("method", ""))} · {esc(fmt(release.get("sets")))} synthetic set(s) · report written {esc(when)}</p>'
+        f'<nav class="toc">{nav}</nav></header>'
+    )
+
+
+# -- 2. summary ----------------------------------------------------------------------------------
+
+
+def _summary(ev: Mapping[str, Any]) -> str:
+    rows = _marginal_rows(_mapping(ev.get("marginals"))) + _numeric_rows(_mapping(ev.get("numeric")))
+    rows += _propensity_rows(_mapping(ev.get("propensity"))) + _relationship_rows(_mapping(ev.get("relationships")))
+    rows += _inference_rows(_mapping(ev.get("inference")))
+    if not rows:
+        return _na("the evaluation holds no utility measures")
+    rows = [[r[0], r[1] if isinstance(r[1], Html) else value_cell(r[1]), *r[2:]] for r in rows]
+    intro = _p("Headline numbers, averaged over the synthetic sets. Each row says what the measure is and which direction is better.")
+    return intro + _table(["measure", "value", "what it means", "better"], rows, numeric=())
+
+
+def _marginal_rows(marginals: Mapping[str, Any]) -> list[list[str]]:
+    rows = []
+    for i, (k, part) in enumerate(_kway(marginals)):
+        worst = " × ".join(map(str, part.get("worst_columns") or []))
+        detail = f"worst {fmt(part.get('worst_tvd'))}" + (f": {worst}" if worst else "")
+        meaning = (
+            "Total variation distance between the original and synthetic shares of the cells of a column's table: half the sum of the absolute differences; 0 = identical, 1 = no overlap."
+            if i == 0
+            else f"The same, over the {_WAYS.get(k, k)} tables of columns."
+        )
+        rows.append([f"{k} marginals: mean TVD", value_cell(fmt(part.get("mean_tvd")), detail), meaning, "lower"])
+    score = _mapping(marginals.get("k_marginal_score"))
+    if score:
+        phrase = _baseline_phrase(score).removeprefix(" — ")
+        rows.append(["k-marginal score", value_cell(fmt(score.get("score"), 4), phrase), "(1 − mean TVD) × 1000 over the marginals, as in the NIST challenges, set beside random subsamples of the original, whose scores show what sampling error alone costs.", "higher"])
+    return rows
+
+
+_WAYS = {"1-way": "one-column", "2-way": "two-way", "3-way": "three-way"}
+
+
+def _kway(marginals: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    keys = sorted((k for k in marginals if k.endswith("-way") and _mapping(marginals[k])), key=lambda k: k.split("-")[0])
+    return [(k, marginals[k]) for k in keys]
+
+
+def _baseline_phrase(score: Mapping[str, Any]) -> str:
+    """Where the score falls among the subsample baselines, e.g. ' — between a 5% and a 10% subsample'."""
+    s = nanmean([score.get("score")])
+    base = plots.subsample_baselines(score)
+    if not base or not math.isfinite(s):
+        return ""
+    below = [b for b in base if b[1] <= s]
+    above = [b for b in base if b[1] > s]
+    if not below:
+        return f" — below even a {above[0][0]} subsample of the original ({fmt(above[0][1], 4)})"
+    if not above:
+        return f" — at least as good as a {below[-1][0]} subsample of the original ({fmt(below[-1][1], 4)})"
+    return f" — between a {below[-1][0]} ({fmt(below[-1][1], 4)}) and a {above[0][0]} subsample ({fmt(above[0][1], 4)})"
+
+
+def _numeric_rows(numeric: Mapping[str, Any]) -> list[list[str]]:
+    stats = {key: nanmean([nanmean(_mapping(v).get(key)) for v in numeric.values()]) for key in ("U_m", "U_a", "ks")}
+    rows = []
+    if math.isfinite(stats["U_m"]):
+        rows.append(["U_m, mean over numeric columns", fmt(stats["U_m"]), "Largest gap between the original and synthetic empirical CDFs (share of rows ≤ x), over all x; 0 = identical.", "lower"])
+    if math.isfinite(stats["U_a"]):
+        rows.append(["U_a, mean over numeric columns", fmt(stats["U_a"]), "Average squared gap between the two empirical CDFs at the pooled values; 0 = identical.", "lower"])
+    if math.isfinite(stats["ks"]):
+        rows.append(["Kolmogorov–Smirnov, mean", fmt(stats["ks"]), "The two-sample KS statistic (the largest CDF gap, as computed by the KS test).", "lower"])
+    return rows
+
+
+def _propensity_rows(propensity: Mapping[str, Any]) -> list[list[str]]:
+    rows = []
+    for model in _models(propensity):
+        part = propensity[model]
+        rows.append([f"pMSE ratio ({model})", fmt(nanmean(part.get("ratio"))), f"Propensity mean squared error of a {model} classifier telling original from synthetic rows, divided by its expected value if both came from the same distribution; 1 = as indistinguishable as the model can tell.", "closer to 1"])
+        rows.append([f"standardised pMSE ({model})", fmt(nanmean(part.get("standardised"))), "(pMSE − null mean) / null standard deviation: how many null standard deviations the classifier does better than chance.", "closer to 0"])
+    return rows
+
+
+def _models(propensity: Mapping[str, Any]) -> list[str]:
+    return [k for k, v in propensity.items() if isinstance(v, Mapping) and "pmse" in v]
+
+
+def _relationship_rows(relationships: Mapping[str, Any]) -> list[list[str]]:
+    ind = _mapping(relationships.get("indicators"))
+    rows = []
+    if math.isfinite(nanmean([ind.get("corr_mean_abs_diff")])):
+        rows.append(["correlations of indicators: mean |difference|", fmt(ind.get("corr_mean_abs_diff")), "Mean absolute difference between original and synthetic correlations of category indicators (column = category) for pairs of columns.", "lower"])
+    if math.isfinite(nanmean([ind.get("slope_mean_abs_diff")])):
+        rows.append(["slopes of indicators: mean |difference|", fmt(ind.get("slope_mean_abs_diff")), "Mean absolute difference between the regression slopes of one indicator on another.", "lower"])
+    return rows
+
+
+def _inference_rows(inference: Mapping[str, Any]) -> list[list[str]]:
+    coefs = [c for c in inference.get("coefficients") or [] if isinstance(c, Mapping)]
+    overlap = nanmean([c.get("ci_overlap") for c in coefs])
+    stdd = nanmean([abs(x) for x in finite([c.get("std_diff") for c in coefs])])
+    rows = []
+    if math.isfinite(overlap):
+        rows.append(["confidence interval overlap, mean", fmt(overlap), "How much the 95% intervals from the original and from the synthetic sets cover each other (Karr et al. 2006); 1 = the same interval, 0 or less = disjoint.", "higher"])
+    if math.isfinite(stdd):
+        rows.append(["standardised difference, mean |·|", fmt(stdd), "|synthetic − original estimate| in units of the original standard error.", "lower"])
+    return rows
+
+
+# -- 3. marginals --------------------------------------------------------------------------------
+
+
+def _marginals(marginals: Mapping[str, Any], original: pd.DataFrame, tables: Sequence[pd.DataFrame], domain: Domain) -> str:
+    kway = _kway(marginals)
+    if not kway and not marginals.get("k_marginal_score"):
+        return _na("no marginals were evaluated")
+    out = [_p("The total variation distance (TVD) of a marginal is half the sum of the absolute differences between the original and the synthetic share of each cell: the share of rows that would have to move to turn one table into the other.")]
+    if kway:
+        rows = [[k, fmt(p.get("count")), fmt(p.get("mean_tvd")), fmt(p.get("worst_tvd")), " × ".join(map(str, p.get("worst_columns") or [])) or "—"] for k, p in kway]
+        out.append(_table(["marginals", "count", "mean TVD", "worst TVD", "worst columns"], rows, numeric=range(1, 4)))
+    out.append("<h3>One-way marginals</h3>")
+    one = _mapping(marginals.get("1-way"))
+    out.append(_figure(plots.tvd_bars(one) if one else None, "TVD of each column's distribution: bar = mean over the synthetic sets, dots = each set. Lower is better.", "bar chart of one-way TVD per column", "no one-way marginals were evaluated"))
+    out.append("<h3>Worst two-way marginals</h3>" + _heatmaps(_mapping(marginals.get("2-way")), original, tables, domain))
+    out.append("<h3>k-marginal score</h3>" + _kscore(_mapping(marginals.get("k_marginal_score"))))
+    return "".join(out)
+
+
+def _heatmaps(two_way: Mapping[str, Any], original: pd.DataFrame, tables: Sequence[pd.DataFrame], domain: Domain) -> str:
+    items = [m for m in two_way.get("marginals") or [] if isinstance(m, Mapping) and len(m.get("columns") or []) == 2]
+    items = sorted(items, key=lambda m: -_sortable(nanmean(m.get("tvd"))))[:WORST_HEATMAPS]
+    if not items or not tables:
+        return _na("no two-way marginals were evaluated" if tables else "the release holds no synthetic sets")
+    figs = []
+    for m in items:
+        cols = [str(c) for c in m["columns"]]
+        uri = plots.marginal_heatmaps(original, tables[0], cols, domain, nanmean(m.get("tvd")))
+        figs.append(_figure(uri, f"{cols[0]} × {cols[1]}: cell shares in the original and in synthetic set 1, and their difference (red = more in the synthetic set). Long category lists are shown in at most {plots.MAX_LEVELS} groups.", f"heat maps of {cols[0]} by {cols[1]}", f"{cols[0]} × {cols[1]} cannot be drawn (a column is missing from the data or the domain)"))
+    return "".join(figs)
+
+
+def _sortable(x: float) -> float:
+    return x if math.isfinite(x) else -math.inf
+
+
+def _kscore(score: Mapping[str, Any]) -> str:
+    if not score:
+        return _na("no k-marginal score was computed")
+    text = f"Score {fmt(score.get('score'), 4)}{_baseline_phrase(score)}. "
+    rows = [[f"random {label} subsample of the original" + (f" ({fmt(n)} rows)" if n is not None else ""), fmt(v, 4)] for label, v, n in plots.subsample_baselines(score)]
+    rows += [[f"synthetic set {i}", fmt(v, 4)] for i, v in enumerate(score.get("per_set") or [], start=1)]
+    fig = _figure(plots.kmarginal_plot(score), "Score of each synthetic set (dots) and their mean (dashed) against the scores of random subsamples of the original data (grey lines). A synthetic set that scores like a p% subsample is about as faithful to the marginals as p% of the real rows.", "k-marginal score against subsample baselines")
+    return _p(text + "Higher is better; 1000 means identical marginals.") + fig + _table(["data", "score"], rows, compact=True)
+
+
+# -- 4. numeric columns --------------------------------------------------------------------------
+
+
+def _numeric(numeric: Mapping[str, Any], original: pd.DataFrame, tables: Sequence[pd.DataFrame], domain: Domain) -> str:
+    columns = [c for c, v in numeric.items() if isinstance(v, Mapping)]
+    if not columns:
+        return _na("the release has no numeric columns")
+    intro = _p("U_m is the largest and U_a the average squared gap between the empirical CDFs of the original and a synthetic set (Hu's ECDF utility); KS is the two-sample Kolmogorov–Smirnov statistic. For all three, 0 means identical and lower is better.")
+    rows = []
+    for c in columns:
+        parts = numeric_parts(numeric[c])
+        means = [fmt(nanmean(numeric[c].get(key))) for key in ("U_m", "U_a", "ks")]
+        rows.append([c, *means, fmt(parts["mean_original"], 4), fmt(nanmean(parts["mean_synthetic"]), 4)])
+    header = ["column", "U_m", "U_a", "KS", "mean (original)", "mean (synthetic)"]
+    out = [intro, _table(header, rows, caption="Means over the synthetic sets; the table under each column's plots lists every set.")]
+    for c in columns:
+        out.append(_numeric_column(c, numeric[c], original, tables, domain[c] if c in domain else None))
+    return "".join(out)
+
+
+def numeric_parts(stats: Mapping[str, Any]) -> dict[str, Any]:
+    """Means and quantiles of one numeric column, from either layout of the evaluation.
+
+    Nested: ``mean: {original, synthetic}``, ``quantiles: {original: {level: q}, synthetic: [...]}``;
+    flat: ``mean_original``, ``mean_synthetic``, ``quantiles: [levels]``, ``quantiles_original``,
+    ``quantiles_synthetic`` (one list per set).
+    """
+    mean, q = _mapping(stats.get("mean")), stats.get("quantiles")
+    if isinstance(q, Mapping):
+        q_orig = _mapping(q.get("original"))
+        levels = list(q_orig)
+        orig = [q_orig[level] for level in levels]
+        syn = [[_mapping(s).get(level) for level in levels] for s in q.get("synthetic") or []]
+    else:
+        levels, orig = list(q or []), list(stats.get("quantiles_original") or [])
+        syn = [list(s or []) for s in stats.get("quantiles_synthetic") or []]
+    return {
+        "mean_original": mean.get("original", stats.get("mean_original")),
+        "mean_synthetic": list(mean.get("synthetic", stats.get("mean_synthetic")) or []),
+        "levels": levels,
+        "quantiles_original": orig,
+        "quantiles_synthetic": syn,
+    }
+
+
+def _numeric_column(name: str, stats: Mapping[str, Any], original: pd.DataFrame, tables: Sequence[pd.DataFrame], column: Any) -> str:
+    hist = _figure(plots.numeric_histograms(original, tables, name, column), "Share of rows per bin (the domain's bins when it has them): original filled, synthetic sets as lines.", f"histograms of {name}", f"{name} has no values to plot")
+    ecdf = _figure(plots.numeric_ecdfs(original, tables, name), "Empirical CDFs; U_m is the largest vertical gap between the black and a coloured line.", f"empirical CDFs of {name}", f"{name} has no values to plot")
+    # Heading and plots kept on one printed page; the table may follow on the next.
+    return f'<div class="keep"><h3>{esc(name)}</h3><div class="pair">{hist}{ecdf}</div></div>' + _quantile_table(stats)
+
+
+def _quantile_table(stats: Mapping[str, Any]) -> str:
+    parts = numeric_parts(stats)
+    m = max(len(parts["quantiles_synthetic"]), len(parts["mean_synthetic"]), len(stats.get("U_m") or []))
+    header = ["statistic", "original"] + [f"set {k}" for k in range(1, m + 1)]
+    rows = [["mean", fmt(parts["mean_original"], 4)] + [fmt(v, 4) for v in _pad(parts["mean_synthetic"], m)]]
+    syn = _pad(parts["quantiles_synthetic"], m, [])
+    for i, level in enumerate(parts["levels"]):
+        orig = _pad(parts["quantiles_original"], i + 1)[i]
+        rows.append([f"quantile {fmt(level)}", fmt(orig, 4)] + [fmt(_pad(s, i + 1)[i], 4) for s in syn])
+    for key, label in (("U_m", "U_m"), ("U_a", "U_a"), ("ks", "KS"), ("ks_pvalue", "KS p-value")):
+        if stats.get(key) is not None:
+            rows.append([label, ""] + [fmt(v) for v in _pad(stats.get(key), m)])
+    return _table(header, rows)
+
+
+def _pad(values: Any, m: int, fill: Any = None) -> list[Any]:
+    values = list(values or [])
+    return values + [fill] * (m - len(values))
+
+
+# -- 5. propensity -------------------------------------------------------------------------------
+
+
+def _propensity(propensity: Mapping[str, Any]) -> str:
+    models = _models(propensity)
+    if not models:
+        return _na("no propensity scores were computed")
+    intro = _p("A classifier is trained to tell original rows from synthetic rows. The propensity mean squared error (pMSE, Snoke et al. 2018) measures how far its predicted probabilities stray from the share of synthetic rows; the null mean and standard deviation are what pMSE would be if both came from the same distribution. A ratio near 1 and a standardised pMSE near 0 are good; large values mean the synthetic rows are easy to spot.")
+    keys = (("pmse", "pMSE"), ("null_mean", "null mean"), ("null_sd", "null sd"), ("standardised", "standardised"), ("ratio", "ratio"))
+    rows = []
+    for model in models:
+        part = propensity[model]
+        n = max(len(part.get(k) or []) for k, _ in keys)
+        rows += [[model, f"set {i + 1}"] + [fmt(_pad(part.get(k), n)[i]) for k, _ in keys] for i in range(n)]
+        if n > 1:
+            rows.append([model, "mean"] + [fmt(nanmean(part.get(k))) for k, _ in keys])
+    out = [intro, _table(["model", "set"] + [label for _, label in keys], rows, numeric=range(2, 99))]
+    if propensity.get("rows_used") is not None:
+        out.append(_p(_rows_used(propensity.get("rows_used"), propensity.get("max_rows")), "note"))
+    if propensity.get("caveat"):
+        out.append(f'<blockquote class="caveat"><strong>Caveat.</strong> {esc(propensity["caveat"])}</blockquote>')
+    return "".join(out)
+
+
+def _rows_used(used: Any, cap: Any) -> str:
+    """A sentence on how many rows the classifiers saw (an int, or one mapping per set)."""
+    if isinstance(used, (list, tuple)):
+        texts = [", ".join(f"{k} {fmt(v)}" for k, v in u.items()) if isinstance(u, Mapping) else fmt(u) for u in used]
+        shown = texts[0] if len(set(texts)) == 1 else "; ".join(f"set {i}: {t}" for i, t in enumerate(texts, start=1))
+    else:
+        shown = fmt(used)
+    limit = f" (at most {fmt(cap)} of each, sampled at random)" if cap is not None else ""
+    return f"Rows used per model fit: {shown}{limit}."
+
+
+# -- 6. relationships ----------------------------------------------------------------------------
+
+
+def _relationships(relationships: Mapping[str, Any]) -> str:
+    ind, num = _mapping(relationships.get("indicators")), _mapping(relationships.get("numeric"))
+    if not ind and not num:
+        return _na("no relationships were evaluated")
+    out = ["<h3>Indicator pairs</h3>" + _pairs_block(ind, "indicator", "no indicator pairs were evaluated")]
+    out.append("<h3>Numeric pairs</h3>" + _pairs_block(num, "numeric", "there are fewer than two numeric columns"))
+    return "".join(out)
+
+
+def _pairs_block(part: Mapping[str, Any], kind: str, missing: str) -> str:
+    pairs = [p for p in part.get("pairs") or [] if isinstance(p, Mapping)]
+    scalars = [[_PAIR_FACTS.get(k, k.replace("_", " ")), fmt(v)] for k, v in part.items() if k != "pairs" and not isinstance(v, (Mapping, list, tuple))]
+    if not pairs and not scalars:
+        return _na(missing)
+    out = []
+    if kind == "indicator":
+        out.append(_p("Each column's categories become 0/1 indicators (column = category); for pairs of indicators from different columns, the correlation and the slope of one regressed on the other are computed in the original and in each synthetic set. Points on the 45° line are reproduced exactly."))
+    if scalars:
+        out.append(_table(["measure", "value"], scalars, compact=True))
+    if pairs:
+        out.append(_figure(plots.relationship_scatter(pairs, kind), "Original (x) against synthetic (y), one dot per pair and set; the grey line is y = x.", f"scatter of original against synthetic {kind} correlations", "the pairs carry no finite values"))
+        out.append(_pairs_table(pairs))
+    return "".join(out)
+
+
+_PAIR_FACTS = {
+    "corr_mean_abs_diff": "mean |difference| of correlations",
+    "slope_mean_abs_diff": "mean |difference| of slopes",
+    "mean_abs_diff": "mean |difference| of correlations",
+    "indicators": "indicators (column = category)",
+    "pairs_available": "pairs available",
+    "pairs_used": "pairs evaluated",
+}
+
+
+def _pairs_table(pairs: Sequence[Mapping[str, Any]]) -> str:
+    def gap(p: Mapping[str, Any]) -> float:
+        return abs(nanmean(p.get("corr_synthetic")) - nanmean([p.get("corr_original")]))
+
+    worst = sorted(pairs, key=lambda p: -_sortable(gap(p)))[:TOP_PAIRS]
+    header = ["x", "y", "corr. original", "corr. synthetic"]
+    rows = [[str(p.get("x", "")), str(p.get("y", "")), fmt(p.get("corr_original")), fmt(nanmean(p.get("corr_synthetic")))] for p in worst]
+    if any("slope_original" in p for p in pairs):
+        header += ["slope original", "slope synthetic"]
+        rows = [r + [fmt(p.get("slope_original")), fmt(nanmean(p.get("slope_synthetic")))] for r, p in zip(rows, worst)]
+    which = f"The {len(worst)} pairs (of {len(pairs)}) whose correlation is reproduced worst" if len(worst) < len(pairs) else "Every pair, the worst reproduced first"
+    return _table(header, rows, numeric=range(2, 99), caption=f"{which}; synthetic values are means over the sets.")
+
+
+# -- 7. inference --------------------------------------------------------------------------------
+
+
+def _inference(inference: Mapping[str, Any]) -> str:
+    coefs = [c for c in inference.get("coefficients") or [] if isinstance(c, Mapping)]
+    if not coefs:
+        return _na("no regression formula was given (pass one to compare inferences)")
+    rule = str(inference.get("rule", "—"))
+    out = [f"<p>Model <code>{esc(inference.get('formula', '—'))}</code>, fitted to the original and to each synthetic set; the synthetic estimates are combined by the rule <code>{esc(rule)}</code>.</p>"]
+    shown = min(len(coefs), plots.MAX_TERMS)
+    more = f" The first {shown} of {len(coefs)} terms are drawn; the table lists all." if shown < len(coefs) else ""
+    out.append(_figure(plots.coefficient_plot(coefs), "95% intervals per term: original (black) and synthetic (blue), each term on its own scale." + more, "coefficient intervals, original and synthetic", "the coefficients carry no finite estimates"))
+    rows = [_coef_row(c) for c in coefs]
+    out.append(_table(["term", "original estimate", "original 95% CI", "synthetic estimate", "synthetic 95% CI", "df", "CI overlap", "std. difference"], rows))
+    out.append(_p("CI overlap: the average share of each interval covered by their intersection (1 = identical, 0 or less = disjoint; higher is better). Standardised difference: (synthetic − original estimate) / original standard error (closer to 0 is better).", "note"))
+    return "".join(out)
+
+
+def _coef_row(c: Mapping[str, Any]) -> list[str]:
+    o, s = _mapping(c.get("original")), _mapping(c.get("synthetic"))
+    ci = lambda part: f"[{fmt(part.get('lower'))}, {fmt(part.get('upper'))}]"
+    return [str(c.get("term", "")), fmt(o.get("estimate")), ci(o), fmt(s.get("estimate")), ci(s), fmt(s.get("df")), fmt(c.get("ci_overlap")), fmt(c.get("std_diff"))]
+
+
+# -- page and file -------------------------------------------------------------------------------
+
+CSS = """
+:root { --ink: #1d1d1f; --muted: #5b5b62; --line: #d9d9df; --accent: #0b5394; --box: #f2f6fb; }
+* { box-sizing: border-box; }
+html { font-size: 15px; }
+body { margin: 0; color: var(--ink); background: #fff; line-height: 1.5;
+  font-family: system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
+main { max-width: 62rem; margin: 0 auto; padding: 1.5rem 1.5rem 4rem; }
+h1 { font-size: 1.75rem; margin: 0 0 .2rem; }
+h2 { font-size: 1.35rem; margin: 2.6rem 0 .8rem; padding-bottom: .2rem; border-bottom: 2px solid var(--accent); }
+h3 { font-size: 1.08rem; margin: 1.8rem 0 .5rem; }
+p { margin: .5rem 0; max-width: 48rem; }
+.sub, .note, figcaption, caption { color: var(--muted); font-size: .9rem; }
+nav.toc { display: flex; flex-wrap: wrap; gap: .3rem 1.2rem; margin: .8rem 0 1.2rem; font-size: .92rem; }
+nav.toc a { color: var(--accent); text-decoration: none; }
+nav.toc a:hover { text-decoration: underline; }
+section.privacy { background: var(--box); border: 2px solid var(--accent); border-radius: 8px; padding: .2rem 1.4rem 1rem; }
+section.privacy h2 { margin-top: .8rem; }
+.headline { font-size: 1.05rem; }
+.guarantee { font-size: 1.3rem; font-weight: 650; color: var(--accent); margin: .6rem 0 1rem; }
+dl.statement { display: grid; grid-template-columns: minmax(9rem, max-content) 1fr; gap: .35rem 1.2rem; margin: 0; }
+dl.statement dt { font-weight: 600; }
+dl.statement dd { margin: 0; }
+dl.statement ul { margin: 0; padding-left: 1.1rem; }
+.scroll { overflow-x: auto; }
+table { border-collapse: collapse; width: 100%; margin: .6rem 0 1rem; font-size: .88rem; font-variant-numeric: tabular-nums; }
+caption { text-align: left; caption-side: bottom; padding-top: .3rem; }
+th, td { padding: .3rem .55rem; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; }
+th { background: #f4f4f7; font-weight: 600; }
+section.privacy th { background: #e3ebf5; }
+#inference td:first-child { white-space: nowrap; }
+table.compact { width: auto; min-width: 24rem; }
+td.num, th.num { text-align: right; }
+td.num { white-space: nowrap; }
+#summary td:first-child { min-width: 10rem; font-weight: 600; }
+#summary td:nth-child(2) { min-width: 9rem; }
+#summary td:nth-child(3) { color: #3a3a40; }
+#summary td:last-child { white-space: nowrap; }
+.value { display: block; font-size: 1.05rem; font-weight: 650; font-variant-numeric: tabular-nums; }
+.detail { display: block; color: var(--muted); font-size: .82rem; }
+figure { margin: 1rem 0 1.4rem; }
+figure img { display: block; max-width: 100%; height: auto; }
+figcaption { margin-top: .3rem; max-width: 48rem; }
+.pair { display: flex; flex-wrap: wrap; gap: 1rem; }
+.pair figure { flex: 1 1 24rem; margin: .5rem 0; }
+.caveat { margin: 1rem 0; padding: .6rem 1rem; border-left: 4px solid #E69F00; background: #fff7e8; }
+.na { color: var(--muted); font-style: italic; }
+code { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; font-size: .9em; overflow-wrap: anywhere; }
+footer { margin-top: 3rem; color: var(--muted); font-size: .85rem; }
+@media print {
+  @page { size: A4; margin: 14mm 12mm; }
+  html { font-size: 10pt; }
+  main { max-width: none; padding: 0; }
+  nav.toc { display: none; }
+  section { break-before: page; }
+  section.privacy { break-before: auto; }
+  section.privacy, .caveat, th { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
+  h2, h3 { break-after: avoid; }
+  figure, tr, dl.statement, .caveat, .keep { break-inside: avoid; }
+  figure img { max-width: 100%; max-height: 235mm; }
+  .scroll { overflow: visible; }
+  a { color: inherit; text-decoration: none; }
+}
+"""
+
+
+def _page(title: str, header: str, body: str) -> str:
+    from .. import __version__
+
+    footer = f"<footer>Written by dipsy {esc(__version__)}. Figures and tables compare the original data with the synthetic sets; this report itself contains statistics of the original data and is not covered by the release's privacy guarantee.</footer>"
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(title)}</title><style>{CSS}</style></head>"
+        f"<body><main>{header}{body}{footer}</main></body></html>\n"
+    )
+
+
+def _umask() -> int:
+    mask = os.umask(0o22)
+    os.umask(mask)
+    return mask
+
+
+def _write_atomic(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes the file private; a report is meant to be read
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
