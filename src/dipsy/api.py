@@ -136,7 +136,8 @@ def synthesize(
                 if release == "table":
                     tables.append(cells_frame(model.table(rand), scope))
                 else:
-                    tables.append(decode(model.sample(rand), scope, rand.numpy))
+                    drawn = model.sample(rand)
+                    tables.append(drawn if isinstance(drawn, pd.DataFrame) else decode(drawn, scope, rand.numpy))
                 advance()
         result = Release(
             tables=tables,

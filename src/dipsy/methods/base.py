@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Mapping
 
 import numpy as np
+import pandas as pd
 
 from ..domain import Domain
 from ..engine import Engine
@@ -78,8 +79,9 @@ class Model(ABC):
     """A fitted model. Private: it may hold exact statistics; never written to disk."""
 
     @abstractmethod
-    def sample(self, rand: Randomness) -> dict[str, np.ndarray]:
-        """One synthetic set, as codes per column (decoded by the caller)."""
+    def sample(self, rand: Randomness) -> "dict[str, np.ndarray] | pd.DataFrame":
+        """One synthetic set: codes per column (decoded by the caller), or records in a DataFrame
+        (for methods that draw values, not cells) with the domain's columns in order."""
 
 
 class Synthesizer(ABC):
