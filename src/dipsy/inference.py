@@ -103,3 +103,69 @@ def interval_overlap(lo1: np.ndarray, hi1: np.ndarray, lo2: np.ndarray, hi2: np.
     """
     inner = np.minimum(hi1, hi2) - np.maximum(lo1, lo2)
     return 0.5 * (inner / (np.asarray(hi1) - lo1) + inner / (np.asarray(hi2) - lo2))
+
+
+@dataclass(frozen=True)
+class Estimates:
+    """Combined estimates of named estimands (e.g. regression terms)."""
+
+    terms: tuple[str, ...]
+    combined: Combined
+
+    def table(self) -> "pd.DataFrame":
+        """One row per term: estimate, variance, df, interval."""
+        import pandas as pd
+
+        c = self.combined
+        return pd.DataFrame({"estimate": c.estimate, "variance": c.variance, "df": c.df, "lower": c.lower, "upper": c.upper},
+                            index=pd.Index(self.terms, name="term"))
+
+
+def mean(tables: "list[pd.DataFrame]", column: str, rule: str = "reiter2003-partial", level: float = 0.95) -> Estimates:
+    """The mean of ``column``: per set ``q = x̄``, ``u = s²/n``, combined by ``rule``."""
+    q = np.array([[t[column].mean()] for t in tables])
+    u = np.array([[t[column].var(ddof=1) / len(t)] for t in tables])
+    return Estimates((f"mean({column})",), combine(q, u, _rule(rule, tables), level, single_df=len(tables[0]) - 1))
+
+
+def proportion(tables: "list[pd.DataFrame]", column: str, value: object, rule: str = "reiter2003-partial", level: float = 0.95) -> Estimates:
+    """The share of ``column == value``: per set ``q = p̂``, ``u = p̂(1 - p̂)/n`` (Bowen & Liu, S-003)."""
+    p = np.array([[float((t[column] == value).mean())] for t in tables])
+    u = p * (1 - p) / np.array([[len(t)] for t in tables])
+    return Estimates((f"P({column} = {value})",), combine(p, u, _rule(rule, tables), level))
+
+
+def regression(tables: "list[pd.DataFrame]", formula: str, rule: str = "reiter2003-partial", model: str = "ols",
+               level: float = 0.95, n_ratio: float = 1.0) -> Estimates:
+    """Coefficients of a statsmodels formula (``ols`` or ``logit``) fitted to each set, combined by ``rule``.
+
+    A term missing from a set (a category that set lacks) combines as NaN.
+
+    >>> import pandas as pd
+    >>> sets = [pd.DataFrame({"x": [0.0, 1, 2, 3], "y": [1.0, 3, 5, 7.5]})] * 2
+    >>> regression(sets, "y ~ x").table()["estimate"].round(2).tolist()
+    [0.9, 2.15]
+    """
+    fits = [fit(formula, t, model) for t in tables]
+    terms = tuple(fits[0].params.index)
+    q = np.array([f.params.reindex(terms).to_numpy() for f in fits])
+    u = np.array([f.bse.reindex(terms).to_numpy() ** 2 for f in fits])
+    single_df = float(fits[0].df_resid) if model == "ols" else np.inf
+    return Estimates(terms, combine(q, u, _rule(rule, tables), level, n_ratio, single_df))
+
+
+def fit(formula: str, data: "pd.DataFrame", model: str = "ols"):  # noqa: ANN201 (a statsmodels results object)
+    """Fit ``formula`` by OLS or logistic regression, with a clear error for a bad formula."""
+    import statsmodels.formula.api as smf
+
+    if model not in ("ols", "logit"):
+        raise DipsyError(f"unknown regression model {model!r}", "use ols or logit")
+    try:
+        return smf.ols(formula, data).fit() if model == "ols" else smf.logit(formula, data).fit(disp=0)
+    except Exception as e:  # patsy and statsmodels raise many types for a bad formula
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise DipsyError(f"cannot fit {formula!r}: {first}", "write the formula over the released columns, e.g. 'y ~ x + C(group)'") from None
+
+
+def _rule(rule: str, tables: list) -> str:
+    return "single" if len(tables) == 1 else rule

@@ -16,14 +16,14 @@ import pandas as pd
 
 from ..domain import Domain, encode_frame
 from ..errors import DataError, DipsyError
-from ..inference import combine, interval_overlap
+from .. import inference
+from ..inference import fit, interval_overlap
 from ..release import Release
 from .marginals import kway_marginals
 from .numeric import numeric_summary
 from .propensity import pmse_all
 from .relationships import indicator_relationships, numeric_correlations
 
-MODELS = ("ols", "logit")
 
 
 def load_release(release: Release | str | Path) -> tuple[dict[str, Any], list[pd.DataFrame], Domain]:
@@ -117,17 +117,14 @@ def regression(formula: str, original: pd.DataFrame, tables: list[pd.DataFrame],
     degrees of freedom and interval; the interval overlap of Karr et al. (2006); and the
     standardised difference (q̄ - β) / se(β).
     """
-    if model not in MODELS:
-        raise DipsyError(f"unknown regression model {model!r}", f"use one of {', '.join(MODELS)}")
-    rule = rule or ("single" if len(tables) == 1 else "reiter2003-partial")
-    base = _fit(formula, original, model)
-    fits = [_fit(formula, t, model) for t in tables]
+    base = fit(formula, original, model)
+    n_ratio = float(np.mean([len(t) for t in tables])) / len(original)
+    synthetic = inference.regression(tables, formula, rule or "reiter2003-partial", model, n_ratio=n_ratio)
+    combined = synthetic.combined
     terms = list(base.params.index)
-    q = np.array([f.params.reindex(terms).to_numpy() for f in fits])
-    u = np.array([f.bse.reindex(terms).to_numpy() ** 2 for f in fits])
-    # One set keeps its model's reference distribution (t with residual df for OLS, normal for logit).
-    single_df = float(fits[0].df_resid) if model == "ols" else np.inf
-    combined = combine(q, u, rule, n_ratio=float(np.mean([len(t) for t in tables])) / len(original), single_df=single_df)
+    if list(synthetic.terms) != terms:
+        raise DipsyError(f"the synthetic sets give terms {list(synthetic.terms)}, the original {terms}",
+                         "use categories present in every set, or a simpler formula")
     ci = base.conf_int(0.05)
     overlap = interval_overlap(ci[0].to_numpy(), ci[1].to_numpy(), combined.lower, combined.upper)
     rows = []
@@ -159,17 +156,6 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, np.integer):
         return int(value)
     return value
-
-
-def _fit(formula: str, data: pd.DataFrame, model: str):
-    import statsmodels.formula.api as smf
-
-    try:
-        fitter = smf.ols if model == "ols" else smf.logit
-        return fitter(formula, data).fit(**({} if model == "ols" else {"disp": 0}))
-    except Exception as e:  # patsy/statsmodels raise many types for a bad formula
-        first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise DipsyError(f"cannot fit {formula!r}: {first}", "write the formula over the released columns, e.g. 'y ~ x + C(group)'") from None
 
 
 __all__ = ["evaluate", "jsonable", "load_release", "read_original", "regression"]
