@@ -99,6 +99,14 @@ def encode_frame(frame: pd.DataFrame, domain: Domain) -> tuple[dict[str, Encoded
     return encoded, ValidationReport(len(frame), int(invalid.sum()), tuple(issues))
 
 
+def valid_rows(encoded: Mapping[str, EncodedColumn], rows: int) -> np.ndarray:
+    """Mask of the rows valid in every encoded column."""
+    valid = np.ones(rows, dtype=bool)
+    for e in encoded.values():
+        valid &= ~e.invalid
+    return valid
+
+
 def decode(codes: Mapping[str, np.ndarray], domain: Domain, rng: np.random.Generator) -> pd.DataFrame:
     """Records from codes, one column of ``domain`` each, in the domain's order.
 

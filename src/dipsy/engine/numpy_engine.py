@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..domain import Domain, ValidationReport, encode_frame
+from ..domain import Domain, ValidationReport, encode_frame, valid_rows
 from .base import Engine
 
 
@@ -26,9 +26,7 @@ class NumpyEngine(Engine):
     def _validate(self) -> ValidationReport:
         encoded, report = encode_frame(self.frame, self.domain)
         if not report.missing_columns:
-            valid = np.ones(len(self.frame), dtype=bool)
-            for e in encoded.values():
-                valid &= ~e.invalid
+            valid = valid_rows(encoded, len(self.frame))
             self._codes = {name: e.codes[valid] for name, e in encoded.items()}
         return report
 

@@ -14,12 +14,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..domain import Domain, encode_frame
+from ..domain import Domain
 from ..errors import DataError, DipsyError
 from .. import inference
 from ..inference import fit, interval_overlap
 from ..release import Release
-from .marginals import kway_marginals
+from .marginals import encode_valid, kway_marginals
 from .numeric import numeric_summary
 from .propensity import pmse_all
 from .relationships import indicator_relationships, numeric_correlations
@@ -55,12 +55,7 @@ def read_original(data: pd.DataFrame | str | Path, domain: Domain) -> pd.DataFra
             data = pd.read_parquet(path) if path.suffix in (".parquet", ".pq") else pd.read_csv(path)
         except (OSError, ValueError) as e:
             raise DataError(f"cannot read {str(path)!r} ({e})", "pass the original CSV or Parquet file") from None
-    encoded, report = encode_frame(data, domain)
-    if report.missing_columns:
-        report.raise_if_invalid()
-    valid = np.ones(len(data), dtype=bool)
-    for e in encoded.values():
-        valid &= ~e.invalid
+    _, valid = encode_valid(data, domain, "the original")
     return data.loc[valid, list(domain.names)].reset_index(drop=True)
 
 

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from ..domain import Domain, encode_frame
+from ..domain import Domain, encode_frame, valid_rows
 from ..errors import DataError
 
 logger = logging.getLogger(__name__)
@@ -76,9 +76,7 @@ def encode_valid(frame: pd.DataFrame, domain: Domain, what: str) -> tuple[dict[s
     encoded, report = encode_frame(frame, domain)
     if report.missing_columns:
         report.raise_if_invalid()
-    valid = np.ones(len(frame), dtype=bool)
-    for e in encoded.values():
-        valid &= ~e.invalid
+    valid = valid_rows(encoded, len(frame))
     if not valid.all():
         logger.warning("%s: %s; those rows are left out of the metrics", what, report.summary())
     return {name: e.codes[valid] for name, e in encoded.items()}, valid
