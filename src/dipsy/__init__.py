@@ -2,7 +2,7 @@
 
 >>> import dipsy
 >>> [m.name for m in dipsy.methods()]
-['dirichlet-multinomial', 'beta-binomial', 'dp-prior', 'gamma-poisson', 'laplace-sanitizer']
+['dirichlet-multinomial', 'beta-binomial', 'dp-prior', 'gamma-poisson', 'laplace-sanitizer', 'perturbed-histogram', 'smoothed-histogram', 'exponential-ecdf', 'modips']
 """
 
 __version__ = "0.1.0"

@@ -166,6 +166,23 @@ class Engine(ABC):
             return CountTable(names, shape, table.dense().ravel())
         return table
 
+    def rebinned(self, domain: Domain) -> "Engine":
+        """The same data read against ``domain``: the same columns, kinds and bounds, other bins.
+
+        Bins never decide which rows are valid (missing values, wrong types and values outside
+        the bounds do), so the new engine keeps exactly these rows.
+        """
+        if domain == self.domain:
+            return self
+        same = lambda d: [(c.name, c.kind, c.lower, c.upper, c.categories) for c in d.columns]  # noqa: E731
+        if same(domain) != same(self.domain):
+            raise ValueError("rebinned() changes bins only, never columns, kinds or bounds")
+        return self._reopen(domain)
+
+    @abstractmethod
+    def _reopen(self, domain: Domain) -> "Engine":
+        """A new engine of this backend over the same source and ``domain``."""
+
     @abstractmethod
     def _validate(self) -> ValidationReport:
         """Check every row of the columns in scope."""

@@ -119,6 +119,9 @@ class DuckDBEngine(Engine):
         else:
             self._open_parquet()
 
+    def _reopen(self, domain: Domain) -> "DuckDBEngine":
+        return DuckDBEngine(self.path, domain, self.on_invalid)
+
     def close(self) -> None:
         """Close the DuckDB connection and remove its spill folder (also done on garbage collection)."""
         self._finalizer()

@@ -23,6 +23,9 @@ class NumpyEngine(Engine):
         self.frame = frame
         self._codes: dict[str, np.ndarray] | None = None
 
+    def _reopen(self, domain: Domain) -> "NumpyEngine":
+        return NumpyEngine(self.frame, domain, self.on_invalid)
+
     def _validate(self) -> ValidationReport:
         encoded, report = encode_frame(self.frame, self.domain)
         if not report.missing_columns:

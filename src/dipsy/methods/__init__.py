@@ -8,11 +8,18 @@ from ..errors import DipsyError
 from .base import ADD_REMOVE, NEIGHBOURINGS, SUBSTITUTE, Model, Option, Plan, Statement, Synthesizer
 from .dirichlet_multinomial import BetaBinomial, DirichletMultinomial
 from .dp_prior import DPPrior
+from .exponential_ecdf import ExponentialECDF
 from .gamma_poisson import GammaPoisson
+from .histograms import PerturbedHistogram, SmoothedHistogram
 from .laplace_sanitizer import LaplaceSanitizer
+from .modips import Modips
 
 REGISTRY: dict[str, type[Synthesizer]] = {
-    cls.name: cls for cls in (DirichletMultinomial, BetaBinomial, DPPrior, GammaPoisson, LaplaceSanitizer)
+    cls.name: cls
+    for cls in (
+        DirichletMultinomial, BetaBinomial, DPPrior, GammaPoisson, LaplaceSanitizer,
+        PerturbedHistogram, SmoothedHistogram, ExponentialECDF, Modips,
+    )
 }
 
 

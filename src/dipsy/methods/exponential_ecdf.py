@@ -1,0 +1,284 @@
+r"""Exponential mechanism over empirical CDFs (Wasserman & Zhou 2010; Bowen & Liu, S-003 eq. 7).
+
+``METHODS.md`` §2.1 (f). Bowen & Liu describe it and judge it computationally impractical — the
+candidate set grows combinatorially with ``n`` — and do not simulate it; dipsy offers it for small
+``n`` and coarse grids, enumerating the candidates exactly and refusing beyond a stated size.
+
+Release (one set)
+-----------------
+For ONE numeric (or integer) column with public bounds ``[lower, upper]``:
+
+1. A public grid ``t_0 = lower < t_1 < … < t_{G-1} = upper``: the column's bin edges, or option
+   ``grid=G`` equally spaced points (whole numbers for an integer column).
+2. The public candidate set: every empirical CDF of ``n`` points on the grid — every multiset of
+   size ``n`` over the ``G`` grid points, ``C(n + G - 1, G - 1)`` of them (compositions of ``n``
+   into ``G`` parts). A candidate is held as its cumulative counts ``c_i = n G_c(t_i)``, a
+   non-decreasing path from ``c_0 >= 0`` to ``c_{G-1} = n``.
+3. The utility of candidate ``c`` is minus the Kolmogorov–Smirnov distance between the original
+   ECDF ``F^`` evaluated on the grid and the candidate's,
+   ``u(D, c) = -max_i |F^(t_i) - G_c(t_i)| = -j(D, c)/n`` with ``j = max_i |a_i - c_i|`` an integer,
+   ``a_i = #{x <= t_i}``.
+4. Draw ``c`` with ``Pr(c) ∝ exp(ε u(D, c) / (2 Δ_u))`` (eq. 7), ``Δ_u = 1/n``: that is
+   ``Pr(c) ∝ exp(-ε j(D, c)/2)``.
+5. Release the candidate as ``n`` records: ``c_i - c_{i-1}`` records with value ``t_i``, shuffled.
+   **Every synthetic value is a grid point** — the release is the chosen ECDF, a step function on
+   the grid, not values spread inside bins.
+
+``m`` sets are ``m`` independent draws with ``ε/m`` each; the chosen ECDF is random, so sets show
+its uncertainty (Bowen & Liu §3.1.2).
+
+Privacy
+-------
+Definition ε-DP; substitution neighbours, ``n`` public (the candidates have ``n`` points). Changing
+one record moves ``a_i = #{x <= t_i}`` by at most one at every grid point, so ``|j(D, c) - j(D', c)|
+<= 1`` for every candidate: ``Δ_u = 1/n``, attained (move a record across a grid point of a
+candidate equal to the data's ECDF). The exponential mechanism with sensitivity ``Δ_u`` is ε-DP
+(McSherry & Talwar 2007): the numerator of ``Pr(c)`` changes by at most ``e^{ε/2}`` and the
+normaliser by at most ``e^{ε/2}``. ``tests/test_histograms.py`` checks the sensitivity and the
+privacy loss by enumeration.
+
+Exact sampling
+--------------
+Because ``ε u/(2Δ_u) = -ε j/2`` with ``j`` an integer and ``ε`` read as an exact rational
+(:func:`~dipsy.privacy.samplers.to_fraction`), the draw is exact, not floating-point: propose a
+candidate ``r`` uniformly (exact integers from :meth:`Randomness.below`) and accept it with
+probability ``exp(-ε (j_r - j_min)/2)`` (CKS 2020 Algorithm 1, :func:`bernoulli_exp`); an accepted
+proposal has ``Pr(r) ∝ exp(-ε j_r/2)`` exactly. Expected proposals: at most the number of
+candidates, which the enumeration already paid for. Caveat: the running time depends on the data
+(through the acceptance rate), as for any rejection sampler; dipsy does not defend against timing
+side channels.
+
+Size limit
+----------
+The candidates are enumerated in memory, so the method refuses (with the count and what to lower)
+when there would be more than :data:`MAX_CANDIDATES` = 2·10⁶ candidates or more than
+:data:`MAX_ENTRIES` = 2·10⁷ stored cumulative counts (candidates × (G - 1)).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+
+from ..domain import Column, Domain
+from ..engine import Engine
+from ..errors import DipsyError
+from ..privacy.rng import Randomness
+from ..privacy.samplers import bernoulli_exp, to_fraction
+from .base import SUBSTITUTE, Model, Option, Plan, Synthesizer
+from .histograms import _whole, count_cells
+
+#: Most candidate ECDFs the method enumerates.
+MAX_CANDIDATES = 2_000_000
+#: Most cumulative counts held in memory (candidates × (grid points - 1)).
+MAX_ENTRIES = 20_000_000
+_INT64_MAX = 2**63 - 1
+
+
+def number_of_candidates(n: int, points: int) -> int:
+    """Multisets of ``n`` points on ``points`` grid points: ``C(n + G - 1, G - 1)``.
+
+    >>> number_of_candidates(3, 3)
+    10
+    """
+    return math.comb(n + points - 1, points - 1)
+
+
+def grid_points(column: Column, points: int | None) -> np.ndarray:
+    """The public grid: ``points`` equally spaced values over the bounds, or the bin edges.
+
+    >>> grid_points(Column("x", "numeric", lower=0, upper=1), 3).tolist()
+    [0.0, 0.5, 1.0]
+    """
+    where = f"column {column.name!r}"
+    if points is None:
+        if column.bins is None:
+            raise DipsyError(f"{where} has no bins to take the grid from", "give the grid size, e.g. --option grid=5")
+        grid = np.asarray(column.bins, dtype=float)
+    else:
+        grid = np.linspace(float(column.lower), float(column.upper), points)
+    if column.kind == "integer":
+        if points is not None:
+            grid = np.unique(np.round(grid))
+            if grid.size < points:
+                raise DipsyError(f"{where} holds only {int(column.upper - column.lower) + 1} whole numbers, fewer than grid={points}",
+                                 f"use grid={grid.size} or less")
+        elif np.any(grid != np.round(grid)):
+            raise DipsyError(f"{where} is integer but its bin edges are not all whole numbers", "give the grid size, e.g. --option grid=5")
+    return grid
+
+
+def ecdf_cells(column: Column, grid: np.ndarray) -> Column:
+    """The column with one bin per grid point ``t_i``: ``{t_0}`` and ``(t_{i-1}, t_i]``.
+
+    The codec's bins are ``[e_k, e_{k+1})``, so edges just above the grid points (the next float)
+    make the cumulative bin counts exactly ``#{x <= t_i}``, the ECDF on the grid.
+
+    >>> c = ecdf_cells(Column("x", "numeric", lower=0, upper=1), np.array([0.0, 0.5, 1.0]))
+    >>> c.bins[2] > 0.5, c.bins[2] == float(np.nextafter(0.5, 1))
+    (True, True)
+    """
+    inner = [float(np.nextafter(t, np.inf)) for t in grid[:-1]]
+    return replace(column, bins=(float(column.lower), *inner, float(column.upper)))
+
+
+def candidate_paths(n: int, points: int) -> np.ndarray:
+    """Every candidate as its cumulative counts at the first ``G - 1`` grid points.
+
+    All non-decreasing sequences ``0 <= c_0 <= … <= c_{G-2} <= n`` in lexicographic order (the count
+    at the last grid point is always ``n``), filled one column at a time in ``O(candidates × (G - 1))``
+    with no Python loop over candidates.
+
+    Let ``P_m`` be the sequences of length ``m`` in lexicographic order; there are ``C(n + m, m)``.
+    In ``P_m`` the first value ``v`` comes ``C(n - v + m - 1, m - 1)`` times (the sequences of length
+    ``m - 1`` over ``[v, n]``), and the rest of those rows are the sequences of ``P_{m-1}`` whose
+    first value is ``>= v``: its *last* ``C(n - v + m - 1, m - 1)`` rows. So ``P_m[:, 1:]`` is
+    ``P_{m-1}`` gathered at an index map, and column ``j`` of ``P_{G-1}`` is the first column of
+    ``P_{G-1-j}`` gathered through ``j`` such maps.
+
+    >>> candidate_paths(2, 3).tolist()
+    [[0, 0], [0, 1], [0, 2], [1, 1], [1, 2], [2, 2]]
+    """
+    length = points - 1
+    dtype = np.int16 if n < 2**15 else np.int32
+    out = np.empty((math.comb(n + length, length), length), dtype=dtype)
+    values = np.arange(n + 1)
+    rows = np.arange(len(out))
+    for j in range(length):
+        m = length - j
+        # how often each first value v comes in P_m: the sequences of length m - 1 over [v, n]
+        times = np.array([math.comb(n - v + m - 1, m - 1) for v in range(n + 1)], dtype=np.int64)
+        out[:, j] = np.repeat(values, times)[rows]
+        if m > 1:
+            # P_m[:, 1:] = P_{m-1}[index]: for first value v, the last times[v] rows of P_{m-1}
+            index = np.arange(times.sum()) - np.repeat(np.cumsum(times) - times, times) + np.repeat(times[0] - times, times)
+            rows = index[rows]
+    return out
+
+
+def ks_levels(paths: np.ndarray, cumulative: np.ndarray) -> np.ndarray:
+    """``j = n · KS`` of every candidate against the data's cumulative counts ``a_i = #{x <= t_i}``.
+
+    >>> ks_levels(candidate_paths(2, 3), np.array([1, 1, 2])).tolist()
+    [1, 1, 1, 0, 1, 1]
+    """
+    # |c - a| <= n fits the paths' dtype; the last grid point (both equal n) adds nothing.
+    return np.abs(paths - cumulative[:-1].astype(paths.dtype)).max(axis=1).astype(np.int64)
+
+
+def exponential_choice(levels: np.ndarray, gamma: Fraction, size: int, rand: Randomness) -> np.ndarray:
+    """``size`` independent indices ``r`` with ``Pr(r) ∝ exp(-γ · levels[r])``, exactly.
+
+    Rejection from the uniform proposal: ``r`` uniform on the candidates, kept with probability
+    ``exp(-γ (levels[r] - min levels))`` (CKS 2020 Algorithm 1); proposals come in batches, and each
+    draw takes the first kept proposal of its batch (the proposals are i.i.d., so that is the first
+    kept proposal of an i.i.d. sequence). The batch size follows the acceptance rate, which only
+    sets the running time, never the distribution.
+    """
+    levels = np.asarray(levels, dtype=np.int64)
+    shifted = levels - levels.min()
+    rate = float(np.mean(np.exp(-float(gamma) * shifted)))
+    per = max(1, min(math.ceil(3 / max(rate, 1e-300)), 1 << 16))
+    wide = gamma.numerator * max(int(shifted.max(initial=0)), 1) > _INT64_MAX  # else exact Python ints
+    out = np.empty(size, dtype=np.int64)
+    pending = np.arange(size)
+    while pending.size:
+        batch = max(1, min(per, (1 << 20) // pending.size))
+        r = rand.below(levels.size, size=pending.size * batch).astype(np.int64)
+        num = shifted[r].astype(object) * gamma.numerator if wide else shifted[r] * gamma.numerator
+        kept = bernoulli_exp(num, gamma.denominator, rand).reshape(pending.size, batch)
+        hit = kept.any(axis=1)
+        first = kept.argmax(axis=1)
+        out[pending[hit]] = r.reshape(pending.size, batch)[hit, first[hit]]
+        pending = pending[~hit]
+    return out
+
+
+class ExponentialECDF(Synthesizer):
+    """Exponential mechanism over the ECDFs of ``n`` points on a public grid (eq. 7); ε-DP, n public.
+
+    >>> from dipsy.privacy import PureDP
+    >>> d = Domain((Column("x", "numeric", lower=0, upper=1, bins=(0, 0.5, 1)),))
+    >>> ExponentialECDF(PureDP(1.0)).plan(4, d).parameters["candidates"]
+    15
+    """
+
+    name = "exponential-ecdf"
+    summary = "Exponential mechanism over all ECDFs of n points on a public grid, KS utility (Wasserman & Zhou 2010); one column, small n; ε-DP, n public"
+    definition = "pure-DP"
+    neighbouring = SUBSTITUTE
+    options = (Option("grid", _whole("grid", 2), "G equally spaced grid points over the bounds, instead of the column's bin edges"),)
+
+    def plan(self, n: int, domain: Domain) -> Plan:
+        if len(domain) != 1 or domain.columns[0].kind not in ("numeric", "integer"):
+            raise DipsyError(f"{self.name} synthesizes one numeric or integer column, got {', '.join(domain.names)}",
+                             "choose one such column with --columns")
+        if n < 1:
+            raise DipsyError("the data have no valid rows to synthesize from", "check the data against the domain")
+        column = domain.columns[0]
+        grid = grid_points(column, self.settings.get("grid"))
+        points = grid.size
+        candidates = number_of_candidates(n, points)
+        if candidates > MAX_CANDIDATES or candidates * (points - 1) > MAX_ENTRIES:
+            raise DipsyError(
+                f"{self.name} would enumerate {candidates:,} candidate ECDFs (every multiset of n = {n} points on "
+                f"{points} grid points), more than its limit of {MAX_CANDIDATES:,} candidates and {MAX_ENTRIES:,} stored counts",
+                "lower the number of grid points (--option grid=G, or coarser bins), or use perturbed-histogram for n this large",
+            )
+        eps_set = to_fraction(self.budget.epsilon) / self.sets
+        mechanism = (
+            f"exponential mechanism (McSherry & Talwar 2007; Wasserman & Zhou 2010; Bowen & Liu 2016 eq. 7) over all "
+            f"{candidates} ECDFs of n points on a public grid of {points} points, utility minus the Kolmogorov-Smirnov distance "
+            "to the original ECDF on the grid, sensitivity 1/n; records are the chosen ECDF's grid points"
+        )
+        public = (f"n = {n} (the number of rows)", "the domain (bounds of the released column)", f"the grid of {points} points")
+        params = {"grid": grid.tolist(), "candidates": candidates, "sensitivity": f"1/{n}", "n": n,
+                  "_column": column, "_gamma": eps_set / 2}
+        return Plan(self.statement(n, mechanism, public), self.equal_spends(f"exponential mechanism over {candidates} ECDFs"), params)
+
+    def fit(self, engine: Engine, plan: Plan) -> "ExponentialECDFModel":
+        p = plan.parameters
+        column: Column = p["_column"]
+        grid = np.asarray(p["grid"], dtype=float)
+        counts, _, _ = count_cells(engine, Domain((ecdf_cells(column, grid),)))
+        return ExponentialECDFModel(column, grid, np.cumsum(counts), p["_gamma"])
+
+
+@dataclass(frozen=True, eq=False)
+class ExponentialECDFModel(Model):
+    """The data's ECDF on the grid (private) and, once enumerated, every candidate's KS level."""
+
+    column: Column
+    grid: np.ndarray
+    cumulative: np.ndarray
+    gamma: Fraction
+    _cache: dict = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return int(self.cumulative[-1])
+
+    def candidates(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every candidate's cumulative counts and its level ``j = n · KS`` (enumerated once)."""
+        if not self._cache:
+            paths = candidate_paths(self.n, self.grid.size)
+            self._cache.update(paths=paths, levels=ks_levels(paths, self.cumulative))
+        return self._cache["paths"], self._cache["levels"]
+
+    def draw(self, rand: Randomness, size: int = 1) -> np.ndarray:
+        """Indices of ``size`` independent draws of the mechanism (eq. 7): ``Pr(c) ∝ exp(-ε j/2)``."""
+        return exponential_choice(self.candidates()[1], self.gamma, size, rand)
+
+    def sample(self, rand: Randomness) -> pd.DataFrame:
+        paths, _ = self.candidates()
+        chosen = paths[self.draw(rand)[0]].astype(np.int64)
+        counts = np.diff(np.concatenate(([0], chosen, [self.n])))
+        values = np.repeat(self.grid, counts)
+        rand.numpy.shuffle(values)
+        if self.column.kind == "integer":
+            values = values.astype(np.int64)
+        return pd.DataFrame({self.column.name: values})

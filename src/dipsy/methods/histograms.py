@@ -1,0 +1,395 @@
+r"""Perturbed and smoothed histograms for numeric columns (Wasserman & Zhou 2010; Bowen & Liu, S-003 §3.1.2).
+
+``METHODS.md`` §2.1 (c)–(e) and §2.3 study 2. Both methods start from the histogram density
+estimator (Scott 2015; Bowen & Liu eq. 3) over the cells ``B_1 … B_K`` of the released columns,
+
+    f^(x) = Σ_k (n_k / n) · 1{x ∈ B_k} / μ(B_k)                                  (eq. 3)
+
+and release draws from a differentially private version of it. A cell is a product of one bin (or
+integer, or category) per column; ``μ`` is the product of the columns' base measures — length for a
+numeric column, counting for an integer or categorical one — so ``μ(B_k)`` is the bin width ``h^p`` of
+eq. 3 when the bins are equal hypercubes. Below, ``v_k = μ(B_k)/μ(X)`` is cell ``k``'s share of the
+box ``X`` (the product of the public bounds): ``1/K`` for ``K`` equal cells.
+
+Sampling
+--------
+Both densities are piecewise uniform, so a record is drawn by picking a cell by its probability and
+then a point uniformly inside it (Bowen & Liu §3.1.2). The models draw the cells; the codec's decode
+(:func:`dipsy.domain.codec.decode_column`) draws the point — uniformly inside a numeric bin, uniformly
+over the whole numbers of an integer bin — which is exactly the second step.
+
+Bins
+----
+The cells come from the public domain (design rule 1): every released column needs bins, or must be
+integer or categorical. Option ``bins=K`` replaces the bins of every *numeric* column by ``K``
+equal-width bins over its public bounds; that is data-independent and costs nothing. Scott's rule
+``h = 3.49 s n^(-1/3)``, which Bowen & Liu use in study 2, is **not** offered: it reads the sample
+standard deviation ``s`` off the confidential data, so it would need a DP estimate of the spread
+(and a share of ε) that the published method does not account for.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from functools import reduce
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..domain import Column, Domain, decode
+from ..engine import Engine
+from ..errors import DipsyError
+from ..privacy import PureDP, Spend
+from ..privacy.rng import Randomness
+from ..privacy.samplers import to_fraction
+from .base import ADD_REMOVE, SUBSTITUTE, Option, Plan, Synthesizer
+from .counts import CountModel
+from .laplace_sanitizer import SanitizerModel, _share, discrete_laplace_variance
+
+# -- shared: bins, engines over other bins, cell shares ---------------------------------------------------
+
+
+def _whole(name: str, least: int):
+    def parse(value: Any) -> int:
+        try:
+            k = int(str(value).strip()) if not isinstance(value, (bool, float)) else None
+        except ValueError:
+            k = None
+        if k is None or k < least:
+            raise DipsyError(f"option {name} must be a whole number >= {least}, got {value!r}", f"e.g. {name}={max(least, 10)}")
+        return k
+
+    return parse
+
+
+def equal_bins(domain: Domain, k: int | None) -> Domain:
+    """``domain`` with ``k`` equal-width bins over the public bounds of every numeric column (None: as is).
+
+    >>> d = Domain((Column("x", "numeric", lower=0, upper=1, bins=(0, 0.9, 1)),))
+    >>> equal_bins(d, 4)["x"].bins
+    (0.0, 0.25, 0.5, 0.75, 1.0)
+    """
+    if k is None:
+        return domain
+    columns = tuple(
+        replace(c, bins=tuple(float(e) for e in np.linspace(c.lower, c.upper, k + 1))) if c.kind == "numeric" else c
+        for c in domain.columns
+    )
+    return Domain(columns, domain.name, domain.description)
+
+
+def count_cells(engine: Engine, domain: Domain) -> tuple[np.ndarray, tuple[str, ...], tuple[int, ...]]:
+    """Exact counts of the cells of ``domain`` (dense, C order), read through ``engine``'s source."""
+    over = engine.rebinned(domain)
+    try:
+        table = over.contingency(domain.names, form="dense")
+    finally:
+        if over is not engine and hasattr(over, "close"):
+            over.close()
+    return table.counts, table.columns, table.shape
+
+
+def column_shares(column: Column) -> np.ndarray:
+    """Each code's share ``μ(bin)/μ(column)`` of the column's base measure.
+
+    Length for a numeric column; the number of whole numbers for an integer one (the codec decodes
+    uniformly over them); one per category for a categorical one.
+
+    >>> column_shares(Column("x", "numeric", lower=0, upper=10, bins=(0, 1, 10))).tolist()
+    [0.1, 0.9]
+    >>> column_shares(Column("k", "integer", lower=0, upper=9, bins=(0, 2.5, 9))).tolist()
+    [0.3, 0.7]
+    """
+    if column.is_categorical:
+        return np.full(len(column.categories), 1 / len(column.categories))
+    if column.kind == "integer":
+        if column.bins is None:
+            size = int(column.upper) - int(column.lower) + 1
+            return np.full(size, 1 / size)
+        low, high = column.integer_bin_ranges()
+        return (high - low + 1) / (int(column.upper) - int(column.lower) + 1)
+    edges = np.asarray(column.bins, dtype=float)
+    return np.diff(edges) / (column.upper - column.lower)
+
+
+def cell_shares(domain: Domain) -> np.ndarray:
+    """``v_k = μ(B_k)/μ(X)`` for every cell (flat, C order): the product of the columns' shares."""
+    return reduce(np.multiply.outer, [column_shares(c) for c in domain.columns]).ravel()
+
+
+def smallest_share(domain: Domain) -> float:
+    """``v_min``: the smallest cell's share of the box, the product of each column's smallest share."""
+    return math.prod(float(column_shares(c).min()) for c in domain.columns)
+
+
+def _bins_used(domain: Domain) -> dict[str, list[float]]:
+    return {c.name: list(c.bins) for c in domain.columns if c.bins is not None}
+
+
+def _records(codes: dict[str, np.ndarray], domain: Domain | None, rand: Randomness) -> "dict[str, np.ndarray] | pd.DataFrame":
+    """Cells as the caller decodes them (its own bins), or records decoded here against the bins
+    actually used (``bins=K``), which the caller does not know."""
+    return codes if domain is None else decode(codes, domain, rand.numpy)
+
+
+# -- perturbed histogram -------------------------------------------------------------------------------------
+
+
+class PerturbedHistogram(Synthesizer):
+    r"""Perturbed histogram (Wasserman & Zhou 2010; Bowen & Liu eq. 4); ε-DP, m sets of ε/m.
+
+    Release (one set)
+    -----------------
+    1. Count the records in every cell: ``n_k`` (eq. 3).
+    2. ``ñ_k = n_k + e_k`` with exact discrete Laplace noise, ``P(e_k = z) ∝ exp(-|z| ε_set/Δ)``
+       (:func:`dipsy.privacy.samplers.discrete_laplace`); counts are integers, so integer noise
+       loses nothing and escapes the floating-point attack (Mironov 2012).
+    3. Negative counts to 0 (Barak et al. 2007): ``p̃_k = max(ñ_k, 0)/Σ_j max(ñ_j, 0)``, so the
+       density is ``f̃(x) = Σ_k p̃_k 1{x ∈ B_k}/μ(B_k)`` (eq. 4); uniform over the cells if every
+       noisy count is 0.
+    4. ``n`` records: cells from ``Multinomial(n; p̃)``, each decoded uniformly inside its bins.
+
+    ``m`` sets (``--sets``; Bowen & Liu release 10) each repeat steps 2–4 with their own noise and
+    ``ε_set = ε/m``: f̃ is random, so the spread between sets carries the noise's uncertainty into
+    the combining rules (Bowen & Liu §3.1.2).
+
+    Privacy
+    -------
+    Definition ε-DP. The cell counts have L1 sensitivity ``Δ = 1`` under add/remove one record
+    (Bowen & Liu's choice, the default here: one count moves by one) and ``Δ = 2`` under
+    substitution (one count down, another up). Discrete Laplace noise of scale ``Δ/ε`` on an
+    integer vector of L1 sensitivity ``Δ`` is ε-DP (Ghosh, Roughgarden & Sundararajan 2009; the
+    noise pmfs at ``z`` and ``z + d`` differ by ``exp(|d| ε/Δ)`` and the ``|d|`` add up to at most
+    ``Δ``); steps 3–4 are post-processing. Sets use independent noise, so m sets of ``ε/m`` are
+    ε-DP by sequential composition.
+
+    What is public: the domain (with its bins). Under substitution ``n`` is public too. Under
+    add/remove ``n`` is not, and each set measures it as a noisy total with discrete Laplace noise
+    of scale ``1/ε_n``, ``ε_n = total_share · ε_set`` (default share 0.1), the table getting the
+    rest — sequential composition inside the set, as the Laplace sanitizer does.
+
+    How it differs from the Laplace sanitizer
+    -----------------------------------------
+    The noise, thresholding and multinomial draw are the sanitizer's own
+    (:class:`~dipsy.methods.laplace_sanitizer.SanitizerModel`, reused here). The differences:
+    m sets, each with fresh noise and ``ε/m`` (the sanitizer releases one); cells are the bins of
+    numeric columns, decoded uniformly inside them (option ``bins=K`` re-bins); add/remove is the
+    default neighbouring (the sanitizer's is substitution); and records only (a noisy table is the
+    sanitizer's ``--release table``).
+    """
+
+    name = "perturbed-histogram"
+    summary = "Exact discrete Laplace noise on the counts of the bins, negatives to 0, records uniform inside bins (Wasserman & Zhou 2010); ε-DP, m sets of ε/m"
+    definition = "pure-DP"
+    neighbouring = ADD_REMOVE
+    neighbourings = (ADD_REMOVE, SUBSTITUTE)
+    options = (
+        Option("bins", _whole("bins", 1), "K equal-width bins over the public bounds of every numeric column, instead of the domain's"),
+        Option("total_share", _share, "share of each set's ε for its noisy total n under add/remove (default 0.1)"),
+    )
+
+    def plan(self, n: int, domain: Domain) -> Plan:
+        if self.neighbouring == SUBSTITUTE and n < 1:
+            raise DipsyError("the data have no valid rows to synthesize from", "check the data against the domain")
+        cells = equal_bins(domain, self.settings.get("bins"))
+        cells.shape()  # every column must have cells (bins, whole numbers or categories)
+        eps_set = to_fraction(self.budget.epsilon) / self.sets
+        add_remove = self.neighbouring == ADD_REMOVE
+        sensitivity = 1 if add_remove else 2
+        eps_table, eps_total = eps_set, None
+        if add_remove:
+            share = to_fraction(self.settings.get("total_share", 0.1))
+            eps_total, eps_table = eps_set * share, eps_set * (1 - share)
+        scale = sensitivity / eps_table
+        spends: list[Spend] = []
+        for k in range(1, self.sets + 1):
+            spends.append(Spend(f"{self.name}: set {k} of {self.sets}, noisy bin counts, discrete Laplace scale {scale} "
+                                f"(sensitivity {sensitivity})", PureDP(float(eps_table))))
+            if eps_total is not None:
+                spends.append(Spend(f"{self.name}: set {k} of {self.sets}, noisy total n, discrete Laplace scale {1 / eps_total}",
+                                    PureDP(float(eps_total))))
+        variance = discrete_laplace_variance(scale)
+        noise = {
+            "distribution": "discrete Laplace: P(e = z) proportional to exp(-|z| / scale), fresh for every set",
+            "scale": str(scale),
+            "scale_value": float(scale),
+            "variance": variance,
+            "sd": math.sqrt(variance),
+            "post_processing": "negative counts set to 0, then n records from Multinomial(n; normalised counts), uniform inside their bins",
+        }
+        mechanism = (
+            f"perturbed histogram (Wasserman & Zhou 2010; Bowen & Liu 2016 eq. 4): exact discrete Laplace noise of scale "
+            f"{sensitivity}/epsilon_set on every cell count of the released columns' bins, negatives to 0, "
+            "records drawn by cell and uniformly inside it" + ("; n measured per set as a noisy total" if add_remove else "")
+        )
+        public = ("the domain (categories, bounds and bins of the released columns)",)
+        if not add_remove:
+            public = (f"n = {n} (the number of rows)", *public)
+        params: dict[str, Any] = {"sensitivity": sensitivity, "noise": noise, "cells": cells.cells(), "bins": _bins_used(cells),
+                                  "_cells": cells, "_scale": scale, "_total_scale": None if eps_total is None else 1 / eps_total}
+        if not add_remove:
+            params["n"] = n
+        return Plan(self.statement(n, mechanism, public), tuple(spends), params)
+
+    def fit(self, engine: Engine, plan: Plan) -> "PerturbedHistogramModel":
+        p = plan.parameters
+        cells: Domain = p["_cells"]
+        counts, columns, shape = count_cells(engine, cells)
+        return PerturbedHistogramModel(columns, shape, counts, p["_scale"], p["_total_scale"], "threshold", p["noise"],
+                                       decode_domain=None if cells == engine.domain else cells)
+
+
+@dataclass(frozen=True, eq=False)
+class PerturbedHistogramModel(SanitizerModel):
+    """The sanitizer's model, measured afresh for every set (each set is its own ε/m measurement)."""
+
+    decode_domain: Domain | None = None
+
+    def draw_counts(self, rand: Randomness) -> np.ndarray:
+        # The sanitizer measures once and keeps it; here every set draws its own noise (and its
+        # own noisy total under add/remove), which the plan paid for set by set.
+        self._measured.clear()
+        return super().draw_counts(rand)
+
+    def sample(self, rand: Randomness) -> "dict[str, np.ndarray] | pd.DataFrame":
+        return _records(super().sample(rand), self.decode_domain, rand)
+
+
+# -- smoothed histogram ---------------------------------------------------------------------------------------
+
+
+def least_delta(n: int, epsilon: float, v_min: float) -> float:
+    r"""The least mixing weight δ that makes ``n`` draws from the smoothed histogram ε-DP.
+
+    ``δ* = 1 / (1 + n v_min (e^{ε/n} - 1))``, derived in :class:`SmoothedHistogram`; with ``K`` equal
+    cells (``v_min = 1/K``) it is Bowen & Liu's eq. 6, ``K/(K + n(e^{ε/n} - 1))``. The float result is
+    nudged up (by ulps) until ``n log(1 + (1 - δ)/(n δ v_min)) <= ε`` holds in floating point too.
+
+    >>> round(least_delta(100, 1.0, 1 / 10), 6)   # eq. 6 with K = 10: 10/(10 + 100(e^0.01 - 1))
+    0.908676
+    """
+    delta = 1 / (1 + n * v_min * math.expm1(epsilon / n))
+    while delta < 1 and n * math.log1p((1 - delta) / (n * delta * v_min)) > epsilon:
+        delta = math.nextafter(delta, 1.0)
+    return delta
+
+
+def _delta(value: Any) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        x = math.nan
+    if isinstance(value, bool) or not 0 < x <= 1:
+        raise DipsyError(f"option delta must lie in (0, 1], got {value!r}", "give a weight such as delta=0.5, or leave it out")
+    return x
+
+
+class SmoothedHistogram(Synthesizer):
+    r"""Smoothed histogram (Wasserman & Zhou 2010, on a general box as in Bowen & Liu eqs. 5–6); ε-DP, one set.
+
+    Release
+    -------
+    The histogram (eq. 3) mixed with the uniform density on the box ``X`` of the public bounds,
+
+        f*(x) = (1 - δ) f^(x) + δ / μ(X)                                            (eq. 5)
+
+    and ``k = n`` independent draws from it. On cell ``B_k``, ``f*`` is uniform with mass
+    ``p_k = (1 - δ) n_k/n + δ v_k``, so the draws are made exactly as cells from
+    ``Multinomial(n; p)``, each decoded uniformly inside its bins. One set: given ε, ``δ`` and
+    hence ``f*`` are fixed, so further sets would add no uncertainty (Bowen & Liu §3.1.2).
+
+    Privacy (a derivation for unequal bins; METHODS.md eq. 6 is the equal-bin case)
+    ---------------------------------------------------------------------------------
+    Definition ε-DP; substitution neighbours, ``n`` public (Wasserman & Zhou's setting). Let ``D'``
+    move one record from cell ``a`` to cell ``b ≠ a``: ``n'_a = n_a - 1``, ``n'_b = n_b + 1``. The
+    density of the released sample ``Z = (Z_1 … Z_n)`` is ``Π_i f*(Z_i) = Π_k (p_k/μ(B_k))^{c_k}``
+    with ``c_k = #{i: Z_i ∈ B_k}``, so
+
+        f*_D(Z) / f*_D'(Z) = (p_a/p'_a)^{c_a} · (p_b/p'_b)^{c_b},
+
+    every other cell cancelling. ``p_b/p'_b < 1``, and
+
+        p_a/p'_a = 1 + ((1-δ)/n) / ((1-δ)(n_a - 1)/n + δ v_a) <= 1 + (1-δ)/(n δ v_a)
+                 <= R := 1 + (1-δ)/(n δ v_min),
+
+    ``v_min`` the smallest cell's share of the box. Hence the ratio is at most ``R^{c_a} <= R^n``,
+    and the same bound holds for ``D'/D`` (the relation is symmetric): ``n`` draws are ε-DP when
+    ``n log R <= ε``, i.e.
+
+        δ >= δ* = 1 / (1 + n v_min (e^{ε/n} - 1)).
+
+    The bound is attained: with ``n_a = 1`` in the smallest cell, ``D'`` moving that record away
+    (``p'_a = δ v_a``) and every draw in ``B_a``, the ratio is exactly ``R^n``; so below ``δ*`` the
+    release is not ε-DP, and ``δ*`` is the least weight (the default; option ``delta`` may raise it,
+    never lower it). With ``K`` equal cells ``v_min = 1/K`` and ``δ* = K/(K + n(e^{ε/n} - 1))``
+    (eq. 6); on equal cells the method is then the DP-prior synthesizer with ``a = 1/(e^{ε/n} - 1)``
+    (``δ = K a/(n + K a)``). Unequal bins pay for their smallest cell: a narrow bin makes ``v_min``
+    small and ``δ*`` close to 1. As ``n`` grows, ``n(e^{ε/n} - 1) → ε`` and ``δ* → 1/(1 + ε v_min)``:
+    the release tends to the uniform, which is why Bowen & Liu found it worse for larger ``n``.
+    ``tests/test_histograms.py`` checks the bound by enumeration on small unequal grids.
+
+    The cell draw uses NumPy's floating-point multinomial, which approximates ``Multinomial(n; p)``
+    (the caveat of the Dirichlet-multinomial module applies).
+    """
+
+    name = "smoothed-histogram"
+    summary = "Histogram mixed with the uniform on the public box, δ the least weight for ε-DP, n draws (Wasserman & Zhou 2010); ε-DP, one set, n public"
+    definition = "pure-DP"
+    neighbouring = SUBSTITUTE
+    multiple_sets = False
+    options = (
+        Option("bins", _whole("bins", 1), "K equal-width bins over the public bounds of every numeric column, instead of the domain's"),
+        Option("delta", _delta, "weight of the uniform; default and least value 1/(1 + n v_min (e^(ε/n) - 1))"),
+    )
+
+    def plan(self, n: int, domain: Domain) -> Plan:
+        if n < 1:
+            raise DipsyError("the data have no valid rows to synthesize from", "check the data against the domain")
+        cells = equal_bins(domain, self.settings.get("bins"))
+        cells.shape()
+        v_min = smallest_share(cells)
+        least = least_delta(n, self.budget.epsilon, v_min)
+        delta = self.settings.get("delta", least)
+        if delta < least:
+            raise DipsyError(
+                f"option delta={delta:g} is below 1/(1 + n v_min (e^(ε/n) - 1)) = {least:.6g}, which ε-DP needs",
+                "raise delta or leave it out",
+            )
+        mechanism = (
+            "smoothed histogram (Wasserman & Zhou 2010; Bowen & Liu 2016 eqs. 5-6): n draws from (1 - delta) * histogram + "
+            "delta * uniform on the box of the public bounds, delta >= 1/(1 + n v_min (exp(epsilon/n) - 1)) with v_min the "
+            "smallest cell's share of the box (derived in dipsy.methods.histograms)"
+        )
+        spends = self.equal_spends(f"n draws from the smoothed histogram, delta = {delta:.6g}")
+        params = {"delta": delta, "least_delta": least, "v_min": v_min, "n": n, "cells": cells.cells(),
+                  "bins": _bins_used(cells), "_cells": cells}
+        return Plan(self.statement(n, mechanism), spends, params)
+
+    def fit(self, engine: Engine, plan: Plan) -> "SmoothedHistogramModel":
+        p = plan.parameters
+        cells: Domain = p["_cells"]
+        counts, columns, shape = count_cells(engine, cells)
+        n, delta = int(counts.sum()), p["delta"]
+        probabilities = (1 - delta) * counts / n + delta * cell_shares(cells)  # eq. 5, cell by cell
+        return SmoothedHistogramModel(columns, shape, probabilities / probabilities.sum(), n,
+                                      None if cells == engine.domain else cells)
+
+
+@dataclass(frozen=True, eq=False)
+class SmoothedHistogramModel(CountModel):
+    """The cell masses ``p_k`` of the smoothed histogram (private: they carry the exact counts)."""
+
+    probabilities: np.ndarray
+    n: int
+    decode_domain: Domain | None = None
+
+    def draw_counts(self, rand: Randomness) -> np.ndarray:
+        return rand.numpy.multinomial(self.n, self.probabilities)
+
+    def sample(self, rand: Randomness) -> "dict[str, np.ndarray] | pd.DataFrame":
+        return _records(super().sample(rand), self.decode_domain, rand)
+
+
+__all__ = ["PerturbedHistogram", "SmoothedHistogram", "least_delta", "equal_bins", "cell_shares", "smallest_share"]
