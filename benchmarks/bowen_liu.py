@@ -9,6 +9,10 @@ each releases, with the inference each supports:
 - ``MD``: the beta-binomial / Dirichlet-multinomial synthesizer, 10 sets each ε/10 with
   a = n/(e^(ε/10) − 1) (dipsy's ``beta-binomial``), Reiter's rule;
 - ``DP-prior``: one set from Binomial(n, (s + a)/(n + 2a)), a = 1/(e^(ε/n) − 1) (dipsy's ``dp-prior``);
+- ``modips-thr`` / ``modips-trunc``: modips (Liu 2016), s* = s + discrete Laplace(10/ε) per set, thresholded to
+  [0, n] or drawn from the Laplace truncated to [0, n], then θ* ~ Beta(s* + 1/3, n − s* + 1/3), 10 sets
+  (``dipsy.methods.modips.bernoulli_sets``). Truncation is charged honestly in dipsy (its scale is doubled to
+  stay ε-DP), so ``modips-trunc`` at ε is Bowen & Liu's truncation at ε/2;
 - ``LS``: the Laplace sanitizer, s* = s + discrete Laplace(1/ε) (removal, Δ = 1) thresholded to
   [0, n], one set of n records from Binomial(n, s*/n) (dipsy's ``laplace-sanitizer``, add/remove).
 
@@ -36,6 +40,7 @@ import numpy as np
 from dipsy.inference import combine
 from dipsy.methods.dirichlet_multinomial import minimum_alpha
 from dipsy.methods.dp_prior import minimum_prior
+from dipsy.methods.modips import bernoulli_sets
 from dipsy.privacy.rng import Randomness
 from dipsy.privacy.samplers import discrete_laplace
 
@@ -67,7 +72,7 @@ def multiple(s_sets: np.ndarray, n: int) -> dict[str, np.ndarray]:
 def study1_scenario(n: int, theta: float, reps: int, rand: Randomness) -> dict[str, list[dict]]:
     rng = rand.numpy
     s = rng.binomial(n, theta, reps)
-    rows: dict[str, list[dict]] = {name: [] for name in ("Ori", "MS", "MD", "DP-prior", "LS")}
+    rows: dict[str, list[dict]] = {name: [] for name in ("Ori", "MS", "MD", "modips-thr", "modips-trunc", "DP-prior", "LS")}
     ms_theta = rng.beta(s[:, None] + PRIOR, n - s[:, None] + PRIOR, (reps, SETS))
     static = {"Ori": wald(s, n), "MS": multiple(rng.binomial(n, ms_theta), n)}
     for log_eps in LOG_EPSILONS:
@@ -76,6 +81,9 @@ def study1_scenario(n: int, theta: float, reps: int, rand: Randomness) -> dict[s
         a = minimum_alpha(n, eps / SETS)
         md_theta = rng.beta(s[:, None] + a, n - s[:, None] + a, (reps, SETS))
         results["MD"] = multiple(rng.binomial(n, md_theta), n)
+        for name, post in (("modips-thr", "threshold"), ("modips-trunc", "truncation")):
+            theta_star = bernoulli_sets(s, n, eps, SETS, post, rand, reps)
+            results[name] = multiple(rng.binomial(n, theta_star), n)
         prior = minimum_prior(n, eps)
         results["DP-prior"] = wald(rng.binomial(n, (s + prior) / (n + 2 * prior)), n)
         noisy = np.clip(s + discrete_laplace(1 / eps, reps, rand), 0, n)
