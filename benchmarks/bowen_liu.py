@@ -22,7 +22,11 @@ over the usable repetitions. Where the paper's values were not recovered (METHOD
 [NR]) this script chooses: n ∈ {40, 100, 1000} (consistent with the bin counts of study 2),
 θ ∈ {0.1, 0.25, 0.5}, ln ε ∈ {−10, −9, …, 4}.
 
-Writes ``build/bench/bowen_liu/study1.json`` and one PNG per metric. ``--reps 5000`` is the
+Study 2 — normal data (the mean): Ori, MS, modips split and non-split (thresholding), the perturbed
+histogram (10 sets) and the smoothed histogram (one set, the least δ); design choices at
+``study2_scenario``. Study 3 (mixed data) is not yet here.
+
+Writes ``build/bench/bowen_liu/study{1,2}.json`` and one PNG per study and metric. ``--reps 5000`` is the
 paper's scale; the default is small enough for a minute or two.
 
 Usage: python benchmarks/bowen_liu.py [--reps 200] [--seed 2016]
@@ -40,7 +44,8 @@ import numpy as np
 from dipsy.inference import combine
 from dipsy.methods.dirichlet_multinomial import minimum_alpha
 from dipsy.methods.dp_prior import minimum_prior
-from dipsy.methods.modips import bernoulli_sets
+from dipsy.methods.histograms import least_delta
+from dipsy.methods.modips import bernoulli_sets, normal_sets
 from dipsy.privacy.rng import Randomness
 from dipsy.privacy.samplers import discrete_laplace
 
@@ -93,6 +98,81 @@ def study1_scenario(n: int, theta: float, reps: int, rand: Randomness) -> dict[s
     return rows
 
 
+# -- study 2: normal data -------------------------------------------------------------------------------------
+#
+# x_i ~ N(0, σ²) truncated to public bounds that are not symmetric about the mean (the left one is
+# closer, as in the paper): [-3σ, 4.3σ], a range of 7.3σ; bins data-independent, K = 7, 10, 21 for
+# n = 40, 100, 1000 (the paper's median Scott bin counts; Scott's rule itself reads the data).
+# Estimand: the mean μ. Per set q = x̄*, u = s*²/n.
+
+NS2 = (40, 100, 1000)
+SIGMAS = (1.0, 3.0, 5.0)
+BINS = {40: 7, 100: 10, 1000: 21}
+LOG_EPSILONS2 = tuple(range(-4, 7))
+
+
+def truncated_normal(mu: np.ndarray, sigma2: np.ndarray, lower: float, upper: float, size: tuple, rng) -> np.ndarray:
+    from scipy import stats
+
+    sd = np.sqrt(sigma2)
+    a, b = (lower - mu) / sd, (upper - mu) / sd
+    return stats.truncnorm.rvs(a, b, loc=mu, scale=sd, size=size, random_state=rng)
+
+
+def from_cells(p: np.ndarray, edges: np.ndarray, n: int, rng) -> np.ndarray:
+    """n values per row of ``p`` (..., K): a cell by its probability, then uniform inside it."""
+    cdf = np.cumsum(p, axis=-1)
+    cdf /= cdf[..., -1:]
+    u = rng.random((*p.shape[:-1], n))
+    cell = (u[..., None] > cdf[..., None, :-1]).sum(axis=-1)
+    lo, width = edges[:-1][cell], np.diff(edges)[cell]
+    return lo + rng.random(cell.shape) * width
+
+
+def mean_sets(values: np.ndarray) -> dict[str, np.ndarray]:
+    """Sets (reps, m, n): q = x̄*, u = s*²/n, combined by Reiter's rule (one set: its own t interval)."""
+    n = values.shape[-1]
+    q, u = values.mean(axis=-1), values.var(axis=-1, ddof=1) / n
+    rule = "reiter2003-partial" if q.shape[1] > 1 else "single"
+    c = combine(q.T, u.T, rule, single_df=n - 1)
+    return {"estimate": c.estimate, "lower": c.lower, "upper": c.upper, "usable": np.isfinite(c.variance)}
+
+
+def study2_scenario(n: int, sigma: float, reps: int, rand: Randomness) -> dict[str, list[dict]]:
+    rng = rand.numpy
+    lower, upper = -3 * sigma, 4.3 * sigma
+    x = truncated_normal(np.zeros(()), np.full((), sigma**2), lower, upper, (reps, n), rng)
+    truth = float(__import__("scipy").stats.truncnorm.mean(-3, 4.3, scale=sigma))
+    xbar, s2 = x.mean(axis=1), x.var(axis=1, ddof=1)
+    edges = np.linspace(lower, upper, BINS[n] + 1)
+    counts = np.stack([np.bincount(np.clip(np.searchsorted(edges[1:-1], row, side="right"), 0, BINS[n] - 1), minlength=BINS[n]) for row in x])
+    sigma2_ms = (n - 1) * s2[:, None] / rng.chisquare(n - 1, (reps, SETS))
+    mu_ms = rng.normal(xbar[:, None], np.sqrt(sigma2_ms / n))
+    static = {
+        "Ori": mean_sets(x[:, None, :]),
+        "MS": mean_sets(rng.normal(mu_ms[..., None], np.sqrt(sigma2_ms)[..., None], (reps, SETS, n))),
+    }
+    rows: dict[str, list[dict]] = {k: [] for k in ("Ori", "MS", "modips-split", "modips-nonsplit", "PH", "SH")}
+    for log_eps in LOG_EPSILONS2:
+        eps = math.exp(log_eps)
+        results = dict(static)
+        for name, budget in (("modips-split", "split"), ("modips-nonsplit", "non-split")):
+            mu, sig2 = normal_sets(xbar, s2, n, lower, upper, eps, SETS, budget, "threshold", rand, reps)
+            sig2 = np.maximum(sig2, 1e-12 * sigma**2)
+            results[name] = mean_sets(truncated_normal(mu[..., None], sig2[..., None], lower, upper, (reps, SETS, n), rng))
+        noisy = counts[:, None, :] + discrete_laplace(SETS / eps, (reps, SETS, BINS[n]), rand)
+        noisy = np.maximum(noisy, 0).astype(float)
+        noisy[noisy.sum(axis=-1) == 0] = 1.0  # an all-zero table: uniform over the bins
+        results["PH"] = mean_sets(from_cells(noisy, edges, n, rng))
+        share = np.diff(edges) / (upper - lower)
+        delta = least_delta(n, eps, float(share.min()))
+        p = (1 - delta) * counts / n + delta * share
+        results["SH"] = mean_sets(from_cells(p[:, None, :], edges, n, rng))
+        for name, r in results.items():
+            rows[name].append(summarise(r, truth, log_eps))
+    return rows
+
+
 def summarise(r: dict[str, np.ndarray], truth: float, log_eps: float) -> dict:
     ok = r["usable"]
     est, lo, hi = r["estimate"][ok], r["lower"][ok], r["upper"][ok]
@@ -107,27 +187,27 @@ def summarise(r: dict[str, np.ndarray], truth: float, log_eps: float) -> dict:
     }
 
 
-def plot(results: dict, metric: str, path: Path) -> None:
+def plot(results: dict, metric: str, path: Path, rows=NS, cols=THETAS, key="n={n}, theta={c}", label="θ", title="Study 1 (binary)") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(len(NS), len(THETAS), figsize=(11, 8), sharex=True, constrained_layout=True)
-    for i, n in enumerate(NS):
-        for j, theta in enumerate(THETAS):
+    fig, axes = plt.subplots(len(rows), len(cols), figsize=(11, 8), sharex=True, constrained_layout=True)
+    for i, n in enumerate(rows):
+        for j, c in enumerate(cols):
             ax = axes[i, j]
-            for name, rows in results[f"n={n}, theta={theta}"].items():
-                ax.plot([r["log_epsilon"] for r in rows], [r[metric] for r in rows], marker=".", label=name)
+            for name, series in results[key.format(n=n, c=c)].items():
+                ax.plot([r["log_epsilon"] for r in series], [r[metric] for r in series], marker=".", label=name)
             if metric == "coverage":
                 ax.axhline(0.95, color="grey", lw=0.8, ls="--")
-            ax.set_title(f"n = {n}, θ = {theta}", fontsize=9)
-            if i == len(NS) - 1:
+            ax.set_title(f"n = {n}, {label} = {c}", fontsize=9)
+            if i == len(rows) - 1:
                 ax.set_xlabel("ln ε")
             if j == 0:
                 ax.set_ylabel(metric)
     axes[0, 0].legend(fontsize=7)
-    fig.suptitle(f"Study 1 (binary): {metric} of the 95% interval / estimate by ln ε")
+    fig.suptitle(f"{title}: {metric} by ln ε")
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
@@ -143,6 +223,10 @@ def main() -> None:
     (OUT / "study1.json").write_text(json.dumps({"reps": args.reps, "seed": args.seed, "results": results}, indent=1) + "\n")
     for metric in ("bias", "rmse", "coverage", "width"):
         plot(results, metric, OUT / f"study1_{metric}.png")
+    results2 = {f"n={n}, sigma={sigma}": study2_scenario(n, sigma, args.reps, rand) for n in NS2 for sigma in SIGMAS}
+    (OUT / "study2.json").write_text(json.dumps({"reps": args.reps, "seed": args.seed, "results": results2}, indent=1) + "\n")
+    for metric in ("bias", "rmse", "coverage", "width"):
+        plot(results2, metric, OUT / f"study2_{metric}.png", NS2, SIGMAS, "n={n}, sigma={c}", "σ", "Study 2 (normal, mean)")
     print(f"study 1 (binary), {args.reps} repetitions; results in {OUT}")
     shown = (-8, -4, 0, 4)
     print(f"{'scenario':20}{'method':10}" + "".join(f"{'ln ε = ' + str(e):>15}" for e in shown) + "   (RMSE  coverage)")
@@ -150,6 +234,13 @@ def main() -> None:
         for name, rows in methods.items():
             by = {r["log_epsilon"]: r for r in rows}
             print(f"{scenario:20}{name:10}" + "".join(f"{by[e]['rmse']:>9.3f} {by[e]['coverage']:>5.2f}" for e in shown))
+    print(f"\nstudy 2 (normal, the mean); results in {OUT}")
+    shown2 = (-2, 0, 2, 4)
+    print(f"{'scenario':20}{'method':16}" + "".join(f"{'ln ε = ' + str(e):>15}" for e in shown2) + "   (RMSE  coverage)")
+    for scenario, methods in results2.items():
+        for name, rows in methods.items():
+            by = {r["log_epsilon"]: r for r in rows}
+            print(f"{scenario:20}{name:16}" + "".join(f"{by[e]['rmse']:>9.3f} {by[e]['coverage']:>5.2f}" for e in shown2))
 
 
 if __name__ == "__main__":
