@@ -45,6 +45,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/md_scale.py
 	$(BIN)/python benchmarks/noise.py
 	$(BIN)/python benchmarks/privacy_audit.py
+	$(BIN)/python benchmarks/bowen_liu.py
 
 clean:
 	rm -rf build .pytest_cache .hypothesis
