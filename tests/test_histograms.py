@@ -147,14 +147,19 @@ def test_perturbed_counts_are_the_true_counts_plus_exact_noise_fresh_for_every_s
     assert plan.parameters["noise"]["scale"] == str(sensitivity / eps_table)
     rand, again = Randomness.from_seed(11), Randomness.from_seed(11)
     for _ in range(2):  # two sets: each reproduced from the same stream, with its own noise
-        drawn = model.draw_counts(rand)
+        table, n_set = model.measure(rand)
         noisy = truth + discrete_laplace(sensitivity / eps_table, truth.size, again)
-        assert model.measure(rand)[0].tolist() == np.maximum(noisy, 0).tolist()
         n = len(data)
         if neighbouring == "add-remove":
             n = max(n + int(discrete_laplace(1 / (eps / sets / 10), 1, again)[0]), 0)
-        p = np.maximum(noisy, 0) / np.maximum(noisy, 0).sum()
-        assert drawn.tolist() == again.numpy.multinomial(n, p).tolist()
+        assert table.tolist() == np.maximum(noisy, 0).tolist() and n_set == n
+    # a record set: one such measurement, then n cells from the normalised table
+    drawn = model.draw_counts(rand)
+    noisy = np.maximum(truth + discrete_laplace(sensitivity / eps_table, truth.size, again), 0)
+    n = len(data)
+    if neighbouring == "add-remove":
+        n = max(n + int(discrete_laplace(1 / (eps / sets / 10), 1, again)[0]), 0)
+    assert drawn.tolist() == again.numpy.multinomial(n, noisy / noisy.sum()).tolist()
 
 
 def test_m_sets_spend_epsilon_over_m_each(ce, registered):

@@ -247,12 +247,6 @@ class PerturbedHistogramModel(SanitizerModel):
 
     decode_domain: Domain | None = None
 
-    def draw_counts(self, rand: Randomness) -> np.ndarray:
-        # The sanitizer measures once and keeps it; here every set draws its own noise (and its
-        # own noisy total under add/remove), which the plan paid for set by set.
-        self._measured.clear()
-        return super().draw_counts(rand)
-
     def sample(self, rand: Randomness) -> "dict[str, np.ndarray] | pd.DataFrame":
         return _records(super().sample(rand), self.decode_domain, rand)
 

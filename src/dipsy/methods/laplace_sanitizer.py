@@ -29,7 +29,7 @@ all of ε on the table and releases no total beyond the noisy cells.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
@@ -130,26 +130,27 @@ class LaplaceSanitizer(Synthesizer):
 
 @dataclass(frozen=True, eq=False)
 class SanitizerModel(CountModel):
-    """Holds the exact counts (private) until :meth:`measure` adds the noise, once."""
+    """Holds the exact counts (private); every call of :meth:`measure` is one noisy measurement.
+
+    The API calls :meth:`table` or :meth:`sample` once per set, and the plan charged each set for
+    exactly one measurement.
+    """
 
     counts: np.ndarray
     scale: Fraction
     total_scale: Fraction | None
     post: str
     noise_info: dict
-    _measured: dict = field(default_factory=dict)
 
     def measure(self, rand: Randomness) -> tuple[np.ndarray, int]:
-        """The noisy table after post-processing and the public or noisy total — drawn once."""
-        if not self._measured:
-            noisy = self.counts + discrete_laplace(self.scale, self.counts.size, rand)
-            if self.post == "threshold":
-                noisy = np.maximum(noisy, 0)
-            n = int(self.counts.sum())
-            if self.total_scale is not None:
-                n = max(int(n + discrete_laplace(self.total_scale, 1, rand)[0]), 0)
-            self._measured.update(table=noisy, n=n)
-        return self._measured["table"], self._measured["n"]
+        """The noisy table after post-processing, and the public or noisy total."""
+        noisy = self.counts + discrete_laplace(self.scale, self.counts.size, rand)
+        if self.post == "threshold":
+            noisy = np.maximum(noisy, 0)
+        n = int(self.counts.sum())
+        if self.total_scale is not None:
+            n = max(int(n + discrete_laplace(self.total_scale, 1, rand)[0]), 0)
+        return noisy, n
 
     def noise(self) -> dict:
         return self.noise_info
