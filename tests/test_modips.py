@@ -526,3 +526,22 @@ def test_default_models_and_option_errors():
     for options, domain, neighbouring, message in cases:
         with pytest.raises(DipsyError, match=message):
             Modips(PureDP(1.0), options=options, neighbouring=neighbouring).plan(10, domain)
+
+
+def test_mixed_sets_shapes_and_high_epsilon_limit():
+    """Vectorised mixed model: shapes, and at a huge ε the draws sit at the exact posterior's scale."""
+    from dipsy.methods.modips import mixed_sets
+    from dipsy.methods.modips.models import mixed_statistics
+
+    rng = np.random.default_rng(5)
+    cells = rng.integers(0, 3, 600)
+    y = np.column_stack([rng.normal(cells, 1.0), rng.normal(-cells, 2.0)])
+    y = np.clip(y, [-6, -12], [6, 12])
+    st = mixed_statistics(cells, y, 3, np.zeros(2))
+    pi, mu, sigma = mixed_sets([np.stack([a, a]) for a in st], 600, [-6.0, -12.0], [6.0, 12.0], 1e9, 4, rand=3)
+    assert pi.shape == (2, 4, 3) and mu.shape == (2, 4, 3, 2) and sigma.shape == (2, 4, 2, 2)
+    counts = np.bincount(cells, minlength=3)
+    assert np.allclose(pi.mean(axis=(0, 1)), counts / 600, atol=0.03)
+    assert np.allclose(mu[..., 0].mean(axis=(0, 1)), [y[cells == k, 0].mean() for k in range(3)], atol=0.15)
+    resid = y - np.array([y[cells == k].mean(axis=0) for k in range(3)])[cells]
+    assert np.allclose(sigma.mean(axis=(0, 1)), resid.T @ resid / (600 - 3), rtol=0.2, atol=0.1)

@@ -10,6 +10,6 @@
 """
 
 from .synthesizer import Modips, ModipsModel, choose_model
-from .vectorised import bernoulli_sets, multinomial_sets, normal_sets
+from .vectorised import bernoulli_sets, mixed_sets, multinomial_sets, normal_sets
 
-__all__ = ["Modips", "ModipsModel", "bernoulli_sets", "choose_model", "multinomial_sets", "normal_sets"]
+__all__ = ["Modips", "ModipsModel", "bernoulli_sets", "choose_model", "mixed_sets", "multinomial_sets", "normal_sets"]

@@ -297,16 +297,58 @@ def inverse_wishart(df: float, scale: np.ndarray, rng: np.random.Generator) -> n
 
 
 def repair_scatter(w: np.ndarray, width: np.ndarray, n: int) -> np.ndarray:
-    """A noisy pooled ``W`` made a valid scale matrix: Cauchy–Schwarz on the off-diagonals, eigenvalue floor.
+    """A noisy pooled ``W`` (or a stack ``(…, p, p)``) made a valid scale matrix: Cauchy–Schwarz on the
+    off-diagonals, eigenvalue floor.
 
     Post-processing of the noisy release (module docstring, mixed model).
     """
-    d = np.sqrt(np.clip(np.diagonal(w), 0, None))
-    w = np.clip(w, -np.outer(d, d), np.outer(d, d))
-    unit = w / np.outer(width, width)
-    vals, vecs = np.linalg.eigh((unit + unit.T) / 2)
-    unit = (vecs * np.maximum(vals, EIGEN_FLOOR * n)) @ vecs.T
-    return unit * np.outer(width, width)
+    w = np.asarray(w, dtype=float)
+    scale = np.outer(width, width)
+    d = np.sqrt(np.clip(np.diagonal(w, axis1=-2, axis2=-1), 0, None))
+    dd = d[..., :, None] * d[..., None, :]
+    w = np.clip(w, -dd, dd)
+    unit = w / scale
+    vals, vecs = np.linalg.eigh((unit + np.swapaxes(unit, -1, -2)) / 2)
+    unit = (vecs * np.maximum(vals, EIGEN_FLOOR * n)[..., None, :]) @ np.swapaxes(vecs, -1, -2)
+    return unit * scale
+
+
+def draw_mixed(
+    stats: list[np.ndarray], n: int, lower: np.ndarray, upper: np.ndarray, alpha: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(π*, μ*, Σ*)`` from (sanitized) mixed statistics, for any leading shape ``L`` (module docstring).
+
+    ``stats`` as :func:`mixed_statistics` gives them: counts ``L + (K,)``, ``p`` centred sums
+    ``L + (K,)``, then ``W_jj`` and ``W_jl`` (``j < l``) of shape ``L``. Returns ``π*`` ``L + (K,)``,
+    ``μ*`` ``L + (K, p)`` and ``Σ*`` ``L + (p, p)``. Post-processing only: cell means from the sums,
+    clipped to the box, an empty cell one pseudo-record at the centre, ``W`` repaired
+    (:func:`repair_scatter`), then ``π* ~ Dirichlet(n* + α)``, ``Σ* ~ Inv-Wishart(n - K, W*)``,
+    ``μ*_k ~ N(ȳ*_k, Σ*/n*_k)``.
+    """
+    lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+    p = lower.size
+    centre, width = (lower + upper) / 2, upper - lower
+    counts = np.asarray(stats[0], dtype=float)
+    k = counts.shape[-1]
+    sums = np.stack([np.asarray(v, dtype=float) for v in stats[1 : 1 + p]], axis=-1)
+    seen = counts >= 1
+    weight = np.where(seen, counts, 1.0)
+    means = np.where(seen[..., None], centre + sums / weight[..., None], centre)
+    means = np.clip(means, lower, upper)
+    w = np.zeros(counts.shape[:-1] + (p, p))
+    for j in range(p):
+        w[..., j, j] = stats[1 + p + j]
+    rest = iter(stats[1 + 2 * p :])
+    for j in range(p):
+        for l in range(j + 1, p):
+            w[..., j, l] = w[..., l, j] = next(rest)
+    w = repair_scatter(w, width, n)
+    pi = draw_dirichlet(counts, alpha, rng)
+    sigma = inverse_wishart(n - k, w, rng)
+    chol = np.linalg.cholesky(sigma)
+    z = rng.standard_normal(counts.shape + (p,))
+    mu = means + np.einsum("...kj,...ij->...ki", z, chol) / np.sqrt(weight)[..., None]
+    return pi, mu, sigma
 
 
 # --------------------------------------------------------------------------------------------

@@ -294,29 +294,9 @@ class ModipsModel(Model):
 
     def _mixed(self, noisy: list[np.ndarray], rng: np.random.Generator) -> pd.DataFrame:
         s = self.setup
-        p, k = len(s.numeric), s.cells
-        lower, upper = s.lower, s.upper
-        centre, width = (lower + upper) / 2, upper - lower
-        counts = noisy[0].astype(float)
-        sums = np.column_stack(noisy[1 : 1 + p])
-        seen = counts >= 1
-        # cell means from the sanitized sums (post-processing); empty cells: one pseudo-record at the centre
-        means = np.where(seen[:, None], centre + sums / np.where(seen, counts, 1)[:, None], centre)
-        means = np.clip(means, lower, upper)
-        weight = np.where(seen, counts, 1.0)
-        w = np.zeros((p, p))
-        w[np.diag_indices(p)] = [float(v) for v in noisy[1 + p : 1 + 2 * p]]
-        rest = iter(noisy[1 + 2 * p :])
-        for j in range(p):
-            for l in range(j + 1, p):
-                w[j, l] = w[l, j] = float(next(rest))
-        w = M.repair_scatter(w, width, s.n)
-        pi = M.draw_dirichlet(counts, s.prior[0], rng)
-        sigma = M.inverse_wishart(s.n - k, w, rng)
-        chol = np.linalg.cholesky(sigma)
-        mu = means + (rng.standard_normal((k, p)) @ chol.T) / np.sqrt(weight)[:, None]
+        pi, mu, sigma = M.draw_mixed(noisy, s.n, s.lower, s.upper, s.prior[0], rng)
         cells = _cells(rng.multinomial(s.n, pi), rng)
-        y = M.truncated_mvn(mu[cells], sigma, lower, upper, rng)
+        y = M.truncated_mvn(mu[cells], sigma, s.lower, s.upper, rng)
         columns = M.records_from_cells(cells, s.categorical, s.shape, rng)
         for j, c in enumerate(s.numeric):
             columns[c.name] = M.value_column(y[:, j], c)

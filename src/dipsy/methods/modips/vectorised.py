@@ -162,3 +162,50 @@ def multinomial_sets(
     values = np.repeat(counts[:, None, :], m, axis=1)
     (noisy,) = sanitize([values], components, scales, post, rand)
     return M.draw_dirichlet(noisy, alpha, rand.numpy)
+
+
+def mixed_sets(
+    statistics: Any,
+    n: int,
+    lower: Any,
+    upper: Any,
+    epsilon: float,
+    m: int,
+    budget: str = "split",
+    post: str = "threshold",
+    rand: Randomness | np.random.Generator | int | None = None,
+    *,
+    alpha: float = 1 / 3,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(π*, μ*, Σ*)`` of shapes ``(reps, m, K)``, ``(reps, m, K, p)``, ``(reps, m, p, p)`` (study 3).
+
+    ``statistics`` as :func:`~dipsy.methods.modips.models.mixed_statistics` gives them, one row
+    per repetition: counts ``(reps, K)``, ``p`` centred cell sums ``(reps, K)`` (centred at the
+    middle of the box ``[lower, upper]``), then the pooled ``W_jj`` and ``W_jl`` (``j < l``) as
+    ``(reps,)``. Components, sensitivities and bounds are the synthesizer's (substitution, ``n``
+    public; models (X1), (W1)–(W3)); Bowen & Liu's split budget is ``budget="split"`` (``ε/m``
+    per set over ``1 + p + p(p+1)/2`` components).
+
+    >>> from dipsy.methods.modips.models import mixed_statistics
+    >>> st = mixed_statistics(np.array([0, 0, 1, 1, 1]), np.arange(10.).reshape(5, 2), 2, np.full(2, 5.))
+    >>> pi, mu, sigma = mixed_sets([a[None] for a in st], 5, [0., 0.], [10., 10.], 100.0, 3, rand=4)
+    >>> pi.shape, mu.shape, sigma.shape
+    ((1, 3, 2), (1, 3, 2, 2), (1, 3, 2, 2))
+    """
+    post = check_choice("post", post, POSTS)
+    rand = _randomness(rand)
+    lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+    p = lower.size
+    stats = [np.asarray(a) for a in statistics]
+    if len(stats) != 1 + p + p * (p + 1) // 2:
+        raise DipsyError(f"{len(stats)} statistics for {p} numeric column(s)", f"give counts, {p} sums and {p * (p + 1) // 2} cross-products")
+    counts = np.asarray(stats[0], dtype=np.int64)
+    if counts.ndim != 2:
+        raise DipsyError(f"counts have shape {counts.shape}, expected (reps, K)", "give one row of counts per repetition")
+    reps, k = counts.shape
+    components = M.mixed_components(n, k, lower, upper, tuple(f"y{j + 1}" for j in range(p)))
+    scales = noise_scales(components, _epsilon_set(epsilon, m), budget, post)
+    values = [np.repeat(a[:, None, ...], m, axis=1) for a in stats[: 1 + p]]
+    values += [_batch(a, reps, m, float) for a in stats[1 + p :]]
+    noisy = sanitize(values, components, scales, post, rand)
+    return M.draw_mixed(noisy, n, lower, upper, alpha, rand.numpy)
