@@ -45,11 +45,8 @@ from conftest import CE_DATA, CE_DOMAIN
 METHODS = {"perturbed-histogram": PerturbedHistogram, "smoothed-histogram": SmoothedHistogram, "exponential-ecdf": ExponentialECDF}
 
 
-@pytest.fixture
-def registered(monkeypatch):
-    """The three methods in the registry, for ``dipsy.synthesize`` (removed after the test)."""
-    for name, cls in METHODS.items():
-        monkeypatch.setitem(REGISTRY, name, cls)
+def test_the_methods_are_registered():
+    assert all(REGISTRY[name] is cls for name, cls in METHODS.items())
 
 
 def one_column(edges, kind="numeric", name="x") -> Domain:
@@ -162,7 +159,7 @@ def test_perturbed_counts_are_the_true_counts_plus_exact_noise_fresh_for_every_s
     assert drawn.tolist() == again.numpy.multinomial(n, noisy / noisy.sum()).tolist()
 
 
-def test_m_sets_spend_epsilon_over_m_each(ce, registered):
+def test_m_sets_spend_epsilon_over_m_each(ce):
     data, domain = ce
     add = dipsy.synthesize(data, domain, method="perturbed-histogram", epsilon=1.0, sets=10, seed=3)
     assert len(add.tables) == 10 and add.statement.per_set.epsilon == pytest.approx(0.1)
@@ -362,7 +359,7 @@ def test_exponential_ecdf_draws_follow_exp_of_epsilon_u_over_two_delta():
         assert (pvalue > 1e-3) if accept else (pvalue < 1e-9)
 
 
-def test_exponential_ecdf_releases_n_records_on_the_grid(registered):
+def test_exponential_ecdf_releases_n_records_on_the_grid():
     data = pd.DataFrame({"k": [5, 5, 7, 0]})
     domain = Domain((Column("k", "integer", lower=0, upper=10, bins=(0, 5, 10)),))
     plan, model = fitted(ExponentialECDF(PureDP(1.0), options={"grid": 3}), data, domain)
@@ -382,7 +379,7 @@ def test_candidates_are_every_multiset_once():
         assert (counts >= 0).all() and (counts.sum(axis=1) == n).all()
 
 
-def test_exponential_ecdf_refuses_too_many_candidates(registered):
+def test_exponential_ecdf_refuses_too_many_candidates():
     data, domain = pd.read_csv(CE_DATA), Domain.load(CE_DOMAIN)
     with pytest.raises(DipsyError, match=r"would enumerate .* candidate ECDFs .* n = 994 points on 11 grid points.*grid="):
         dipsy.synthesize(data, domain, method="exponential-ecdf", epsilon=1.0, columns=["Income"])
@@ -399,7 +396,7 @@ def test_exponential_ecdf_refuses_too_many_candidates(registered):
 # -- end to end on the CE sample ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("method, sets, rows", [("perturbed-histogram", 10, None), ("smoothed-histogram", 1, 994)])
-def test_ce_income_and_expenditure_end_to_end(registered, tmp_path, method, sets, rows):
+def test_ce_income_and_expenditure_end_to_end(tmp_path, method, sets, rows):
     release = dipsy.synthesize(CE_DATA, CE_DOMAIN, method=method, epsilon=10.0, sets=sets,
                                columns=["Income", "Expenditure"], seed=2026)
     assert len(release.tables) == sets
@@ -412,7 +409,7 @@ def test_ce_income_and_expenditure_end_to_end(registered, tmp_path, method, sets
     assert (tmp_path / method / "release.json").exists()
 
 
-def test_other_bins_are_read_from_files_too(registered, tmp_path):
+def test_other_bins_are_read_from_files_too(tmp_path):
     """Re-binned counts (``bins=K``, the ECDF's grid cells) come from the same backend: DuckDB for a file."""
     release = dipsy.synthesize(CE_DATA, CE_DOMAIN, method="perturbed-histogram", epsilon=5.0, sets=2,
                                columns=["Income", "Expenditure"], seed=1, options={"bins": 6}, neighbouring="substitute")
