@@ -29,7 +29,6 @@ from dipsy.errors import DipsyError
 from dipsy.methods import ADD_REMOVE, REGISTRY, SUBSTITUTE
 from dipsy.methods.modips import Modips, bernoulli_sets, choose_model, multinomial_sets, normal_sets
 from dipsy.methods.modips import models as M
-from dipsy.methods.modips.data import read_columns
 from dipsy.methods.modips.noise import (
     Component,
     component_loss,
@@ -492,15 +491,15 @@ def test_model_refuses_more_sets_than_paid_for():
         model.sample(rand)
 
 
-def test_read_columns_drops_invalid_rows_on_both_engines(tmp_path):
+def test_engine_values_drop_invalid_rows_on_both_engines(tmp_path):
     domain = mixed_domain()
     data = mixed_data(50, 3)
     data.loc[[3, 7], "y1"] = [11.0, np.nan]
     data.loc[9, "sex"] = "x"
     path = tmp_path / "d.csv"
     data.to_csv(path, index=False)
-    a = read_columns(NumpyEngine(data, domain, on_invalid="drop"), domain.names)
-    b = read_columns(DuckDBEngine(path, domain, on_invalid="drop"), domain.names)
+    a = NumpyEngine(data, domain, on_invalid="drop").values(domain.names)
+    b = DuckDBEngine(path, domain, on_invalid="drop").values(domain.names)
     assert len(a["y1"]) == 47 and all(np.array_equal(a[k], b[k]) for k in domain.names)
 
 

@@ -1,7 +1,8 @@
 """The one interface through which methods read confidential data.
 
-An engine answers aggregate queries over records encoded against a public domain. It is the only
-code that touches confidential records; what it returns (exact counts) stays inside the process
+An engine answers queries over records encoded against a public domain: contingency tables
+(dense or sparse) and, for methods whose statistics are sums, the valid values of chosen columns.
+It is the only code that touches confidential records; what it returns stays inside the process
 and is measured with noise, or fed to a private model, by a method.
 
 Backends agree bit for bit on the same data (design rule 6): the in-memory NumPy engine
@@ -166,6 +167,19 @@ class Engine(ABC):
             return CountTable(names, shape, table.dense().ravel())
         return table
 
+    def values(self, columns: Iterable[str]) -> dict[str, np.ndarray]:
+        """The valid rows of ``columns``: codes (int64) of categorical columns, numbers (float64)
+        of integer and numeric ones — for methods whose statistics are sums, not counts.
+
+        The arrays hold n values each in memory; rows come in the backend's order, so callers
+        that need identical bits across backends sort before summing.
+        """
+        names = tuple(columns)
+        for name in names:
+            self.domain[name]  # an unknown column is a clear error
+        self.ensure_valid()
+        return self._values(names)
+
     def rebinned(self, domain: Domain) -> "Engine":
         """The same data read against ``domain``: the same columns, kinds and bounds, other bins.
 
@@ -182,6 +196,10 @@ class Engine(ABC):
     @abstractmethod
     def _reopen(self, domain: Domain) -> "Engine":
         """A new engine of this backend over the same source and ``domain``."""
+
+    @abstractmethod
+    def _values(self, names: tuple[str, ...]) -> dict[str, np.ndarray]:
+        """Codes or numbers of the valid rows of ``names``."""
 
     @abstractmethod
     def _validate(self) -> ValidationReport:

@@ -119,6 +119,16 @@ class DuckDBEngine(Engine):
         else:
             self._open_parquet()
 
+    def _values(self, names: tuple[str, ...]) -> dict[str, np.ndarray]:
+        # The codec in SQL: k columns are codes (< 0 for invalid rows), x columns the numbers as
+        # pandas would read them; rows invalid in any column in scope are left out.
+        scope = self.domain.columns
+        index = {c.name: j for j, c in enumerate(scope)}
+        select = [f"k{index[n]}" if self.domain[n].is_categorical else f"x{index[n]}" for n in names]
+        where = " AND ".join(f"k{j} >= 0" for j in range(len(scope)))
+        result = self._run(f"SELECT {', '.join(select)} FROM ({self._codes_sql(scope, keep=True)}) WHERE {where}").fetchnumpy()
+        return {n: np.asarray(result[s], dtype=np.int64 if self.domain[n].is_categorical else float) for n, s in zip(names, select)}
+
     def _reopen(self, domain: Domain) -> "DuckDBEngine":
         return DuckDBEngine(self.path, domain, self.on_invalid)
 

@@ -29,9 +29,19 @@ class NumpyEngine(Engine):
     def _validate(self) -> ValidationReport:
         encoded, report = encode_frame(self.frame, self.domain)
         if not report.missing_columns:
-            valid = valid_rows(encoded, len(self.frame))
-            self._codes = {name: e.codes[valid] for name, e in encoded.items()}
+            self._valid = valid_rows(encoded, len(self.frame))
+            self._codes = {name: e.codes[self._valid] for name, e in encoded.items()}
         return report
+
+    def _values(self, names: tuple[str, ...]) -> dict[str, np.ndarray]:
+        assert self._codes is not None  # ensure_valid() ran
+        out = {}
+        for name in names:
+            if self.domain[name].is_categorical:
+                out[name] = self._codes[name].astype(np.int64)
+            else:
+                out[name] = pd.to_numeric(self.frame[name], errors="coerce").to_numpy(dtype=float, na_value=np.nan)[self._valid]
+        return out
 
     def _cell_counts(self, names: tuple[str, ...], shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         assert self._codes is not None  # ensure_valid() ran

@@ -55,7 +55,6 @@ from ...privacy.rng import Randomness
 from ...privacy.samplers import to_fraction
 from ..base import ADD_REMOVE, SUBSTITUTE, Model, Option, Plan, Synthesizer
 from . import models as M
-from .data import read_columns
 from .noise import BUDGETS, POSTS, Component, check_choice, component_loss, noise_scales, sanitize
 
 MODELS = ("bernoulli", "normal", "multinomial", "mixed")
@@ -244,7 +243,7 @@ class Modips(Synthesizer):
             stats = [counts[1:2].reshape(()) if s.model == "bernoulli" else counts]
             rows = int(counts.sum())
         else:
-            data = read_columns(engine, s.names)
+            data = engine.values(s.names)
             rows = len(next(iter(data.values())))
             if s.model == "normal":
                 stats = [np.asarray(v) for v in M.normal_statistics(data[s.columns[0].name])]
