@@ -28,11 +28,15 @@ Intervals: ``q̄ ± t_{ν, (1+level)/2} sqrt(T)`` (normal when ν is infinite, i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import stats
 
 from .errors import DipsyError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 RULES = ("reiter2003-partial", "rrr2003-full", "single")
 

@@ -144,6 +144,20 @@ class Synthesizer(ABC):
             raise DipsyError(f"{cls.name} has no option {unknown[0]!r}", f"its options are: {choices}")
         return {name: known[name].parse(value) for name, value in given.items()}
 
+    @staticmethod
+    def require_rows(n: int) -> None:
+        """A method that learns from the data needs at least one valid row."""
+        if n < 1:
+            raise DipsyError("the data have no valid rows to synthesize from", "check the data against the domain")
+
+    def at_least(self, option: str, least: float, formula: str) -> float:
+        """The option's value, which may raise the least private value ``least``, never lower it."""
+        value = self.settings.get(option, least)
+        if value < least:
+            raise DipsyError(f"option {option}={value:g} is below {formula} = {least:.6g}, which ε-DP needs",
+                             f"raise {option} or leave it out")
+        return value
+
     def statement(self, n: int, mechanism: str, public: tuple[str, ...] | None = None) -> Statement:
         """The statement of a release whose m sets each spend budget/m (sequential composition)."""
         return Statement(

@@ -127,15 +127,9 @@ class DirichletMultinomial(Synthesizer):
 
     def plan(self, n: int, domain: Domain) -> Plan:
         self.check_domain(domain)
-        if n < 1:
-            raise DipsyError("the data have no valid rows to synthesize from", "check the data against the domain")
+        self.require_rows(n)
         least = minimum_alpha(n, self.budget.epsilon / self.sets)
-        alpha = self.settings.get("alpha", least)
-        if alpha < least:
-            raise DipsyError(
-                f"option alpha={alpha:g} is below n/(e^(ε/m) - 1) = {least:.6g}, which ε-DP needs",
-                "raise alpha or leave it out",
-            )
+        alpha = self.at_least("alpha", least, "n/(e^(ε/m) - 1)")
         spends = self.equal_spends("theta* ~ Dirichlet(y + alpha)")
         return Plan(self.statement(n, self.mechanism), spends, {"alpha": alpha, "n": n, "cells": domain.cells()})
 

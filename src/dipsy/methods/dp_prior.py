@@ -40,7 +40,6 @@ import numpy as np
 
 from ..domain import Domain
 from ..engine import Engine
-from ..errors import DipsyError
 from ..privacy.budget import positive
 from ..privacy.rng import Randomness
 from .base import SUBSTITUTE, Option, Plan, Synthesizer
@@ -84,12 +83,9 @@ class DPPrior(Synthesizer):
     options = (Option("prior", lambda v: positive("option prior", v), "flat prior per cell; default and least value 1/(e^(ε/n) - 1)"),)
 
     def plan(self, n: int, domain: Domain) -> Plan:
-        if n < 1:
-            raise DipsyError("the data have no valid rows to synthesize from", "check the data against the domain")
+        self.require_rows(n)
         least = minimum_prior(n, self.budget.epsilon)
-        prior = self.settings.get("prior", least)
-        if prior < least:
-            raise DipsyError(f"option prior={prior:g} is below 1/(e^(ε/n) - 1) = {least:.6g}, which ε-DP needs", "raise it or leave it out")
+        prior = self.at_least("prior", least, "1/(e^(ε/n) - 1)")
         mechanism = (
             "DP-prior (McClure & Reiter 2012): y* ~ Multinomial(n; (y + a)/(n + K a)) over the K cells of the "
             "released columns, with a >= 1/(exp(epsilon/n) - 1) (derived in dipsy.methods.dp_prior)"

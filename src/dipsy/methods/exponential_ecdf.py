@@ -217,8 +217,7 @@ class ExponentialECDF(Synthesizer):
         if len(domain) != 1 or domain.columns[0].kind not in ("numeric", "integer"):
             raise DipsyError(f"{self.name} synthesizes one numeric or integer column, got {', '.join(domain.names)}",
                              "choose one such column with --columns")
-        if n < 1:
-            raise DipsyError("the data have no valid rows to synthesize from", "check the data against the domain")
+        self.require_rows(n)
         column = domain.columns[0]
         grid = grid_points(column, self.settings.get("grid"))
         points = grid.size

@@ -103,14 +103,11 @@ class GammaPoisson(Synthesizer):
     def plan(self, n: int, domain: Domain) -> Plan:
         if "exposures" not in self.settings:
             raise DipsyError(f"{self.name} needs the public exposures of the cells", "pass --option exposures=FILE.csv")
-        if n < 1:
-            raise DipsyError("the data have no valid rows to synthesize from", "check the data against the domain")
+        self.require_rows(n)
         exposures = read_exposures(self.settings["exposures"], domain)
         rate = self.settings.get("rate", n / float(exposures.sum()))
         least = least_strength(n, self.budget.epsilon / self.sets, rate, exposures)
-        strength = self.settings.get("strength", least)
-        if strength < least:
-            raise DipsyError(f"option strength={strength:g} is below {least:.6g}, which ε-DP needs", "raise it or leave it out")
+        strength = self.at_least("strength", least, "n/((e^(ε/m) - 1)·rate·min E)")
         mechanism = (
             "Gamma-Poisson posterior predictive with public exposures E (after Quick 2019), conditioned on the public total n: "
             "lambda* ~ Gamma(y + c r E, (1 + c) E), y* ~ Multinomial(n; E lambda*/sum(E lambda*)), with "

@@ -191,8 +191,8 @@ class PerturbedHistogram(Synthesizer):
     )
 
     def plan(self, n: int, domain: Domain) -> Plan:
-        if self.neighbouring == SUBSTITUTE and n < 1:
-            raise DipsyError("the data have no valid rows to synthesize from", "check the data against the domain")
+        if self.neighbouring == SUBSTITUTE:
+            self.require_rows(n)
         cells = equal_bins(domain, self.settings.get("bins"))
         cells.shape()  # every column must have cells (bins, whole numbers or categories)
         eps_set = to_fraction(self.budget.epsilon) / self.sets
@@ -339,18 +339,12 @@ class SmoothedHistogram(Synthesizer):
     )
 
     def plan(self, n: int, domain: Domain) -> Plan:
-        if n < 1:
-            raise DipsyError("the data have no valid rows to synthesize from", "check the data against the domain")
+        self.require_rows(n)
         cells = equal_bins(domain, self.settings.get("bins"))
         cells.shape()
         v_min = smallest_share(cells)
         least = least_delta(n, self.budget.epsilon, v_min)
-        delta = self.settings.get("delta", least)
-        if delta < least:
-            raise DipsyError(
-                f"option delta={delta:g} is below 1/(1 + n v_min (e^(ε/n) - 1)) = {least:.6g}, which ε-DP needs",
-                "raise delta or leave it out",
-            )
+        delta = self.at_least("delta", least, "1/(1 + n v_min (e^(ε/n) - 1))")
         mechanism = (
             "smoothed histogram (Wasserman & Zhou 2010; Bowen & Liu 2016 eqs. 5-6): n draws from (1 - delta) * histogram + "
             "delta * uniform on the box of the public bounds, delta >= 1/(1 + n v_min (exp(epsilon/n) - 1)) with v_min the "

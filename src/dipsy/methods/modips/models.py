@@ -125,7 +125,6 @@ approximates that law. Both are post-processing.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 

@@ -181,8 +181,8 @@ class Modips(Synthesizer):
             lower = np.array([float(c.lower) for c in numeric])
             upper = np.array([float(c.upper) for c in numeric])
             components = M.mixed_components(n, k, lower, upper, tuple(c.name for c in numeric))
-        if model != "multinomial" and n < 1:
-            raise DipsyError("the data have no valid rows to synthesize from", "check the data against the domain")
+        if model != "multinomial":
+            self.require_rows(n)
         prior = M.parse_prior(self.settings["prior"], model) if "prior" in self.settings else (() if model == "normal" else (DEFAULT_PRIOR,) * (2 if model == "bernoulli" else 1))
         post = self.settings.get("post", "threshold")
         epsilon_set = to_fraction(self.budget.epsilon, "epsilon") / self.sets
