@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from dataclasses import replace
 from contextlib import nullcontext
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,9 +28,9 @@ from .engine import engine_for
 from .errors import DataError
 from .methods import get
 from .methods.counts import cells_frame
-from .privacy import Accountant, Ledger, PureDP
+from .privacy import Accountant, Ledger
+from .privacy.composition import parse_cap, requested_budget
 from .privacy.rng import Randomness
-from .privacy.budget import positive
 from .release import Release
 
 
@@ -39,6 +40,9 @@ def synthesize(
     method: str = "dirichlet-multinomial",
     epsilon: float | None = None,
     sets: int = 1,
+    *,
+    delta: float | None = None,
+    rho: float | None = None,
     columns: Sequence[str] | None = None,
     seed: int | None = None,
     options: Mapping[str, Any] | None = None,
@@ -65,6 +69,12 @@ def synthesize(
         The total privacy budget of the release (all sets together).
     sets
         Number of synthetic sets m; under sequential composition each costs ε/m.
+    delta
+        δ of an (ε, δ) budget, for the zCDP and approximate-DP methods (e.g. ``privsyn``: given
+        ε and δ, it spends the largest ρ that converts to (ε, δ)-DP). With ``rho``, the δ at which
+        the release also states its ρ as (ε, δ).
+    rho
+        A ρ-zCDP budget, instead of ε and δ, for the zCDP methods.
     columns
         Columns to synthesize (default: every column of the domain).
     seed
@@ -78,7 +88,9 @@ def synthesize(
     dataset_id
         The data set's name in the ledger; default the SHA-256 of the file (or of the DataFrame).
     budget_cap
-        Total ε this data set may ever spend; stored in the ledger and enforced from then on.
+        What this data set may ever spend: ε (a number or ``"2"``), ``"ε,δ"`` or ``"rho=ρ"``, or
+        a :class:`~dipsy.privacy.Budget`; stored in the ledger and enforced from then on, over
+        releases of every definition (see :mod:`dipsy.privacy.composition`).
     on_invalid
         ``"error"`` (default) or ``"drop"`` rows that do not match the domain.
     neighbouring
@@ -98,14 +110,16 @@ def synthesize(
     Release
         ``.tables`` (m DataFrames), ``.statement``, ``.save(folder)``.
     """
-    budget = PureDP(positive("epsilon", epsilon, "--epsilon"))
-    synthesizer = get(method)(budget, sets, options, neighbouring, release)
+    kind = get(method)
+    budget, delta = requested_budget(kind.definition, epsilon, delta, rho)
+    synthesizer = kind(budget, sets, options, neighbouring, release)
     if not isinstance(domain, Domain):
         domain = Domain.load(domain)
     scope = domain.project(columns)  # methods that count cells check in plan() that every column has them
     engine = engine_for(data, scope, on_invalid)
     report = engine.ensure_valid()
     plan = synthesizer.plan(report.valid_rows, scope)
+    statement = replace(plan.statement, delta=delta) if plan.statement.definition == "zCDP" else plan.statement
     accountant = Accountant(budget)
     for spend in plan.spends:
         accountant.spend(spend.label, spend.budget)
@@ -119,7 +133,7 @@ def synthesize(
             release_id,
             method,
             accountant.spends,
-            cap=None if budget_cap is None else PureDP(positive("budget cap", budget_cap, "--budget-cap")),
+            cap=None if budget_cap is None else parse_cap(budget_cap),
         )
         if ledger is not None
         else nullcontext()
@@ -140,7 +154,7 @@ def synthesize(
                 advance()
         result = Release(
             tables=tables,
-            statement=plan.statement,
+            statement=statement,
             method=method,
             options=dict(options or {}),
             parameters={k: v for k, v in plan.parameters.items() if not k.startswith("_")},

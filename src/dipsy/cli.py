@@ -91,7 +91,9 @@ def domain_check(data: Path, domain_path: Path, columns: tuple[str, ...], on_inv
 @click.argument("data", type=click.Path(path_type=Path))
 @click.option("--domain", "domain_path", required=True, type=click.Path(path_type=Path), help="Domain file (YAML or JSON).")
 @click.option("--method", default="dirichlet-multinomial", show_default=True, help="Synthesis method (see 'dipsy methods').")
-@click.option("--epsilon", required=True, help="Total privacy budget ε of the release (all sets together).")
+@click.option("--epsilon", default=None, help="Total privacy budget ε of the release (all sets together).")
+@click.option("--delta", default=None, help="δ of an (ε, δ) budget, for zCDP and (ε, δ) methods (e.g. privsyn, dpsyn).")
+@click.option("--rho", default=None, help="A ρ-zCDP budget instead of --epsilon/--delta, for zCDP methods.")
 @click.option("--sets", default=1, show_default=True, type=click.IntRange(min=1), help="Number of synthetic sets m (each ε/m).")
 @click.option("--columns", multiple=True, help="Columns to synthesize (comma-separated or repeated); default all.")
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed for reproducibility (recorded); default from the OS.")
@@ -104,12 +106,14 @@ def domain_check(data: Path, domain_path: Path, columns: tuple[str, ...], on_inv
 @click.option("--release", "kind", type=click.Choice(["records", "table"]), default="records", show_default=True, help="Synthetic records, or the released table of cell counts.")
 @click.option("--ledger", type=click.Path(path_type=Path), default=None, help="Budget ledger (SQLite); default $DIPSY_LEDGER or the user data folder.")
 @click.option("--dataset-id", default=None, help="Name of the data set in the ledger; default the SHA-256 of DATA.")
-@click.option("--budget-cap", default=None, help="Total ε this data set may ever spend (stored in the ledger).")
+@click.option("--budget-cap", default=None, help="What this data set may ever spend: ε, 'ε,δ' or 'rho=ρ' (stored in the ledger).")
 def synth(
     data: Path,
     domain_path: Path,
     method: str,
-    epsilon: str,
+    epsilon: str | None,
+    delta: str | None,
+    rho: str | None,
     sets: int,
     columns: tuple[str, ...],
     seed: int | None,
@@ -132,6 +136,8 @@ def synth(
         domain_path,
         method=method,
         epsilon=epsilon,
+        delta=delta,
+        rho=rho,
         sets=sets,
         columns=_columns(columns),
         seed=seed,
@@ -151,7 +157,9 @@ def synth(
     noise = release.parameters.get("noise")
     if noise:
         out.print(f"noise: {noise['distribution']}, scale {noise['scale']}, sd {noise['sd']:.4g}; {noise['post_processing']}")
-    out.print(f"privacy: {s.definition}, {s.total} in total, {s.per_set} per set, {s.sets} set(s); {s.neighbouring}")
+    equivalent = s.equivalent()
+    also = f" (so (ε, δ)-DP with ε = {equivalent[0]:.4g}, δ = {equivalent[1]:g})" if equivalent else ""
+    out.print(f"privacy: {s.definition}, {s.total} in total{also}, {s.per_set} per set, {s.sets} set(s); {s.neighbouring}")
     if release.dropped_rows:
         out.print(f"note: {release.dropped_rows} row(s) that did not match the domain were dropped (not written to the release)")
     what = "table(s) of" if release.kind == "table" else "set(s) of"

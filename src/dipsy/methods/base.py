@@ -20,6 +20,7 @@ from ..domain import Domain
 from ..engine import Engine
 from ..errors import DipsyError
 from ..privacy import Budget, Spend
+from ..privacy.composition import statement_epsilon
 from ..privacy.rng import Randomness
 
 #: Neighbouring relations, worded as they appear in release.json.
@@ -50,10 +51,21 @@ class Statement:
     public: tuple[str, ...]
     mechanism: str
     composition: str
+    #: For a zCDP statement: the δ at which it is also stated as (ε, δ)-DP (None: ρ only).
+    delta: float | None = None
+
+    def equivalent(self) -> tuple[float, float] | None:
+        """(ε, δ) implied by a zCDP total at :attr:`delta` (Canonne, Kamath & Steinke 2020)."""
+        if self.definition != "zCDP" or self.delta is None:
+            return None
+        return statement_epsilon(self.total.rho, self.delta), self.delta
 
     def to_dict(self) -> dict[str, Any]:
         amounts = {k: v for k, v in self.total.to_dict().items() if k != "definition"}
         per_set = {k: v for k, v in self.per_set.to_dict().items() if k != "definition"}
+        equivalent = self.equivalent()
+        if equivalent is not None:
+            amounts |= {"epsilon": equivalent[0], "delta": equivalent[1]}
         return {
             "definition": self.definition,
             **{f"{k}_total": v for k, v in amounts.items()},
@@ -63,6 +75,7 @@ class Statement:
             "public": list(self.public),
             "mechanism": self.mechanism,
             "composition": self.composition,
+            **({"conversion": "ρ-zCDP stated as (ε, δ)-DP by Canonne, Kamath & Steinke 2020, §2.3"} if equivalent else {}),
         }
 
 

@@ -4,7 +4,8 @@ The ledger is the data steward's record, kept beside the confidential data and n
 data set is named by an identifier (by default the SHA-256 of its file), and every release adds
 its spends. A cap, once set for a data set, refuses any release that would take the total past
 it — checked and recorded in one exclusive transaction, so two releases run at once cannot both
-slip under the cap.
+slip under the cap. Releases of different privacy definitions (ε-DP, ρ-zCDP, (ε, δ)-DP) count
+against one cap by the compositions of :mod:`.composition`.
 
 The default location is ``$DIPSY_LEDGER`` when set, else ``ledger.sqlite`` in the user's data
 directory (e.g. ``~/.local/share/dipsy`` on Linux).
@@ -25,6 +26,7 @@ import platformdirs
 from ..errors import BudgetError, DipsyError
 from .accountant import Spend
 from .budget import BUDGET_TYPES, Budget
+from .composition import total_as
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS spends (
@@ -153,16 +155,19 @@ class Ledger:
                 )
             row = db.execute("SELECT * FROM caps WHERE dataset_id = ?", (dataset_id,)).fetchone()
             limit = _budget(row) if row else None
-            before = _total(db, dataset_id, definition)
-            after = before
-            for s in spends:
-                after = after + s.budget
-            if limit is not None and after.exceeds(limit):
-                raise BudgetError(
-                    f"data set {dataset_id[:16]!r} has spent {before} of its cap {limit}; this release needs"
-                    f" {_sum(spends)} more; nothing was spent",
-                    "spend less, or raise the cap with --budget-cap if the data steward agrees",
-                )
+            if limit is None:
+                before = _total(db, dataset_id, definition)
+                after = before + _sum(spends)
+            else:  # earlier releases may be of other definitions: add them up in the cap's
+                earlier = [_budget(r) for r in db.execute("SELECT * FROM spends WHERE dataset_id = ?", (dataset_id,))]
+                before = total_as(limit, earlier)
+                after = total_as(limit, earlier + [s.budget for s in spends])
+                if after.exceeds(limit):
+                    raise BudgetError(
+                        f"data set {dataset_id[:16]!r} has spent {before} of its cap {limit}; this release needs"
+                        f" {_sum(spends)} more; nothing was spent",
+                        "spend less, or raise the cap with --budget-cap if the data steward agrees",
+                    )
             db.executemany(
                 "INSERT INTO spends (dataset_id, release_id, created, method, label, definition, epsilon, delta, rho)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
