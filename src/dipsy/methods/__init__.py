@@ -12,13 +12,14 @@ from .exponential_ecdf import ExponentialECDF
 from .gamma_poisson import GammaPoisson
 from .histograms import PerturbedHistogram, SmoothedHistogram
 from .laplace_sanitizer import LaplaceSanitizer
+from .marginals.privsyn import PrivSyn
 from .modips import Modips
 
 REGISTRY: dict[str, type[Synthesizer]] = {
     cls.name: cls
     for cls in (
         DirichletMultinomial, BetaBinomial, DPPrior, GammaPoisson, LaplaceSanitizer,
-        PerturbedHistogram, SmoothedHistogram, ExponentialECDF, Modips,
+        PerturbedHistogram, SmoothedHistogram, ExponentialECDF, Modips, PrivSyn,
     )
 }
 

@@ -39,6 +39,25 @@ class Option:
     help: str
 
 
+def whole(name: str, least: int, example: int | None = None) -> Callable[[Any], int]:
+    """A parser for an option that is a whole number >= ``least``.
+
+    >>> whole("k", 1)("12")
+    12
+    """
+    def parse(value: Any) -> int:
+        try:
+            k = int(str(value).strip()) if not isinstance(value, (bool, float)) else None
+        except ValueError:
+            k = None
+        if k is None or k < least:
+            raise DipsyError(f"option {name} must be a whole number >= {least}, got {value!r}",
+                             f"e.g. {name}={example if example is not None else max(least, 10)}")
+        return k
+
+    return parse
+
+
 @dataclass(frozen=True)
 class Statement:
     """The exact privacy guarantee of a release, as written to release.json."""

@@ -69,8 +69,8 @@ from ..engine import Engine
 from ..errors import DipsyError
 from ..privacy.rng import Randomness
 from ..privacy.samplers import bernoulli_exp, to_fraction
-from .base import SUBSTITUTE, Model, Option, Plan, Synthesizer
-from .histograms import _whole, count_cells
+from .base import SUBSTITUTE, Model, Option, Plan, Synthesizer, whole
+from .histograms import count_cells
 
 #: Most candidate ECDFs the method enumerates.
 MAX_CANDIDATES = 2_000_000
@@ -211,7 +211,7 @@ class ExponentialECDF(Synthesizer):
     summary = "Exponential mechanism over all ECDFs of n points on a public grid, KS utility (Wasserman & Zhou 2010); one column, small n; ε-DP, n public"
     definition = "pure-DP"
     neighbouring = SUBSTITUTE
-    options = (Option("grid", _whole("grid", 2), "G equally spaced grid points over the bounds, instead of the column's bin edges"),)
+    options = (Option("grid", whole("grid", 2), "G equally spaced grid points over the bounds, instead of the column's bin edges"),)
 
     def plan(self, n: int, domain: Domain) -> Plan:
         if len(domain) != 1 or domain.columns[0].kind not in ("numeric", "integer"):

@@ -44,24 +44,11 @@ from ..errors import DipsyError
 from ..privacy import PureDP, Spend
 from ..privacy.rng import Randomness
 from ..privacy.samplers import to_fraction
-from .base import ADD_REMOVE, SUBSTITUTE, Option, Plan, Synthesizer
+from .base import ADD_REMOVE, SUBSTITUTE, Option, Plan, Synthesizer, whole
 from .counts import CountModel
 from .laplace_sanitizer import SanitizerModel, _share, discrete_laplace_variance
 
 # -- shared: bins, engines over other bins, cell shares ---------------------------------------------------
-
-
-def _whole(name: str, least: int):
-    def parse(value: Any) -> int:
-        try:
-            k = int(str(value).strip()) if not isinstance(value, (bool, float)) else None
-        except ValueError:
-            k = None
-        if k is None or k < least:
-            raise DipsyError(f"option {name} must be a whole number >= {least}, got {value!r}", f"e.g. {name}={max(least, 10)}")
-        return k
-
-    return parse
 
 
 def equal_bins(domain: Domain, k: int | None) -> Domain:
@@ -186,7 +173,7 @@ class PerturbedHistogram(Synthesizer):
     neighbouring = ADD_REMOVE
     neighbourings = (ADD_REMOVE, SUBSTITUTE)
     options = (
-        Option("bins", _whole("bins", 1), "K equal-width bins over the public bounds of every numeric column, instead of the domain's"),
+        Option("bins", whole("bins", 1), "K equal-width bins over the public bounds of every numeric column, instead of the domain's"),
         Option("total_share", _share, "share of each set's ε for its noisy total n under add/remove (default 0.1)"),
     )
 
@@ -334,7 +321,7 @@ class SmoothedHistogram(Synthesizer):
     neighbouring = SUBSTITUTE
     multiple_sets = False
     options = (
-        Option("bins", _whole("bins", 1), "K equal-width bins over the public bounds of every numeric column, instead of the domain's"),
+        Option("bins", whole("bins", 1), "K equal-width bins over the public bounds of every numeric column, instead of the domain's"),
         Option("delta", _delta, "weight of the uniform; default and least value 1/(1 + n v_min (e^(ε/n) - 1))"),
     )
 
