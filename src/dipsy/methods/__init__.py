@@ -12,6 +12,7 @@ from .exponential_ecdf import ExponentialECDF
 from .gamma_poisson import GammaPoisson
 from .histograms import PerturbedHistogram, SmoothedHistogram
 from .laplace_sanitizer import LaplaceSanitizer
+from .marginals.dpsyn import DPSyn
 from .marginals.privsyn import PrivSyn
 from .modips import Modips
 
@@ -19,7 +20,7 @@ REGISTRY: dict[str, type[Synthesizer]] = {
     cls.name: cls
     for cls in (
         DirichletMultinomial, BetaBinomial, DPPrior, GammaPoisson, LaplaceSanitizer,
-        PerturbedHistogram, SmoothedHistogram, ExponentialECDF, Modips, PrivSyn,
+        PerturbedHistogram, SmoothedHistogram, ExponentialECDF, Modips, PrivSyn, DPSyn,
     )
 }
 

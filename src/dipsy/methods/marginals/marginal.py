@@ -49,3 +49,14 @@ class Marginal:
 
     def with_counts(self, counts: np.ndarray) -> "Marginal":
         return Marginal(self.attributes, counts, self.rho)
+
+
+def exact_counts(engine, attributes: tuple[int, ...]) -> np.ndarray:
+    """The engine's dense count table over ``attributes`` (domain indices), shaped by their sizes.
+
+    Exact, hence confidential unless the engine reads public data: a caller measures it with
+    noise, charged in its plan, before anything of it leaves the process.
+    """
+    names = [engine.domain.names[a] for a in attributes]
+    table = engine.contingency(names, form="dense")
+    return table.counts.reshape(table.shape).astype(np.int64)

@@ -46,7 +46,7 @@ from ...privacy.rng import Randomness
 from ..base import ADD_REMOVE, Model, Option, Plan, Statement, Synthesizer, whole
 from .consistency import make_consistent
 from .gum import initial_records, update_records
-from .marginal import Marginal
+from .marginal import Marginal, exact_counts
 from .selection import allocate, combine, greedy_select, indif
 
 logger = logging.getLogger(__name__)
@@ -123,8 +123,8 @@ class PrivSyn(Synthesizer):
                 Spend(f"{self.name}: {pairs} dependency scores (InDif), discrete Gaussian σ² = {scores.sigma2} in units of 1/{SCORE_UNITS}", scores.spend),
                 Spend(f"{self.name}: the chosen marginals, discrete Gaussian, ρ split ∝ cells^(2/3)", ZCDP(selected)),
             ]
-        mechanism = ("PrivSyn (Zhang et al. 2021, Alg. 3): discrete Gaussian one-way marginals (ρ/10), noisy pairwise "
-                     "dependency scores (ρ/10), chosen marginals (8ρ/10); consistency and GUM record synthesis are "
+        mechanism = (f"PrivSyn (Zhang et al. 2021, Alg. 3): discrete Gaussian one-way marginals ({shares[0]:g}ρ), noisy pairwise "
+                     f"dependency scores ({shares[1]:g}ρ), chosen marginals ({shares[2]:g}ρ); consistency and GUM record synthesis are "
                      "post-processing")
         statement = Statement(self.definition, self.budget, self.budget, 1, individual_relation(theta),
                               ("the domain (categories and bins of every column)", f"θ = {theta}, the most rows one individual owns"),
@@ -155,9 +155,7 @@ class PrivSynModel(Model):
 
     def _table(self, attrs: tuple[int, ...], maps: list[np.ndarray], sizes: list[int]) -> np.ndarray:
         """Exact counts over ``attrs``, in merged codes (summing the merged values' cells)."""
-        names = [self.engine.domain.names[a] for a in attrs]
-        shape = tuple(self.p["_sizes"][a] for a in attrs)
-        table = self.engine.contingency(names, form="dense").counts.reshape(shape).astype(np.int64)
+        table = exact_counts(self.engine, attrs)
         out = np.zeros(tuple(sizes[a] for a in attrs), dtype=np.int64)
         np.add.at(out, np.ix_(*[maps[a] for a in attrs]), table)
         return out
