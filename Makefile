@@ -31,6 +31,16 @@ demo: $(STAMP)
 	$(BIN)/dipsy evaluate examples/ce/CEdata.csv $(DEMO)/ce-all \
 		--formula 'Expenditure ~ Income + C(UrbanRural)' \
 		--report $(DEMO)/ce-report.html --json $(DEMO)/ce-metrics.json
+	$(BIN)/dipsy synth examples/acs/national2019.csv --domain examples/acs/domain.yaml \
+		--method dpsyn --epsilon 1 --delta 1e-9 --seed 2020 \
+		--option public=examples/acs/national2018.csv --option groups=PUMA \
+		--out $(DEMO)/acs-dpsyn --overwrite --ledger $(DEMO)/ledger.sqlite --dataset-id acs-2019-demo
+	$(BIN)/dipsy synth examples/acs/national2019.csv --domain examples/acs/domain.yaml \
+		--method privsyn --epsilon 1 --delta 1e-9 --seed 2021 \
+		--out $(DEMO)/acs-privsyn --overwrite --ledger $(DEMO)/ledger.sqlite --dataset-id acs-2019-demo
+	$(BIN)/dipsy budget show --ledger $(DEMO)/ledger.sqlite --dataset-id acs-2019-demo
+	$(BIN)/dipsy evaluate examples/acs/national2019.csv $(DEMO)/acs-dpsyn --report $(DEMO)/acs-dpsyn-report.html
+	$(BIN)/dipsy evaluate examples/acs/national2019.csv $(DEMO)/acs-privsyn --report $(DEMO)/acs-privsyn-report.html
 
 # The report's browser test needs Chromium: installed from Debian's packages where this runs as
 # root with apt-get; elsewhere the test is skipped with a message.

@@ -207,8 +207,14 @@ def _codes_pair(orig: pd.Series, syn: pd.Series, column: Column) -> tuple[list[n
     return cap_levels([codes_o, codes_s], labels, column, codes_o)
 
 
+def _tick(label: str, width: int = 22) -> str:
+    """A tick label short enough to leave the heatmaps room (long category labels are cut)."""
+    return label if len(label) <= width else label[: width - 1] + "…"
+
+
 def _draw_heatmaps(p_orig: np.ndarray, p_syn: np.ndarray, labels: list[list[str]], columns: Sequence[str], tvd: float | None) -> str:
     rows, cols = p_orig.shape
+    labels = [[_tick(x) for x in axis] for axis in labels]
     fig = Figure(figsize=(WIDTH + 1.5, max(2.6, min(7.0, 1.9 + 0.28 * rows))), layout="constrained")
     axes = fig.subplots(1, 3, sharey=True)
     vmax = max(p_orig.max(), p_syn.max(), 1e-12)

@@ -82,7 +82,10 @@ def thresholds(theta: int) -> tuple[float, float, float, float]:
 def regime(epsilon: float, theta: int, noisy_total: float | None) -> Regime:
     """The branch of METHODS.md §4.3 for ε, θ and the noisy total Ñ (None in branch 1).
 
-    >>> regime(0.1, 7, None).name, regime(0.25, 7, 1_000_000).name, regime(1.0, 7, 1_000_000).name
+    With θ = 7 and Ñ = 10⁶ (METHODS.md's example: τ₁ = 0.0105, τ₂ = 0.063), ε = 0.1, 0.2 and 0.25
+    fall in the three regimes:
+
+    >>> regime(0.1, 7, None).name, regime(0.2, 7, 1_000_000).name, regime(0.25, 7, 1_000_000).name
     ('public', 'one-way', 'two-way')
     """
     e0, e1, e2, e3 = thresholds(theta)
@@ -103,11 +106,17 @@ def regime(epsilon: float, theta: int, noisy_total: float | None) -> Regime:
 def post_process_groups(noisy: np.ndarray, least: int, multiple: int) -> np.ndarray:
     """Group sizes from noisy counts: at least ``least``, rounded to the nearest ``multiple`` (§4.4).
 
+    When ``least`` is not a multiple, the smallest size is the next multiple above it (rounding
+    ``least`` to the nearest one could fall below it, even to 0).
+
     >>> post_process_groups(np.array([120, 1234, 1260]), 300, 100).tolist()
     [300, 1200, 1300]
+    >>> post_process_groups(np.array([-5, 20, 170]), 30, 100).tolist()
+    [100, 100, 200]
     """
     raised = np.maximum(np.asarray(noisy, dtype=float), least)
-    return (np.floor(raised / multiple + 0.5) * multiple).astype(np.int64)
+    rounded = np.floor(raised / multiple + 0.5) * multiple
+    return np.maximum(rounded, math.ceil(least / multiple) * multiple).astype(np.int64)
 
 
 def swap_select(pool: np.ndarray, targets: list[Marginal], n: int, rounds: int, rng: np.random.Generator,
@@ -122,6 +131,8 @@ def swap_select(pool: np.ndarray, targets: list[Marginal], n: int, rounds: int, 
     ``tolerance`` over the last 10 rounds. Vectorised: one bincount and one gather per round.
     """
     size = len(pool)
+    if n <= 0:  # a group of size 0 (least = 0): nothing to choose
+        return pool[:0]
     if n >= size:
         return pool[rng.permutation(size)[:n]] if n == size else pool[rng.integers(0, size, n)]
     offsets = np.cumsum([0] + [t.cells for t in targets])
@@ -283,6 +294,8 @@ class DPSynModel(Model):
     def _targets(self, r: Regime, rest, sizes, delta, theta, rand) -> tuple[list[Marginal], list[Marginal]]:
         """The swap targets and the pool's GUM targets of the regime (consistent, non-negative)."""
         pairs = [(a, b) for i, a in enumerate(rest) for b in rest[i + 1:]]
+        if not pairs and r.name != "one-way":  # one column besides the groups: its one-way marginal is the target
+            pairs = [(a,) for a in rest]
         public_two = [Marginal(p, exact_counts(self.public, p).astype(float)) for p in pairs]
         if r.name == "public":
             return public_two, public_two

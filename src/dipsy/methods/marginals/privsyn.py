@@ -116,11 +116,11 @@ class PrivSyn(Synthesizer):
         one_way = tuple(plan_discrete_gaussian(r, theta) for r in allocate(sizes, shares[0] * rho))
         scores = plan_discrete_gaussian(shares[1] * rho, (SCORE_UNITS * 4 * theta + 1) * math.sqrt(pairs)) if pairs else None
         selected = shares[2] * rho
-        spends = [Spend(f"{self.name}: {d} one-way marginals, discrete Gaussian σ² = {', '.join(str(p.sigma2) for p in one_way)}",
+        spends = [Spend(f"{self.name}: {d} one-way marginals, discrete Gaussian, ρ split ∝ cells^(2/3)",
                         ZCDP(sum(p.spend.rho for p in one_way)))]
         if scores is not None:
             spends += [
-                Spend(f"{self.name}: {pairs} dependency scores (InDif), discrete Gaussian σ² = {scores.sigma2} in units of 1/{SCORE_UNITS}", scores.spend),
+                Spend(f"{self.name}: {pairs} dependency scores (InDif), discrete Gaussian sd {scores.sd / SCORE_UNITS:.4g}", scores.spend),
                 Spend(f"{self.name}: the chosen marginals, discrete Gaussian, ρ split ∝ cells^(2/3)", ZCDP(selected)),
             ]
         mechanism = (f"PrivSyn (Zhang et al. 2021, Alg. 3): discrete Gaussian one-way marginals ({shares[0]:g}ρ), noisy pairwise "
