@@ -57,6 +57,12 @@ logger = logging.getLogger(__name__)
 SHARES = (0.3, 0.1, 0.6)
 
 
+def _flag(value: Any) -> int:
+    if str(value).strip() not in ("0", "1"):
+        raise DipsyError(f"option shuffle must be 0 or 1, got {value!r}", "e.g. shuffle=0")
+    return int(str(value).strip())
+
+
 def _shares(value: Any) -> tuple[float, float, float]:
     try:
         parts = tuple(float(x) for x in (value.split(",") if isinstance(value, str) else value))
@@ -103,7 +109,7 @@ class PrivSyn(Synthesizer):
         Option("gamma", whole("gamma", 1, 5000), "largest number of cells of a merged marginal (default 5000)"),
         Option("rows", whole("rows", 1, 1000), "synthetic rows, if n is public; default the noisy total"),
         Option("shares", _shares, "budget shares of one-way marginals, dependency scores and chosen marginals (default 0.3,0.1,0.6; the paper's 0.1,0.1,0.8)"),
-        Option("shuffle", whole("shuffle", 0, 0), "1 (default): shuffle each attribute within groups of its measured neighbours after GUM; 0: not"),
+        Option("shuffle", _flag, "1 (default): shuffle each attribute within groups of its measured neighbours after GUM; 0: not"),
     )
 
     def plan(self, n: int, domain: Domain) -> Plan:
@@ -246,7 +252,8 @@ def merge_rare(noisy: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndar
 
     Returns the map from original codes to merged codes and the merged noisy counts. Kept values
     keep their order; the merged value comes last and counts the rare values' total when that
-    reaches the threshold, else 0 (it is then never synthesized). Nothing rare: the identity.
+    reaches the threshold, else 0 (then only the noise of a larger marginal holding the column,
+    averaged in by consistency, can give it a few records). Nothing rare: the identity.
 
     >>> merge_rare(np.array([50.0, 2.0, 40.0, 1.5]), 10.0)
     (array([0, 2, 1, 2]), array([50., 40.,  0.]))
