@@ -81,10 +81,15 @@ def approx_to_zcdp(epsilon: float, delta: float, method: str = "cks") -> float:
         return bs
     if method != "cks":
         raise DipsyError(f"unknown conversion {method!r}", f"use one of {', '.join(METHODS)}")
-    low, high = bs, bs
-    while zcdp_to_epsilon(high, delta) <= epsilon:
-        high *= 2
+    # ρ-zCDP gives (ε, δ)-DP iff δ(ρ, ε) <= δ, and δ(ρ, ε) grows with ρ: one bisection on ρ, aimed
+    # a hair below ε so that zcdp_to_epsilon (a search with its own tolerance) also stays <= ε.
+    target = epsilon * (1 - 1e-10)
+    low, high = bs, 2 * bs
+    while cks_delta(high, target) <= delta:
+        low, high = high, 2 * high
     while high - low > _TOL * high:
         mid = (low + high) / 2
-        low, high = (mid, high) if zcdp_to_epsilon(mid, delta) <= epsilon else (low, mid)
+        low, high = (mid, high) if cks_delta(mid, target) <= delta else (low, mid)
+    while zcdp_to_epsilon(low, delta) > epsilon:  # never taken in practice; a guard for the statement
+        low *= 1 - 1e-9
     return low  # converts to at most ε: the safe side
