@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 DEMO := build/demo
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench bench-peers clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -56,6 +56,15 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/noise.py
 	$(BIN)/python benchmarks/privacy_audit.py
 	$(BIN)/python benchmarks/bowen_liu.py
+
+# Hours of CPU: dipsy beside SmartNoise and OpenDP on Adult (each peer in its own venv, made here),
+# then DPSyn with Adult's public/private split.
+bench-peers: $(STAMP)
+	$(BIN)/python benchmarks/peers.py --jobs 2
+	$(BIN)/python benchmarks/peers.py --jobs 2 --tools independent dipsy-privsyn dipsy-privsyn-paper dipsy-dpsyn \
+		--data ../shared/data/adult/pub025/priv.csv --domain ../shared/data/adult/pub025/adult_pub025_01-domain.json \
+		--public ../shared/data/adult/pub025/pub.csv --three-way build/bench/adult_pub025_3way.json \
+		--out build/bench/peers-pub025
 
 clean:
 	rm -rf build .pytest_cache .hypothesis
