@@ -108,3 +108,16 @@ def test_ledger_caps_releases_of_mixed_definitions(tmp_path):
         with led.charge("e", "r2", "privsyn", [Spend("b", ZCDP(0.01))]):
             pass
     assert len(led.spends("e")) == 1
+
+
+def test_ledger_states_a_zcdp_total_as_epsilon_delta(tmp_path):
+    led = Ledger(tmp_path / "l.sqlite")
+    rho = approx_to_zcdp(1.0, 1e-9)
+    for release, delta in (("r1", 1e-9), ("r2", 1e-6)):
+        with led.charge("d", release, "privsyn", [Spend("a", ZCDP(rho / 2)), Spend("b", ZCDP(rho / 2))], stated_delta=delta):
+            pass
+    [total] = led.totals()
+    assert total.spent.rho == pytest.approx(2 * rho)  # δ is a statement, not a spend: ρ's add
+    assert total.stated_delta == 1e-9  # the smallest δ any release stated
+    assert "at δ = 1e-09" in total.describe()
+    assert float(total.describe().split("ε = ")[1].split()[0]) == pytest.approx(zcdp_to_epsilon(2 * rho, 1e-9), rel=1e-3)

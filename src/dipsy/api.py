@@ -134,6 +134,7 @@ def synthesize(
             method,
             accountant.spends,
             cap=None if budget_cap is None else parse_cap(budget_cap),
+            stated_delta=delta,
         )
         if ledger is not None
         else nullcontext()

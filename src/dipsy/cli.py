@@ -227,9 +227,11 @@ def budget_show(ledger: Path | None, dataset_id: str | None) -> None:
         table = Table("time", "release", "method", "spend", "budget", title=f"data set {dataset_id}")
         for r in led.spends(dataset_id):
             amount = ", ".join(f"{k} = {r[k]:g}" for k in ("epsilon", "delta", "rho") if r[k] is not None)
+            if r["definition"] == "zCDP":
+                amount = f"rho = {r['rho']:g}" + (f" (stated at δ = {r['delta']:g})" if r["delta"] is not None else "")
             table.add_row(r["created"], r["release_id"][:12], r["method"], r["label"], f"{r['definition']}: {amount}")
     else:
         table = Table("data set", "definition", "spent", "releases", "cap", title=f"ledger {path}")
         for t in led.totals():
-            table.add_row(t.dataset_id, t.spent.definition, str(t.spent), str(t.releases), str(t.cap) if t.cap else "none")
+            table.add_row(t.dataset_id, t.spent.definition, t.describe(), str(t.releases), str(t.cap) if t.cap else "none")
     out.print(table)

@@ -25,7 +25,8 @@ import platformdirs
 
 from ..errors import BudgetError, DipsyError
 from .accountant import Spend
-from .budget import BUDGET_TYPES, Budget
+from .budget import BUDGET_TYPES, ZCDP, Budget
+from .conversions import zcdp_to_epsilon
 from .composition import total_as
 
 _SCHEMA = """
@@ -68,6 +69,14 @@ class DatasetTotal:
     spent: Budget
     releases: int
     cap: Budget | None
+    #: zCDP only: the smallest δ at which a release stated its ρ as (ε, δ)-DP (None if none did).
+    stated_delta: float | None = None
+
+    def describe(self) -> str:
+        """The total, and for ρ-zCDP the (ε, δ) it implies at the stated δ (CKS 2020)."""
+        if isinstance(self.spent, ZCDP) and self.stated_delta and self.spent.rho > 0:
+            return f"{self.spent} (ε = {zcdp_to_epsilon(self.spent.rho, self.stated_delta):.4g} at δ = {self.stated_delta:g})"
+        return str(self.spent)
 
 
 class Ledger:
@@ -118,25 +127,30 @@ class Ledger:
         """One line per data set and definition: total spent, number of releases, cap."""
         with closing(self._connect()) as db:
             rows = db.execute(
-                "SELECT dataset_id, definition, SUM(epsilon) AS epsilon, SUM(delta) AS delta, SUM(rho) AS rho,"
+                "SELECT dataset_id, definition, SUM(epsilon) AS epsilon, SUM(rho) AS rho,"
+                " CASE WHEN definition = 'zCDP' THEN MIN(delta) ELSE SUM(delta) END AS delta,"
                 " COUNT(DISTINCT release_id) AS releases FROM spends GROUP BY dataset_id, definition"
                 " ORDER BY MIN(id)"
             ).fetchall()
             out = []
             for r in rows:
                 cap_row = db.execute("SELECT * FROM caps WHERE dataset_id = ?", (r["dataset_id"],)).fetchone()
-                out.append(DatasetTotal(r["dataset_id"], _budget(r), r["releases"], _budget(cap_row) if cap_row else None))
+                out.append(DatasetTotal(r["dataset_id"], _budget(r), r["releases"], _budget(cap_row) if cap_row else None,
+                                        r["delta"] if r["definition"] == "zCDP" else None))
         return out
 
     # -- writing --------------------------------------------------------------------------------
 
     @contextmanager
     def charge(
-        self, dataset_id: str, release_id: str, method: str, spends: Sequence[Spend], cap: Budget | None = None
+        self, dataset_id: str, release_id: str, method: str, spends: Sequence[Spend], cap: Budget | None = None,
+        stated_delta: float | None = None,
     ) -> Iterator[Budget]:
         """Check and record ``spends`` for ``dataset_id``; commit only if the block succeeds.
 
         ``cap``, when given, becomes the data set's cap; otherwise the stored cap (if any) holds.
+        ``stated_delta``: the δ at which a zCDP release states its ρ as (ε, δ), kept in the zCDP
+        rows' ``delta`` column (a statement, not a spend: zCDP totals add ρ only).
         The block runs inside an exclusive transaction: a failure inside it records nothing, and a
         release that would pass the cap raises :class:`BudgetError` before the block runs.
         Yields the data set's total after this release.
@@ -171,7 +185,7 @@ class Ledger:
             db.executemany(
                 "INSERT INTO spends (dataset_id, release_id, created, method, label, definition, epsilon, delta, rho)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(dataset_id, release_id, now, method, s.label, s.budget.definition, *_amounts(s.budget)) for s in spends],
+                [(dataset_id, release_id, now, method, s.label, s.budget.definition, *_amounts(s.budget, stated_delta)) for s in spends],
             )
             yield after
             db.execute("COMMIT")
@@ -183,8 +197,10 @@ class Ledger:
             db.close()
 
 
-def _amounts(b: Budget) -> tuple:
+def _amounts(b: Budget, stated_delta: float | None = None) -> tuple:
     d = b.to_dict()
+    if isinstance(b, ZCDP):
+        d["delta"] = stated_delta
     return tuple(d.get(k) for k in _AMOUNTS)
 
 
