@@ -31,8 +31,8 @@ from dipsy.privacy import Accountant, ApproxDP
 from conftest import ROOT
 
 ACS = ROOT / "examples" / "acs"
-#: The Adult public/private split (outside the repository: its test is skipped where it is absent).
-ADULT = Path("/work/shared/data/adult/pub025")
+#: The Adult public/private split (a copy of shared/data/adult/pub025).
+ADULT = Path(__file__).resolve().parent / "data" / "adult_pub025"
 
 PUMAS = ["01-01301", "17-03529", "36-03710", "38-00100"]
 ACS_COLUMNS = ["PUMA", "SEX", "MSP", "RAC1P", "OWN_RENT", "EDU"]
@@ -488,7 +488,6 @@ def test_a_public_file_without_valid_rows_is_refused(acs, tmp_path):
 
 # -- Adult (no groups) -----------------------------------------------------------------------------------
 
-@pytest.mark.skipif(not (ADULT / "priv.csv").is_file(), reason="the Adult split is not on this machine")
 def test_adult_without_groups():
     columns = ["age", "workclass", "race", "sex", "income>50K"]
     domain = dipsy.Domain.load(ADULT / "adult_pub025_01-domain.json").project(columns)
