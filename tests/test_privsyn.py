@@ -80,7 +80,7 @@ def test_rows_are_the_noisy_total_within_5_sd(adult, seed):
     data, domain = adult
     r = dipsy.synthesize(data, domain, method="privsyn", rho=RHO_1, delta=1e-9, seed=seed, columns=PLAIN)
     sizes = domain.project(PLAIN).shape()
-    sigma2 = [Fraction(s) for s in r.parameters["one_way_sigma2"]]
+    sigma2 = [Fraction(s) for s in r.parameters["one_way_sigma2"].values()]
     sd = float(sum(1 / (c * s) for c, s in zip(sizes, sigma2))) ** -0.5
     assert 10 < sd < 40  # the bound is informative: 5 sd is well under 1% of n
     assert abs(len(r.tables[0]) - len(data)) <= 5 * sd + 1
@@ -131,7 +131,7 @@ def test_theta_is_the_sensitivity_of_every_measurement(adult, theta):
     assert (f"θ = {theta}" in r.statement.neighbouring) == (theta > 1)
     assert any(f"θ = {theta}" in p for p in r.statement.public)
     rho = [Fraction(x) for x in allocate(domain.project(PLAIN).shape(), 0.3 * RHO_1)]
-    for sigma2, rho_a in zip((Fraction(s) for s in r.parameters["one_way_sigma2"]), rho):
+    for sigma2, rho_a in zip((Fraction(s) for s in r.parameters["one_way_sigma2"].values()), rho):
         least = Fraction(theta**2) / (2 * rho_a)  # σ² = θ²/(2ρ_a), rounded up to the 1/1024 grid
         assert least <= sigma2 < least + Fraction(1, 1024)
     # the dependency scores: L2 sensitivity (4·64·θ + 1)·√m in units of 1/64

@@ -144,15 +144,18 @@ def synthesize(
     rand = Randomness.from_seed(seed)
     with charge:
         model = synthesizer.fit(engine, plan)
+        bar = _progress(sets, progress)
         tables = []
-        with _progress(sets, progress) as advance:
+        if progress:  # some models are frozen dataclasses; the reporter is no part of their value
+            object.__setattr__(model, "reporter", bar.step)
+        with bar:
             for _ in range(sets):
                 if release == "table":
                     tables.append(cells_frame(model.table(rand), scope))
                 else:
                     drawn = model.sample(rand)
                     tables.append(drawn if isinstance(drawn, pd.DataFrame) else decode(drawn, scope, rand.numpy))
-                advance()
+                bar.advance()
         result = Release(
             tables=tables,
             statement=statement,
@@ -194,23 +197,33 @@ def fingerprint(data: pd.DataFrame | str | Path) -> str:
 
 
 class _progress:
-    """A rich progress bar over the sets on standard error (silent for one set or when off)."""
+    """Rich progress on standard error: a bar over the sets (two or more), and a line for the
+    long steps a model reports inside one set (the marginal methods' measurements and GUM)."""
 
     def __init__(self, total: int, enabled: bool) -> None:
         self.bar = Progress(
-            TextColumn("synthetic sets"),
+            TextColumn("{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
             console=Console(stderr=True),
-            disable=not enabled or total < 2,
+            disable=not enabled,
         )
         self.total = total
+        self.step_task = None
 
-    def __enter__(self) -> Callable[[], None]:
+    def __enter__(self) -> "_progress":
         self.bar.start()
-        task = self.bar.add_task("sets", total=self.total)
-        return lambda: self.bar.advance(task)
+        self.sets_task = self.bar.add_task("synthetic sets", total=self.total, visible=self.total > 1)
+        return self
+
+    def advance(self) -> None:
+        self.bar.advance(self.sets_task)
+
+    def step(self, what: str, done: int = 0, total: int = 0) -> None:
+        if self.step_task is None:
+            self.step_task = self.bar.add_task(what, total=None)
+        self.bar.update(self.step_task, description=what, completed=done, total=total or None)
 
     def __exit__(self, *exc: object) -> None:
         self.bar.stop()

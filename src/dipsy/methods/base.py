@@ -107,8 +107,19 @@ class Plan:
     parameters: Mapping[str, Any] = field(default_factory=dict)
 
 
+#: Told of a long step: what it is, how far it got, out of how many (0: no count).
+Reporter = Callable[[str, int, int], None]
+
+
 class Model(ABC):
     """A fitted model. Private: it may hold exact statistics; never written to disk."""
+
+    #: Set by the caller to hear of long steps inside :meth:`sample` (a progress display).
+    reporter: Reporter | None = None
+
+    def report(self, what: str, done: int = 0, total: int = 0) -> None:
+        if self.reporter is not None:
+            self.reporter(what, done, total)
 
     @abstractmethod
     def sample(self, rand: Randomness) -> "dict[str, np.ndarray] | pd.DataFrame":

@@ -269,12 +269,15 @@ class DPSynModel(Model):
         multiple = s.get("multiple", 10 if r.name == "public" else 100)
         group_sizes = post_process_groups(noisy_groups, s.get("least", 300), multiple)
 
+        self.report(f"dpsyn: {r.name} regime, the marginals")
         targets, pool_targets = self._targets(r, rest, sizes, delta, theta, rand)
         rng = rand.numpy
         pool_size = max(s.get("pool", 10000), 1)
         pool = None
         by_size: dict[int, np.ndarray] = {}  # one set per distinct size, reused for every group of that size
-        for size in sorted(set(group_sizes.tolist())):
+        distinct = sorted(set(group_sizes.tolist()))
+        for k, size in enumerate(distinct):
+            self.report(f"dpsyn: records for groups of {size}", k, len(distinct))
             if size >= pool_size:  # GUM works well at this size: synthesize it directly (§4.4's remark)
                 by_size[size] = self._pool(r, pool_targets, rest, sizes, size, rng, s.get("iterations", 60))
                 continue

@@ -140,7 +140,7 @@ class PrivSyn(Synthesizer):
             "iterations": self.settings.get("iterations", 50),
             "gamma": self.settings.get("gamma", 5000),
             "shuffle": bool(self.settings.get("shuffle", 1)),
-            "one_way_sigma2": [str(p.sigma2) for p in one_way],
+            "one_way_sigma2": {name: str(p.sigma2) for name, p in zip(names, one_way)},
             "_measurements": Measurements(one_way, scores, selected, theta),
             "_sizes": tuple(sizes),
             "_rows": self.settings.get("rows"),
@@ -174,6 +174,7 @@ class PrivSynModel(Model):
         identity = [np.arange(k) for k in original]
 
         # 1. one-way marginals, then the 3σ rule for rare values (§6.2)
+        self.report("privsyn: one-way marginals")
         noisy_one = [discrete_gaussian_counts(self._table((a,), identity, original), m.one_way[a], rand) for a in range(d)]
         maps, sizes, one_way = [], [], []
         for a in range(d):
@@ -186,6 +187,7 @@ class PrivSynModel(Model):
         pairs = [(a, b) for a in range(d) for b in range(a + 1, d)]
         chosen: list[tuple[int, ...]] = []
         if m.scores is not None:
+            self.report(f"privsyn: dependency scores of {len(pairs)} pairs")
             exact = np.array([indif(self._table(p, maps, sizes)) for p in pairs])
             units = np.rint(exact * SCORE_UNITS).astype(np.int64)
             scores = discrete_gaussian_counts(units, m.scores, rand) / SCORE_UNITS
@@ -197,6 +199,7 @@ class PrivSynModel(Model):
         logger.info("privsyn measures %d marginals: %s", len(chosen), [tuple(names[a] for a in c) for c in chosen])
 
         # 3. the chosen marginals, ρ₃ split by eq. 1
+        self.report(f"privsyn: {len(chosen)} chosen marginals")
         targets = list(one_way)
         for attrs, rho_i in zip(chosen, allocate([math.prod(sizes[a] for a in c) for c in chosen], m.selected) if chosen else []):
             plan = plan_discrete_gaussian(rho_i, m.theta)
@@ -204,11 +207,14 @@ class PrivSynModel(Model):
             targets.append(Marginal(attrs, noisy.astype(float), plan.spend.rho))
 
         # post-processing: consistency (§4.3), n from the noisy totals (§6.1), GUM (§5)
+        self.report("privsyn: consistency")
         consistent = make_consistent(targets)
         n = self.p["_rows"] or max(int(round(consistent[0].total)), 1)
         rng = rand.numpy
         records = initial_records(consistent[:d], sizes, n, rng)
-        records, history = update_records(records, consistent[d:] or consistent[:d], sizes, self.p["iterations"], rng=rng)
+        rounds = self.p["iterations"]
+        records, history = update_records(records, consistent[d:] or consistent[:d], sizes, rounds, rng=rng,
+                                          progress=lambda t, error: self.report(f"privsyn: GUM, L1 error {error:.3f}", t + 1, rounds))
         if history:
             logger.info("privsyn GUM: L1 error %.4f -> %.4f over %d rounds", history[0], history[-1], len(history))
         if self.p["shuffle"]:
