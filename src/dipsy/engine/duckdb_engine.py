@@ -114,10 +114,24 @@ class DuckDBEngine(Engine):
         self._kinds: dict[str, str] = {}
         self._nulls: dict[str, bool] = {}
         self._metadata: dict = {}
+        self._queries = 0
+        self._materialized = False
         if self.format == "csv":
             self._open_csv()
         else:
             self._open_parquet()
+
+    def _codes_table(self) -> str:
+        """``codes``: the code of every domain column (INTEGER) for the valid rows, made once.
+
+        DuckDB keeps it compressed in memory and spills it to the engine's private folder."""
+        if not self._materialized:
+            scope = self.domain.columns
+            select = ", ".join(f"CAST(k{j} AS INTEGER) AS k{j}" for j in range(len(scope)))
+            where = " AND ".join(f"k{j} >= 0" for j in range(len(scope)))
+            self._run(f"CREATE TEMP TABLE codes AS SELECT {select} FROM ({self._codes_sql(scope)}) WHERE {where}")
+            self._materialized = True
+        return "codes"
 
     def _values(self, names: tuple[str, ...]) -> dict[str, np.ndarray]:
         # The codec in SQL: k columns are codes (< 0 for invalid rows), x columns the numbers as
@@ -320,13 +334,21 @@ class DuckDBEngine(Engine):
 
     def _cell_counts(self, names: tuple[str, ...], shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         # Rows invalid in any column in scope are left out; without any, only ``names`` are read.
-        scope = self.domain.columns if self.report.invalid_rows else tuple(self.domain[n] for n in names)
-        key = {c.name: f"k{j}" for j, c in enumerate(scope)}
+        # From the second query on, the codes of the valid rows are read from a table made once
+        # (methods that ask for many marginals would otherwise parse the file for each).
         strides = [math.prod(shape[i + 1 :]) for i in range(len(shape))]
-        cell = " + ".join(f"{key[n]} * {s}" for n, s in zip(names, strides))
-        where = " AND ".join(f"{k} >= 0" for k in key.values())
+        self._queries += 1
+        if self._queries > 1:
+            index = {c.name: j for j, c in enumerate(self.domain.columns)}
+            cell = " + ".join(f"CAST(k{index[n]} AS BIGINT) * {s}" for n, s in zip(names, strides))
+            source, where = self._codes_table(), "true"
+        else:
+            scope = self.domain.columns if self.report.invalid_rows else tuple(self.domain[n] for n in names)
+            key = {c.name: f"k{j}" for j, c in enumerate(scope)}
+            cell = " + ".join(f"{key[n]} * {s}" for n, s in zip(names, strides))
+            source, where = f"({self._codes_sql(scope)})", " AND ".join(f"{k} >= 0" for k in key.values())
         sql = (
-            f"SELECT cell, count(*) AS n FROM (SELECT {cell} AS cell FROM ({self._codes_sql(scope)}) WHERE {where}) "
+            f"SELECT cell, count(*) AS n FROM (SELECT {cell} AS cell FROM {source} WHERE {where}) "
             "GROUP BY cell ORDER BY cell"
         )
         out = self._run(sql).fetchnumpy()
