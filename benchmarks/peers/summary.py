@@ -36,6 +36,8 @@ def cell(key: tuple, runs: list[dict]) -> dict:
     row = {"tool": tool, "base": tool, "epsilon": epsilon, "delta": delta, "seeds": len(runs), **statuses}
     if ok:
         row.update({m: float(np.mean([r[m] for r in ok])) for m in MEASURES})
+        timed = [r["cpu_s"] for r in ok if r.get("cpu_s") is not None]  # older records lack it
+        row["cpu_s"] = float(np.mean(timed)) if timed else None
     else:
         row["status"] = "timeout" if statuses["timeout"] else "error"
     return row
@@ -59,23 +61,25 @@ def table(rows: list[dict], runs: list[dict]) -> str:
         "# dipsy and peers on Adult: error and cost against ε",
         "",
         "Mean total variation distance over all 1-way and 2-way marginals and 256 three-way marginals; "
-        "wall seconds and peak resident memory of one child process on one core. Means over seeds. "
+        "wall and CPU seconds and peak resident memory of one child process on one core (CPU time, unlike "
+        "wall time, is not inflated by other work on the machine). Means over the seeds run (column n). "
         "Rows marked (method=…) are other draws from the models fitted in the tool's own rows.",
         "",
-        "| tool / method | ε | wall s | peak MB | 1-way TVD | 2-way TVD | 3-way TVD |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| tool / method | ε | n | wall s | CPU s | peak MB | 1-way TVD | 2-way TVD | 3-way TVD |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     partial = False
     for row in rows:
         if "status" in row:
-            values = [row["status"]] * len(MEASURES)
+            values = [row["status"]] * (len(MEASURES) + 1)
         elif row.get("variant"):
-            values = ["same run", "same run"] + [f"{row[m]:.4f}" for m in MEASURES[2:]]
+            values = ["same run"] * 3 + [f"{row[m]:.4f}" for m in MEASURES[2:]]
         else:
-            values = [f"{row['wall_s']:.1f}", f"{row['peak_mb']:.0f}"] + [f"{row[m]:.4f}" for m in MEASURES[2:]]
+            cpu = "–" if row.get("cpu_s") is None else f"{row['cpu_s']:.1f}"
+            values = [f"{row['wall_s']:.1f}", cpu, f"{row['peak_mb']:.0f}"] + [f"{row[m]:.4f}" for m in MEASURES[2:]]
         mark = "" if row["ok"] in (0, row["seeds"]) else " *"
         partial |= bool(mark)
-        lines.append(f"| {row['tool']} | {row['epsilon']:g}{mark} | " + " | ".join(values) + " |")
+        lines.append(f"| {row['tool']} | {row['epsilon']:g}{mark} | {row['seeds']} | " + " | ".join(values) + " |")
     if partial:
         lines += ["", "\\* mean over the seeds that finished; the others timed out or failed."]
     lines += ["", "Versions: " + "; ".join(versions(runs)) + "."] if versions(runs) else []
