@@ -445,3 +445,19 @@ def test_cli_privsyn_release_and_budget_show(adult, tmp_path, capsys, private_le
     assert "zCDP" in shown and "ρ = " in shown
     [total] = Ledger(private_ledger).totals()
     assert total.spent.definition == "zCDP" and total.spent.rho == pytest.approx(sum(s["rho"] for s in meta["spends"]))
+
+
+def test_long_steps_are_reported_to_a_progress_display(adult):
+    data, domain = adult
+    scope = domain.project(PLAIN)
+    method = PrivSyn(ZCDP(RHO_1), options={"iterations": 5})
+    engine = dipsy.engine.engine_for(data[PLAIN], scope)
+    model = method.fit(engine, method.plan(len(data), scope))
+    heard = []
+    model.reporter = lambda what, done, total: heard.append((what, done, total))
+    model.sample(dipsy.privacy.rng.Randomness.from_seed(1))
+    steps = [what.split(",")[0] for what, _, _ in heard]
+    assert steps[:4] == ["privsyn: one-way marginals", "privsyn: dependency scores of 6 pairs",
+                         steps[2], "privsyn: consistency"] and "chosen marginals" in steps[2]
+    gum = [(done, total) for what, done, total in heard if what.startswith("privsyn: GUM")]
+    assert gum == [(t, 5) for t in range(1, 6)]
