@@ -83,7 +83,7 @@ def table(rows: list[dict], runs: list[dict]) -> str:
     if partial:
         lines += ["", "\\* mean over the seeds that finished; the others timed out or failed."]
     lines += ["", "Versions: " + "; ".join(versions(runs)) + "."] if versions(runs) else []
-    machine = next((r["machine"] for r in runs if r.get("machine")), None)
+    machine = next((r["machine"] for r in reversed(runs) if r.get("machine")), None)  # the latest run's
     if machine:
         lines += ["", f"Machine: {machine['cpu']}, {machine['cores']} cores, {machine['memory_gb']} GB; "
                       f"Python {machine['python']}; dipsy {machine['dipsy_commit']}."]
