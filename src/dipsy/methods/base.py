@@ -30,6 +30,14 @@ ADD_REMOVE = "add/remove one record: neighbouring data sets differ by the presen
 NEIGHBOURINGS = {"substitute": SUBSTITUTE, "add-remove": ADD_REMOVE}
 
 
+def individual_relation(theta: int) -> str:
+    """The neighbouring relation's wording for individuals owning up to θ records."""
+    if theta == 1:
+        return ADD_REMOVE
+    return (f"add/remove one individual: neighbouring data sets differ by all the rows of one individual, "
+            f"who owns at most θ = {theta} rows")
+
+
 @dataclass(frozen=True)
 class Option:
     """A method option: ``--option name=value`` on the command line, ``options={name: value}`` in Python."""

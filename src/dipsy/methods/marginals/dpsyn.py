@@ -52,11 +52,10 @@ from ...privacy.conversions import approx_to_zcdp
 from ...privacy.mechanisms import discrete_gaussian_counts, plan_discrete_gaussian
 from ...privacy.rng import Randomness
 from ...privacy.samplers import discrete_laplace, to_fraction
-from ..base import Model, Option, Plan, Statement, Synthesizer, whole
+from ..base import Model, Option, Plan, Statement, Synthesizer, individual_relation, whole
 from .consistency import make_consistent
 from .gum import initial_records, update_records
 from .marginal import Marginal, exact_counts
-from .privsyn import individual_relation
 
 logger = logging.getLogger(__name__)
 

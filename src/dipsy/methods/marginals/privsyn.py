@@ -43,7 +43,7 @@ from ...errors import DipsyError
 from ...privacy import Spend, ZCDP
 from ...privacy.mechanisms import GaussianPlan, discrete_gaussian_counts, plan_discrete_gaussian
 from ...privacy.rng import Randomness
-from ..base import ADD_REMOVE, Model, Option, Plan, Statement, Synthesizer, whole
+from ..base import ADD_REMOVE, Model, Option, Plan, Statement, Synthesizer, individual_relation, whole
 from .consistency import make_consistent
 from .gum import initial_records, update_records
 from .marginal import Marginal, exact_counts
@@ -74,14 +74,6 @@ def _shares(value: Any) -> tuple[float, float, float]:
     return parts
 #: InDif scores are measured in units of 1/SCORE_UNITS (an integer grid for the exact sampler).
 SCORE_UNITS = 64
-
-
-def individual_relation(theta: int) -> str:
-    """The neighbouring relation's wording for individuals owning up to θ records."""
-    if theta == 1:
-        return ADD_REMOVE
-    return (f"add/remove one individual: neighbouring data sets differ by all the rows of one individual, "
-            f"who owns at most θ = {theta} rows")
 
 
 @dataclass(frozen=True)
