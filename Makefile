@@ -16,27 +16,27 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/dipsy synth examples/ce/CEdata.csv --domain examples/ce/domain.yaml \
-		--method dirichlet-multinomial --columns Race --epsilon 5 --seed 123 \
+		--method dirichlet-multinomial --columns Race --epsilon 5 \
 		--out $(DEMO)/ce-race --overwrite --ledger $(DEMO)/ledger.sqlite --dataset-id ce-demo
 	$(BIN)/python examples/compare.py examples/ce/CEdata.csv $(DEMO)/ce-race
 	$(BIN)/dipsy synth examples/ct_deaths/deaths.csv --domain examples/ct_deaths/domain.yaml \
-		--method gamma-poisson --columns county --epsilon 1 --seed 2012 \
+		--method gamma-poisson --columns county --epsilon 1 \
 		--option exposures=examples/ct_deaths/populations.csv --on-invalid drop --release table \
 		--out $(DEMO)/ct-deaths --overwrite --ledger $(DEMO)/ledger.sqlite --dataset-id ct-deaths-demo
 	$(BIN)/python examples/compare.py examples/ct_deaths/deaths.csv $(DEMO)/ct-deaths
 	$(BIN)/dipsy synth examples/ce/CEdata.csv --domain examples/ce/domain.yaml \
-		--method dirichlet-multinomial --epsilon 10 --seed 7 \
+		--method dirichlet-multinomial --epsilon 10 \
 		--out $(DEMO)/ce-all --overwrite --ledger $(DEMO)/ledger.sqlite --dataset-id ce-demo
 	$(BIN)/dipsy budget show --ledger $(DEMO)/ledger.sqlite
 	$(BIN)/dipsy evaluate examples/ce/CEdata.csv $(DEMO)/ce-all \
 		--formula 'Expenditure ~ Income + C(UrbanRural)' \
 		--report $(DEMO)/ce-report.html --json $(DEMO)/ce-metrics.json
 	$(BIN)/dipsy synth examples/acs/national2019.csv --domain examples/acs/domain.yaml \
-		--method dpsyn --epsilon 1 --delta 1e-9 --seed 2020 \
+		--method dpsyn --epsilon 1 --delta 1e-9 \
 		--option public=examples/acs/national2018.csv --option groups=PUMA \
 		--out $(DEMO)/acs-dpsyn --overwrite --ledger $(DEMO)/ledger.sqlite --dataset-id acs-2019-demo
 	$(BIN)/dipsy synth examples/acs/national2019.csv --domain examples/acs/domain.yaml \
-		--method privsyn --epsilon 1 --delta 1e-9 --seed 2021 \
+		--method privsyn --epsilon 1 --delta 1e-9 \
 		--out $(DEMO)/acs-privsyn --overwrite --ledger $(DEMO)/ledger.sqlite --dataset-id acs-2019-demo
 	$(BIN)/dipsy budget show --ledger $(DEMO)/ledger.sqlite --dataset-id acs-2019-demo
 	$(BIN)/dipsy evaluate examples/acs/national2019.csv $(DEMO)/acs-dpsyn --report $(DEMO)/acs-dpsyn-report.html

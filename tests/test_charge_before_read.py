@@ -13,8 +13,8 @@ is the moment the ledger accepts the charge. Then, for each method:
   succeeds and every read comes after the charge.
 
 The validation pass is the one read before the charge, by design (``api.synthesize``: rows are
-checked against the domain and n is handed to ``plan``). For methods private under add/remove
-neighbours n is not public, so the last test checks that what such a method charges and states does
+checked against the domain and, under substitution, n is handed to ``plan``). For methods private
+under add/remove neighbours n is not public, so a test checks that the plan receives None and
 not depend on n.
 
 A method added to the registry is covered automatically (``CONFIGS`` falls back to categorical CE
@@ -23,7 +23,6 @@ columns and the budget its definition asks for); if it needs options, add a line
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -36,8 +35,10 @@ import dipsy
 import dipsy.api
 from dipsy.domain import Domain
 from dipsy.errors import BudgetError
-from dipsy.methods import REGISTRY, SUBSTITUTE, Model, Plan, Synthesizer
+from dipsy.methods import REGISTRY, Model, Plan, Synthesizer
 from dipsy.privacy import ApproxDP, Ledger, PureDP, Spend
+from dipsy.privacy.measurement import DiscreteLaplace, Measurement, Total
+from dipsy.privacy.relation import ADD_REMOVE
 from dipsy.privacy.composition import requested_budget
 
 from conftest import CE_DATA, CE_DOMAIN
@@ -118,16 +119,15 @@ def recorder(monkeypatch):
     rec = Recorder()
     real_engine_for = dipsy.api.engine_for
     monkeypatch.setattr(dipsy.api, "engine_for", lambda *a, **k: rec.spy_on(real_engine_for(*a, **k)))
-    real_charge = Ledger.charge
+    real_reserve = Ledger.reserve
 
-    @contextmanager
-    def charge(self, *args, **kwargs):
+    def reserve(self, *args, **kwargs):
         rec.events.append("ledger: asked")
-        with real_charge(self, *args, **kwargs) as total:
-            rec.events.append("ledger: charged")
-            yield total
+        total = real_reserve(self, *args, **kwargs)
+        rec.events.append("ledger: charged")
+        return total
 
-    monkeypatch.setattr(Ledger, "charge", charge)
+    monkeypatch.setattr(Ledger, "reserve", reserve)
     return rec
 
 
@@ -217,7 +217,7 @@ def invocation(name: str, tmp: Path, backend: str):
 METHODS = sorted(REGISTRY)
 BACKENDS = ["numpy", "duckdb"]
 #: Methods that may be run under add/remove neighbours, where n is not public.
-ADD_REMOVE_METHODS = [m for m in METHODS if any(r != SUBSTITUTE for r in (REGISTRY[m].neighbourings or (REGISTRY[m].neighbouring,)))]
+ADD_REMOVE_METHODS = [m for m in METHODS if any(not r.fixes_n for r in REGISTRY[m].relations)]
 GIVEN, STORED = "cap given with the request", "cap stored and nearly spent"
 
 
@@ -226,8 +226,9 @@ GIVEN, STORED = "cap given with the request", "cap stored and nearly spent"
 
 def earlier_release_leaving_little(ledger: Path) -> None:
     """A cap of (1, 1e-6) stored with an earlier release that spent ε = 0.999 of it."""
-    with Ledger(ledger).charge("ds", "earlier", "test", [Spend("earlier release", PureDP(0.999))], cap=ApproxDP(1.0, 1e-6)):
-        pass
+    led = Ledger(ledger)
+    led.reserve("ds", "earlier", "test", [Spend("earlier release", PureDP(0.999))], ADD_REMOVE, cap=ApproxDP(1.0, 1e-6))
+    led.confirm("earlier")
 
 
 @pytest.mark.parametrize("how, backend", [(GIVEN, "numpy"), (STORED, "numpy"), (GIVEN, "duckdb")])
@@ -240,8 +241,8 @@ def test_a_refused_release_reads_nothing(method, how, backend, recorder, tmp_pat
     else:
         earlier_release_leaving_little(ledger)
     recorder.events.clear()
-    with pytest.raises(BudgetError, match="cap"):
-        dipsy.synthesize(data, domain, method=method, seed=1, ledger=ledger, dataset_id="ds", **kwargs)
+    with pytest.raises(BudgetError, match="cap"):  # unseeded: a seeded (test) release is never checked against a cap
+        dipsy.synthesize(data, domain, method=method, ledger=ledger, dataset_id="ds", **kwargs)
     assert "ledger: asked" in recorder.events and "ledger: charged" not in recorder.events
     assert recorder.events == [*VALIDATION, "ledger: asked"], recorder.events  # validation, then the refusal
     earlier = [] if how == GIVEN else ["earlier"]
@@ -270,21 +271,19 @@ def test_some_methods_are_private_under_add_remove():
 
 
 @pytest.mark.parametrize("method", ADD_REMOVE_METHODS)
-def test_under_add_remove_what_is_charged_and_stated_does_not_depend_on_n(method, tmp_path):
-    """n reaches ``plan`` before the charge; where n is not public, nothing planned may use it."""
+def test_under_add_remove_the_plan_never_sees_n(method, tmp_path, monkeypatch):
+    """n is not public under add/remove: the release path hands the plan None, and the plan needs no n."""
     kind = REGISTRY[method]
     c = config(method, ADD_REMOVE_CONFIGS)
-    domain, kwargs = c.domain(tmp_path), c.kwargs(tmp_path)
-    budget, _ = requested_budget(kind.definition, kwargs.get("epsilon"), kwargs.get("delta"), kwargs.get("rho"))
-    neighbouring = "add-remove" if kind.neighbourings else None
-    synthesizer = kind(budget, kwargs.get("sets", 1), kwargs.get("options"), neighbouring)
-    plans = [synthesizer.plan(n, domain) for n in (994, 1, 123_457)]
-    for plan in plans[1:]:
-        assert [(s.label, s.budget) for s in plan.spends] == [(s.label, s.budget) for s in plans[0].spends]
-        assert plan.statement.to_dict() == plans[0].statement.to_dict()
-        for key, value in plans[0].parameters.items():
-            same = np.array_equal(value, plan.parameters[key]) if isinstance(value, np.ndarray) else value == plan.parameters[key]
-            assert same, (key, value, plan.parameters[key])
+    data, domain, kwargs = c.data(tmp_path), c.domain(tmp_path), c.kwargs(tmp_path)
+    if kind.relations[0].fixes_n:
+        kwargs["neighbouring"] = "add-remove"
+    seen = []
+    real_plan = kind.plan
+    monkeypatch.setattr(kind, "plan", lambda self, n, d: seen.append(n) or real_plan(self, n, d))
+    release = dipsy.synthesize(data, domain, method=method, seed=1, **kwargs)
+    assert seen == [None]
+    assert not any(p.startswith("n =") for p in release.statement.public)
 
 
 class Leaky(Synthesizer):
@@ -293,16 +292,19 @@ class Leaky(Synthesizer):
     name = "leaky"
     summary = "test only"
     definition = "pure-DP"
-    neighbouring = SUBSTITUTE
 
     def plan(self, n, domain):
-        return Plan(self.statement(n, "none"), self.equal_spends("test"), {})
+        declared = Measurement("leaky: a total it never measures", Total(), DiscreteLaplace.for_budget(self.budget), self.relation)
+        return Plan((declared,), self.relation, self.public(n), "none", parameters={})
 
-    def fit(self, engine, plan):
+    def fit(self, session, plan):
+        engine = session._engine
         rows = len(engine.frame)
 
         class Drawn(Model):
-            def sample(self, rand):
+            sets = 1
+
+            def sample(self, k, rand):
                 return {name: np.zeros(rows, dtype=np.int64) for name in engine.domain.names}
 
         return Drawn()

@@ -6,6 +6,7 @@ import pytest
 
 from dipsy.errors import BudgetError, DipsyError
 from dipsy.privacy import ApproxDP, Ledger, PureDP, Spend, ZCDP
+from dipsy.privacy.relation import ADD_REMOVE, SUBSTITUTE
 from dipsy.privacy.composition import parse_cap, requested_budget, total_as
 from dipsy.privacy.conversions import approx_to_zcdp, zcdp_to_epsilon
 
@@ -92,21 +93,18 @@ def test_parse_cap_refuses(text):
 
 def test_ledger_caps_releases_of_mixed_definitions(tmp_path):
     led = Ledger(tmp_path / "l.sqlite")
-    with led.charge("d", "r1", "m", [Spend("a", PureDP(1.0))], cap=ApproxDP(3.0, 1e-6)) as total:
-        assert total == ApproxDP(1.0, 0.0)
+    total = led.reserve("d", "r1", "m", [Spend("a", PureDP(1.0))], SUBSTITUTE, cap=ApproxDP(3.0, 1e-6)).total
+    assert total == ApproxDP(1.0, 0.0)
     rho = approx_to_zcdp(1.5, 1e-6)  # converts to ε = 1.5 at the whole δ: total 2.5 <= 3
-    with led.charge("d", "r2", "privsyn", [Spend("b", ZCDP(rho))]) as total:
-        assert total.epsilon == pytest.approx(2.5, rel=1e-6)
+    total = led.reserve("d", "r2", "privsyn", [Spend("b", ZCDP(rho))], SUBSTITUTE).total
+    assert total.epsilon == pytest.approx(2.5, rel=1e-6)
     with pytest.raises(BudgetError, match="nothing was spent"):
-        with led.charge("d", "r3", "privsyn", [Spend("c", ZCDP(rho))]):
-            pass
+        led.reserve("d", "r3", "privsyn", [Spend("c", ZCDP(rho))], SUBSTITUTE)
     assert len(led.spends("d")) == 2  # the refused release left no trace
     # a pure cap refuses a zCDP release outright, before anything is recorded
-    with led.charge("e", "r1", "m", [Spend("a", PureDP(1.0))], cap=PureDP(5.0)):
-        pass
+    led.reserve("e", "r4", "m", [Spend("a", PureDP(1.0))], SUBSTITUTE, cap=PureDP(5.0))
     with pytest.raises(BudgetError, match="cap is pure"):
-        with led.charge("e", "r2", "privsyn", [Spend("b", ZCDP(0.01))]):
-            pass
+        led.reserve("e", "r5", "privsyn", [Spend("b", ZCDP(0.01))], SUBSTITUTE)
     assert len(led.spends("e")) == 1
 
 
@@ -114,8 +112,8 @@ def test_ledger_states_a_zcdp_total_as_epsilon_delta(tmp_path):
     led = Ledger(tmp_path / "l.sqlite")
     rho = approx_to_zcdp(1.0, 1e-9)
     for release, delta in (("r1", 1e-9), ("r2", 1e-6)):
-        with led.charge("d", release, "privsyn", [Spend("a", ZCDP(rho / 2)), Spend("b", ZCDP(rho / 2))], stated_delta=delta):
-            pass
+        led.reserve("d", release, "privsyn", [Spend("a", ZCDP(rho / 2)), Spend("b", ZCDP(rho / 2))], ADD_REMOVE,
+                    stated_delta=delta)
     [total] = led.totals()
     assert total.spent.rho == pytest.approx(2 * rho)  # δ is a statement, not a spend: ρ's add
     assert total.stated_delta == 1e-9  # the smallest δ any release stated

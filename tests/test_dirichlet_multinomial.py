@@ -97,7 +97,8 @@ def test_plan_charges_each_set_its_share_and_raises_alpha_for_it():
     plan = DirichletMultinomial(PureDP(3.0), sets=3).plan(100, domain)
     assert [s.budget.epsilon for s in plan.spends] == [1.0, 1.0, 1.0]
     assert plan.parameters["alpha"] == pytest.approx(100 / math.expm1(1.0))
-    assert plan.statement.to_dict()["epsilon_total"] == 3.0
+    assert sum(m.cost.epsilon for m in plan.measurements) == pytest.approx(3.0)
+    assert all(m.relation.name == "substitute" for m in plan.measurements)
 
 
 def test_alpha_option_may_raise_alpha_but_never_lower_it():

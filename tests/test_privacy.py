@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from dipsy.errors import BudgetError, DipsyError
 from dipsy.privacy import ZCDP, Accountant, ApproxDP, Ledger, PureDP, Spend, make_rng
+from dipsy.privacy.relation import SUBSTITUTE
 from dipsy.privacy.budget import Budget, positive
 
 amounts = st.floats(min_value=0, max_value=10, allow_nan=False)
@@ -65,27 +66,26 @@ def test_accountant_never_passes_its_budget_and_a_refusal_changes_nothing(total,
 
 def test_ledger_records_across_instances_and_refuses_to_pass_the_cap(tmp_path):
     path = tmp_path / "sub" / "ledger.sqlite"
-    with Ledger(path).charge("ce", "r1", "dirichlet-multinomial", [Spend("a", PureDP(0.5)), Spend("b", PureDP(0.5))], cap=PureDP(1.5)) as after:
-        assert after == PureDP(1.0)
+    after = Ledger(path).reserve("ce", "r1", "dirichlet-multinomial", [Spend("a", PureDP(0.5)), Spend("b", PureDP(0.5))],
+                                 SUBSTITUTE, cap=PureDP(1.5))
+    assert after.total == PureDP(1.0)
     led = Ledger(path)  # a new process sees the same record
+    led.confirm("r1")
     assert led.spent("ce") == PureDP(1.0) and led.cap("ce") == PureDP(1.5)
     with pytest.raises(BudgetError, match="cap"):
-        with led.charge("ce", "r2", "dirichlet-multinomial", [Spend("c", PureDP(0.6))]):
-            pytest.fail("the block must not run when the cap would be passed")
+        led.reserve("ce", "r2", "dirichlet-multinomial", [Spend("c", PureDP(0.6))], SUBSTITUTE)
     assert led.spent("ce") == PureDP(1.0)
-    with led.charge("ce", "r3", "dirichlet-multinomial", [Spend("d", PureDP(0.5))]):
-        pass
+    led.reserve("ce", "r3", "dirichlet-multinomial", [Spend("d", PureDP(0.5))], SUBSTITUTE)
     assert led.spent("ce") == PureDP(1.5)
     assert led.spent("other") == PureDP(0.0)
     [total] = led.totals()
     assert (total.dataset_id, total.releases, total.cap) == ("ce", 2, PureDP(1.5))
 
 
-def test_a_failure_inside_the_charge_records_nothing(tmp_path):
+def test_a_cancelled_reservation_records_nothing(tmp_path):
     led = Ledger(tmp_path / "l.sqlite")
-    with pytest.raises(RuntimeError):
-        with led.charge("ce", "r1", "m", [Spend("a", PureDP(1.0))]):
-            raise RuntimeError("writing the release failed")
+    led.reserve("ce", "r1", "m", [Spend("a", PureDP(1.0))], SUBSTITUTE)  # then writing the release failed
+    led.cancel("r1")
     assert led.spends() == [] and led.spent("ce") == PureDP(0.0)
 
 

@@ -3,17 +3,15 @@
 >>> import dipsy, pandas as pd
 >>> domain = dipsy.Domain.from_sizes({"x": 3})
 >>> data = pd.DataFrame({"x": [0, 1, 1, 2, 2, 2]})
->>> release = dipsy.synthesize(data, domain, method="dirichlet-multinomial", epsilon=1.0, seed=7)
->>> release.statement.definition, len(release.tables[0])
-('pure-DP', 6)
+>>> release = dipsy.synthesize(data, domain, method="dirichlet-multinomial", epsilon=1.0)
+>>> release.statement.definition, release.statement.private, len(release.tables[0])
+('pure-DP', True, 6)
 """
 
 from __future__ import annotations
 
 import hashlib
 import uuid
-from dataclasses import replace
-from contextlib import nullcontext
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -26,11 +24,14 @@ from . import __version__
 from .domain import Domain, decode
 from .engine import engine_for
 from .errors import DataError
-from .methods import get
+from .methods import Model, Synthesizer, get
+from .methods.base import build_statement
 from .methods.counts import cells_frame
-from .privacy import Accountant, Ledger
+from .privacy import Ledger
 from .privacy.composition import parse_cap, requested_budget
+from .privacy.measurement import Measurement
 from .privacy.rng import Randomness
+from .privacy.session import Session
 from .release import Release
 
 
@@ -49,6 +50,7 @@ def synthesize(
     ledger: Ledger | str | Path | None = None,
     dataset_id: str | None = None,
     budget_cap: float | None = None,
+    raise_cap: bool = False,
     on_invalid: str = "error",
     neighbouring: str | None = None,
     release: str = "records",
@@ -78,7 +80,10 @@ def synthesize(
     columns
         Columns to synthesize (default: every column of the domain).
     seed
-        Seed for reproducibility, recorded in the release; None draws from the operating system.
+        Seed for reproducibility, recorded in the release. A seeded release is a test release:
+        its noise can be regenerated, so it is not private and its statement says so. None (the
+        default, and the only choice for a release to publish) draws every random number from
+        the operating system's CSPRNG (exact noise) or a ChaCha20 generator keyed from it.
     options
         Method options, e.g. ``{"alpha": 10.0}``.
     ledger
@@ -91,8 +96,12 @@ def synthesize(
         What this data set may ever spend: ε (a number or ``"2"``), ``"ε,δ"`` or ``"rho=ρ"``, or
         a :class:`~dipsy.privacy.Budget`; stored in the ledger and enforced from then on, over
         releases of every definition (see :mod:`dipsy.privacy.composition`).
+    raise_cap
+        Allow ``budget_cap`` to raise (or redefine) a stored cap: an explicit act, recorded.
     on_invalid
-        ``"error"`` (default) or ``"drop"`` rows that do not match the domain.
+        ``"error"`` (default) or ``"drop"`` rows that do not match the domain. The policy is
+        public (it is recorded); how many rows were dropped is not (``Release.dropped_rows``, for
+        the operator's terminal only).
     neighbouring
         ``"substitute"`` or ``"add-remove"``, for methods private under either (see
         :func:`dipsy.methods`); default the method's first.
@@ -102,79 +111,113 @@ def synthesize(
     progress
         Show a progress bar over the sets.
     on_release
-        Called with the release inside the ledger transaction (the command line saves there, so
-        a failed save records no spend).
+        Called with the release before the ledger marks it done (the command line saves there).
+        The spend is committed before any data are read; a run that fails before the release
+        exists takes it back, a killed one leaves it counted.
 
     Returns
     -------
     Release
         ``.tables`` (m DataFrames), ``.statement``, ``.save(folder)``.
     """
+    return _release(data, domain, method, epsilon, sets, delta=delta, rho=rho, columns=columns, seed=seed,
+                    options=options, ledger=ledger, dataset_id=dataset_id, budget_cap=budget_cap,
+                    raise_cap=raise_cap, on_invalid=on_invalid, neighbouring=neighbouring, release=release,
+                    progress=progress, on_release=on_release)
+
+
+def _release(data, domain, method, epsilon, sets, *, delta, rho, columns, seed, options, ledger, dataset_id,
+             budget_cap, raise_cap=False, on_invalid="error", neighbouring=None, release="records", progress=False,
+             on_release=None, tamper: Callable[[Measurement], Measurement] | None = None) -> Release:
+    """The release path. ``tamper`` is for the end-to-end audit's broken variants only: it weakens
+    every measurement's noise while the plan still states the original cost; such a release says
+    it is not private (:data:`dipsy.methods.base.BROKEN`) and is recorded as a test release."""
     kind = get(method)
     budget, delta = requested_budget(kind.definition, epsilon, delta, rho)
     synthesizer = kind(budget, sets, options, neighbouring, release)
     if not isinstance(domain, Domain):
         domain = Domain.load(domain)
     scope = domain.project(columns)  # methods that count cells check in plan() that every column has them
-    engine = engine_for(data, scope, on_invalid)
-    report = engine.ensure_valid()
-    plan = synthesizer.plan(report.valid_rows, scope)
-    statement = replace(plan.statement, delta=delta) if plan.statement.definition == "zCDP" else plan.statement
-    accountant = Accountant(budget)
-    for spend in plan.spends:
-        accountant.spend(spend.label, spend.budget)
-
     if ledger is not None and not isinstance(ledger, Ledger):
         ledger = Ledger(ledger)
+    engine = engine_for(data, scope, on_invalid)
+    # The one read before the charge: rows are checked against the public domain (a bad row stops
+    # the run on the operator's terminal; nothing is released). n reaches the plan only when the
+    # relation fixes it (substitution); under add/remove the plan never sees it.
+    report = engine.ensure_valid()
+    plan = synthesizer.plan(report.valid_rows if synthesizer.relation.fixes_n else None, scope)
+    total = plan.declared(budget)  # the accountant refuses a plan that declares more than the budget
+    seeded, broken = seed is not None, tamper is not None
     release_id = uuid.uuid4().hex
-    charge = (
-        ledger.charge(
-            dataset_id or fingerprint(data),
-            release_id,
-            method,
-            accountant.spends,
-            cap=None if budget_cap is None else parse_cap(budget_cap),
-            stated_delta=delta,
-        )
-        if ledger is not None
-        else nullcontext()
-    )
-    # How many rows were dropped is not released: it is a count of the confidential data.
-    notes = ("Rows that did not match the domain were dropped before synthesis.",) if report.invalid_rows else ()
-    rand = Randomness.from_seed(seed)
-    with charge:
-        model = synthesizer.fit(engine, plan)
-        bar = _progress(sets, progress)
-        tables = []
-        if progress:  # some models are frozen dataclasses; the reporter is no part of their value
-            object.__setattr__(model, "reporter", bar.step)
-        with bar:
-            for _ in range(sets):
-                if release == "table":
-                    tables.append(cells_frame(model.table(rand), scope))
-                else:
-                    drawn = model.sample(rand)
-                    tables.append(drawn if isinstance(drawn, pd.DataFrame) else decode(drawn, scope, rand.numpy))
-                bar.advance()
+    if ledger is not None:  # committed before any read: a killed run may over-count, never under-count
+        ledger.reserve(dataset_id or fingerprint(data), release_id, method, plan.spends, plan.relation,
+                       cap=None if budget_cap is None else parse_cap(budget_cap), raise_cap=raise_cap,
+                       stated_delta=delta, guarantee="dp" if not (seeded or broken) else "test",
+                       dataset_id_given=dataset_id is not None)
+    visible = False
+    try:
+        rand = Randomness.from_seed(seed)
+        session = Session(engine, total, plan.relation, rand, plan.measurements, plan.adaptive is not None, tamper)
+        model = synthesizer.fit(session, plan)
+        session.close()
+        tables = _draw(model, synthesizer.sets, release, scope, rand, progress)
         result = Release(
             tables=tables,
-            statement=statement,
+            statement=build_statement(synthesizer, plan, session, delta, seeded=seeded, broken=broken),
             method=method,
-            options=dict(options or {}),
-            parameters={k: v for k, v in plan.parameters.items() if not k.startswith("_")},
+            options=_public_options(synthesizer, options),
+            parameters=dict(plan.parameters),
             domain=scope,
-            spends=accountant.spends,
+            spends=session.spends,
             seed=seed,
             created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
             release_id=release_id,
             dipsy_version=__version__,
             kind=release,
+            on_invalid=on_invalid,
             dropped_rows=report.invalid_rows,
-            notes=notes,
         )
+        visible = True  # from here a save may have put it in place: a failure keeps the spend
         if on_release is not None:
             on_release(result)
+    except BaseException:
+        if ledger is not None and not visible:
+            ledger.cancel(release_id)
+        raise
+    if ledger is not None:
+        ledger.confirm(release_id)
     return result
+
+
+def _draw(model: Model, sets: int, release: str, scope: Domain, rand: Randomness, progress: bool) -> list[pd.DataFrame]:
+    """The charged sets, drawn from the model (post-processing only)."""
+    tables = []
+    bar = _progress(sets, progress)
+    if progress:  # some models are frozen dataclasses; the reporter is no part of their value
+        object.__setattr__(model, "reporter", bar.step)
+    with bar:
+        for _ in range(sets):
+            if release == "table":
+                tables.append(cells_frame(model.draw_table(rand), scope))
+            else:
+                drawn = model.draw(rand)
+                tables.append(drawn if isinstance(drawn, pd.DataFrame) else decode(drawn, scope, rand.numpy))
+            bar.advance()
+    return tables
+
+
+def _public_options(synthesizer: Synthesizer, given: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The options as release.json records them: a public input file by its name and SHA-256
+    (public content), never the operator's local path."""
+    files = {o.name for o in synthesizer.options if o.public_file}
+    out = {}
+    for name, value in dict(given or {}).items():
+        if name in files:
+            path = Path(str(value))
+            out[name] = {"file": path.name, "sha256": fingerprint(path)}
+        else:
+            out[name] = value
+    return out
 
 
 def fingerprint(data: pd.DataFrame | str | Path) -> str:

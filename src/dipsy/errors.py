@@ -34,3 +34,8 @@ class BudgetError(DipsyError):
 
 class ReleaseError(DipsyError):
     """A release cannot be written where asked."""
+
+
+class PrivacyError(DipsyError):
+    """A step would release what the plan did not budget (a measurement outside the plan, a
+    further set from a model, a read after the session closed); nothing was released."""

@@ -15,7 +15,7 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -71,8 +71,9 @@ class Release:
     release_id: str
     dipsy_version: str
     kind: str = "records"
+    #: The invalid-row policy the operator chose (public); how many rows it dropped is not.
+    on_invalid: str = "error"
     dropped_rows: int = 0
-    notes: tuple[str, ...] = field(default_factory=tuple)
 
     def metadata(self) -> dict[str, Any]:
         """The content of ``release.json``."""
@@ -92,12 +93,17 @@ class Release:
             "dipsy_version": self.dipsy_version,
             "seed": self.seed,
             "randomness": (
-                "seeded: NumPy PCG64 from the recorded seed (reproducible; for testing, not for production)"
+                "seeded test release: every draw comes from NumPy PCG64 seeded with the recorded seed, so anyone can "
+                "regenerate the noise; not differentially private"
                 if self.seed is not None
-                else "exact noise from the operating system's CSPRNG (os.urandom); posterior draws from NumPy PCG64 seeded by the OS"
+                else "exact noise from the operating system's CSPRNG (os.urandom); posterior and sampling draws from "
+                     "NumPy's Generator over ChaCha20 (randomgen) keyed with 256 bits from os.urandom"
+            ),
+            "on_invalid": (
+                "rows that did not match the domain were to be dropped before synthesis (the policy, not a count)"
+                if self.on_invalid == "drop" else "rows that did not match the domain stop the run"
             ),
             "created": self.created,
-            "notes": list(self.notes),
         }
         if self.kind == "table":
             meta["cells"] = describe_cells(self.domain)

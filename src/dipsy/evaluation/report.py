@@ -190,6 +190,10 @@ def _privacy(privacy: Mapping[str, Any], release: Mapping[str, Any], dataset: Ma
     out = [f'<p class="headline">Method <strong>{esc(method)}</strong> · release <code>{esc(rid)}</code></p>']
     if not privacy:
         return "".join(out) + _na("the evaluation carries no privacy statement, so no guarantee can be shown")
+    if privacy.get("differentially_private") is False:  # a seeded test release, or the audit's broken variant
+        out.append(f'<blockquote class="caveat"><strong>Not differentially private.</strong> {esc(privacy.get("definition", ""))}</blockquote>')
+        privacy = {**privacy.get("if_unseeded", {}), "definition": "none (test release); unseeded it would be: "
+                   + str(privacy.get("if_unseeded", {}).get("definition", "—"))}
     out.append(f'<p class="guarantee">{esc(_guarantee(privacy))}</p>')
     out.append(_statement_list(privacy))
     out.append("<h3>Release facts</h3>" + _table(["fact", "value"], _release_facts(release, dataset), numeric=()))
@@ -198,6 +202,7 @@ def _privacy(privacy: Mapping[str, Any], release: Mapping[str, Any], dataset: Ma
 
 def _statement_list(privacy: Mapping[str, Any]) -> str:
     names = {"definition": "definition", "sets": "synthetic sets", "neighbouring": "neighbouring data sets", "public": "treated as public", "mechanism": "mechanism", "composition": "composition"}
+    privacy = {k: v for k, v in privacy.items() if k not in ("measurements", "relation", "differentially_private")}
     for key, symbol in _AMOUNTS:
         names[f"{key}_total"], names[f"{key}_per_set"] = f"{symbol} (total)", f"{symbol} per set"
     order = list(names) + [k for k in privacy if k not in names]

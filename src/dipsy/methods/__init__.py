@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import DipsyError
-from .base import ADD_REMOVE, NEIGHBOURINGS, SUBSTITUTE, Model, Option, Plan, Statement, Synthesizer
+from .base import ADD_REMOVE, NEIGHBOURINGS, SUBSTITUTE, Model, Option, Plan, Statement, Synthesizer, build_statement
 from .dirichlet_multinomial import BetaBinomial, DirichletMultinomial
 from .dp_prior import DPPrior
 from .exponential_ecdf import ExponentialECDF
@@ -52,13 +52,12 @@ def methods() -> list[MethodInfo]:
     >>> [m.name for m in methods()][:2]
     ['dirichlet-multinomial', 'beta-binomial']
     """
-    names = {v: k for k, v in NEIGHBOURINGS.items()}
     return [
         MethodInfo(
             c.name,
             c.summary,
             c.definition,
-            tuple(names[r] for r in (c.neighbourings or (c.neighbouring,))),
+            tuple(r.name for r in c.relations),
             c.releases,
             "m sets, each ε/m" if c.multiple_sets else "one set",
             tuple(f"{o.name}: {o.help}" for o in c.options),
@@ -67,4 +66,5 @@ def methods() -> list[MethodInfo]:
     ]
 
 
-__all__ = ["ADD_REMOVE", "NEIGHBOURINGS", "SUBSTITUTE", "MethodInfo", "Model", "Option", "Plan", "Statement", "Synthesizer", "get", "methods"]
+__all__ = ["ADD_REMOVE", "NEIGHBOURINGS", "SUBSTITUTE", "MethodInfo", "Model", "Option", "Plan", "Statement", "Synthesizer",
+           "build_statement", "get", "methods"]

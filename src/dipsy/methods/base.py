@@ -1,10 +1,13 @@
-"""What every synthesis method declares and does.
+"""What every synthesis method declares and does: the privacy core's shape (DESIGN.md).
 
-A method is configured with its budget and options and, before it touches any data, states its
-privacy guarantee: the definition, the neighbouring relation, what it treats as public, and what
-each step will spend (the OpenDP habit: the privacy map comes first). Only then does it read the
-data through an engine (``fit``), and the fitted model — private, it may hold exact counts — draws
-synthetic sets (``sample``).
+A method is configured with its budget, options and neighbouring relation. ``plan`` then states,
+from public inputs only, every measurement it will make (query + noise + relation + cost: see
+:mod:`dipsy.privacy.measurement`) — or, for an adaptive method, the total it may spend step by
+step (a privacy filter). ``fit`` gets a :class:`~dipsy.privacy.session.Session`, never the engine:
+it reads and spends in one phase, each read a charged measurement, and returns a :class:`Model`
+that holds only what the measurements released. ``Model.draw`` is pure post-processing, and it
+draws exactly the sets that were charged. The statement is computed from the measurements that
+ran (:func:`build_statement`), never written beside them.
 """
 
 from __future__ import annotations
@@ -17,34 +20,31 @@ import numpy as np
 import pandas as pd
 
 from ..domain import Domain
-from ..engine import Engine
-from ..errors import DipsyError
+from ..errors import DipsyError, PrivacyError
 from ..privacy import Budget, Spend
-from ..privacy.composition import statement_epsilon
+from ..privacy.composition import statement_epsilon, total_as
+from ..privacy.measurement import Measurement
+from ..privacy.relation import ADD_REMOVE, SUBSTITUTE, Relation
+from ..privacy.relation import parse as parse_relation
 from ..privacy.rng import Randomness
+from ..privacy.session import Session
 
-#: Neighbouring relations, worded as they appear in release.json.
-SUBSTITUTE = "substitute one record: neighbouring data sets have the same number of rows n and differ in the values of one row"
-ADD_REMOVE = "add/remove one record: neighbouring data sets differ by the presence of one row"
-#: Their names on the command line and in the API.
+#: The relations' names on the command line and in the API.
 NEIGHBOURINGS = {"substitute": SUBSTITUTE, "add-remove": ADD_REMOVE}
-
-
-def individual_relation(theta: int) -> str:
-    """The neighbouring relation's wording for individuals owning up to θ records."""
-    if theta == 1:
-        return ADD_REMOVE
-    return (f"add/remove one individual: neighbouring data sets differ by all the rows of one individual, "
-            f"who owns at most θ = {theta} rows")
 
 
 @dataclass(frozen=True)
 class Option:
-    """A method option: ``--option name=value`` on the command line, ``options={name: value}`` in Python."""
+    """A method option: ``--option name=value`` on the command line, ``options={name: value}`` in Python.
+
+    ``public_file``: the value is the path of a public input file; a release records its name and
+    SHA-256, never the operator's path.
+    """
 
     name: str
     parse: Callable[[Any], Any]
     help: str
+    public_file: bool = False
 
 
 def whole(name: str, least: int, example: int | None = None) -> Callable[[Any], int]:
@@ -66,20 +66,51 @@ def whole(name: str, least: int, example: int | None = None) -> Callable[[Any], 
     return parse
 
 
+#: What a seeded release's statement says instead of a guarantee.
+SEEDED = ("none: a seeded test release. Its noise can be regenerated from the recorded seed, so it is not "
+          "differentially private; never publish it. The same run without a seed gives the guarantee under "
+          "'if_unseeded'.")
+#: What a release made with the audit's deliberately broken mechanisms says.
+BROKEN = "none: the end-to-end audit's deliberately broken variant (weakened noise); never publish it"
+
+
 @dataclass(frozen=True)
 class Statement:
-    """The exact privacy guarantee of a release, as written to release.json."""
+    """The exact privacy guarantee of a release, as written to release.json.
+
+    Built by :func:`build_statement` from the measurements that ran: ``total`` is their composed
+    cost in the method's definition, ``measurements`` what each read, its noise and its cost.
+    """
 
     definition: str
     total: Budget
     per_set: Budget
     sets: int
-    neighbouring: str
+    relation: Relation
     public: tuple[str, ...]
     mechanism: str
     composition: str
+    measurements: tuple[dict, ...] = ()
     #: For a zCDP statement: the δ at which it is also stated as (ε, δ)-DP (None: ρ only).
     delta: float | None = None
+    #: A seeded run: a test release, not private (its noise can be regenerated from the seed).
+    seeded: bool = False
+    #: Made with the audit's weakened mechanisms: not private.
+    broken: bool = False
+
+    @property
+    def neighbouring(self) -> str:
+        return self.relation.describe()
+
+    @property
+    def private(self) -> bool:
+        """Whether the release may claim its guarantee (unseeded and untampered)."""
+        return not (self.seeded or self.broken)
+
+    @property
+    def guarantee(self) -> str:
+        """The ledger's kind of this release: ``dp``, or ``test`` for one that claims nothing."""
+        return "dp" if self.private else "test"
 
     def equivalent(self) -> tuple[float, float] | None:
         """(ε, δ) implied by a zCDP total at :attr:`delta` (Canonne, Kamath & Steinke 2020)."""
@@ -87,7 +118,8 @@ class Statement:
             return None
         return statement_epsilon(self.total.rho, self.delta), self.delta
 
-    def to_dict(self) -> dict[str, Any]:
+    def claim(self) -> dict[str, Any]:
+        """The guarantee as an unseeded run of the same release states it."""
         amounts = {k: v for k, v in self.total.to_dict().items() if k != "definition"}
         per_set = {k: v for k, v in self.per_set.to_dict().items() if k != "definition"}
         equivalent = self.equivalent()
@@ -99,20 +131,72 @@ class Statement:
             **{f"{k}_per_set": v for k, v in per_set.items()},
             "sets": self.sets,
             "neighbouring": self.neighbouring,
+            "relation": self.relation.to_dict(),
             "public": list(self.public),
             "mechanism": self.mechanism,
             "composition": self.composition,
             **({"conversion": "ρ-zCDP stated as (ε, δ)-DP by Canonne, Kamath & Steinke 2020, §2.3"} if equivalent else {}),
+            "measurements": list(self.measurements),
         }
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.private:
+            return {"differentially_private": True, **self.claim()}
+        return {"differentially_private": False, "definition": BROKEN if self.broken else SEEDED,
+                "sets": self.sets, "if_unseeded": self.claim()}
 
 
 @dataclass(frozen=True)
 class Plan:
-    """What a run will spend and the public parameters it will use, fixed before data are read."""
+    """What a run will measure, fixed from public inputs before any data are read.
 
-    statement: Statement
-    spends: tuple[Spend, ...]
+    ``measurements`` are the exact measurement objects ``fit`` will run (each once); an adaptive
+    method also declares ``adaptive``, the total that measurements built during ``fit`` may spend
+    between them (the session's privacy filter). ``parameters`` are public (written to release.json).
+    """
+
+    measurements: tuple[Measurement, ...]
+    relation: Relation
+    public: tuple[str, ...]
+    mechanism: str
+    composition: str = "one set"
     parameters: Mapping[str, Any] = field(default_factory=dict)
+    adaptive: Budget | None = None
+    adaptive_label: str = "adaptive measurements"
+
+    @property
+    def spends(self) -> tuple[Spend, ...]:
+        """What the plan declares, spend by spend (what the ledger reserves before any read)."""
+        out = tuple(Spend(m.label, m.cost) for m in self.measurements)
+        return out + ((Spend(self.adaptive_label, self.adaptive),) if self.adaptive is not None else ())
+
+    def declared(self, budget: Budget) -> Budget:
+        """The declared total in ``budget``'s definition (refused by the accountant if over it)."""
+        return total_as(budget, [s.budget for s in self.spends])
+
+
+def build_statement(synthesizer: "Synthesizer", plan: Plan, session: Session, delta: float | None = None,
+                    seeded: bool = False, broken: bool = False) -> Statement:
+    """The one statement builder: the guarantee of the measurements that ran in ``session``.
+
+    The total is their composition in the method's definition (the accountant's, which refused
+    anything past the plan); sets share it equally (sequential composition).
+    """
+    total = session.spent
+    return Statement(
+        definition=synthesizer.definition,
+        total=total,
+        per_set=total.scaled(1 / synthesizer.sets),
+        sets=synthesizer.sets,
+        relation=plan.relation,
+        public=plan.public,
+        mechanism=plan.mechanism,
+        composition=plan.composition,
+        measurements=tuple(m.describe() for m in session.ran),
+        delta=delta if synthesizer.definition == "zCDP" else None,
+        seeded=seeded,
+        broken=broken,
+    )
 
 
 #: Told of a long step: what it is, how far it got, out of how many (0: no count).
@@ -120,46 +204,72 @@ Reporter = Callable[[str, int, int], None]
 
 
 class Model(ABC):
-    """A fitted model. Private: it may hold exact statistics; never written to disk."""
+    """A fitted model: only what the measurements released, and public parameters.
 
-    #: Set by the caller to hear of long steps inside :meth:`sample` (a progress display).
+    :meth:`draw` gives the sets one by one — exactly :attr:`sets` of them, the number the plan
+    charged for; a further draw is refused. Drawing is post-processing: no read, no spend.
+    """
+
+    #: Set by the caller to hear of long steps inside :meth:`draw` (a progress display).
     reporter: Reporter | None = None
+
+    @property
+    @abstractmethod
+    def sets(self) -> int:
+        """How many sets were charged."""
 
     def report(self, what: str, done: int = 0, total: int = 0) -> None:
         if self.reporter is not None:
             self.reporter(what, done, total)
 
+    def _next(self) -> int:
+        k = self.__dict__.get("_drawn", 0)
+        if k >= self.sets:
+            raise PrivacyError(f"this model was charged for {self.sets} set(s) and has drawn them all",
+                               "plan the release with more sets (each costs its share of the budget)")
+        object.__setattr__(self, "_drawn", k + 1)  # frozen dataclasses too: a counter, not part of the value
+        return k
+
+    def draw(self, rand: Randomness) -> "dict[str, np.ndarray] | pd.DataFrame":
+        """The next synthetic set: codes per column (decoded by the caller), or records."""
+        return self.sample(self._next(), rand)
+
+    def draw_table(self, rand: Randomness) -> np.ndarray:
+        """The next released table of cell counts (count methods)."""
+        return self.table(self._next(), rand)
+
     @abstractmethod
-    def sample(self, rand: Randomness) -> "dict[str, np.ndarray] | pd.DataFrame":
-        """One synthetic set: codes per column (decoded by the caller), or records in a DataFrame
-        (for methods that draw values, not cells) with the domain's columns in order."""
+    def sample(self, k: int, rand: Randomness) -> "dict[str, np.ndarray] | pd.DataFrame":
+        """Set ``k`` (0-based): codes per column, or records in a DataFrame with the domain's columns."""
+
+    def table(self, k: int, rand: Randomness) -> np.ndarray:
+        raise DipsyError("this method releases records, not a table", "use --release records")
 
 
 class Synthesizer(ABC):
-    """A synthesis method: declare (``plan``), then read (``fit``), then draw (``Model.sample``).
+    """A synthesis method: declare (``plan``), then read through a session (``fit``), then draw.
 
-    Subclasses set ``name``, ``summary``, ``definition``, ``neighbouring`` and ``options``, and
+    Subclasses set ``name``, ``summary``, ``definition``, ``relations`` and ``options``, and
     implement :meth:`plan` and :meth:`fit`.
     """
 
     name: ClassVar[str]
     summary: ClassVar[str]
     definition: ClassVar[str]
-    neighbouring: ClassVar[str]
     options: ClassVar[tuple[Option, ...]] = ()
     #: What the method can release: "records" (microdata) and, for count methods, "table".
     releases: ClassVar[tuple[str, ...]] = ("records",)
     #: Whether m > 1 sets are allowed (a single-release method fixes its parameters once).
     multiple_sets: ClassVar[bool] = True
-    #: The neighbouring relations the method can be private under; the first is the default.
-    neighbourings: ClassVar[tuple[str, ...]] = ()
+    #: The (record-level) relations the method can be private under; the first is the default.
+    relations: ClassVar[tuple[Relation, ...]] = (SUBSTITUTE,)
 
     def __init__(
         self,
         budget: Budget,
         sets: int = 1,
         options: Mapping[str, Any] | None = None,
-        neighbouring: str | None = None,
+        neighbouring: str | Relation | None = None,
         release: str = "records",
     ) -> None:
         if budget.definition != self.definition:
@@ -169,22 +279,27 @@ class Synthesizer(ABC):
             )
         if isinstance(sets, bool) or not isinstance(sets, int) or sets < 1:
             raise DipsyError(f"sets must be a whole number >= 1, got {sets!r}", "pass --sets with e.g. 1 or 5")
+        if sets > MAX_SETS:
+            raise DipsyError(f"sets must be at most {MAX_SETS}, got {sets}", "each set costs ε/m: a few sets (5–50) serve inference")
         if sets > 1 and not self.multiple_sets:
             raise DipsyError(f"{self.name} releases a single set, not {sets}", "leave out --sets (see 'dipsy methods')")
         if release not in self.releases:
             raise DipsyError(f"{self.name} cannot release a {release!r}", f"use --release {' or '.join(self.releases)}")
+        relation = self.relations[0]
         if neighbouring is not None:
-            relation = NEIGHBOURINGS.get(neighbouring)
-            if relation is None:
-                raise DipsyError(f"unknown neighbouring relation {neighbouring!r}", f"use one of {', '.join(NEIGHBOURINGS)}")
-            if relation not in (self.neighbourings or (self.neighbouring,)):
-                names = [k for k, v in NEIGHBOURINGS.items() if v in (self.neighbourings or (self.neighbouring,))]
+            relation = neighbouring if isinstance(neighbouring, Relation) else parse_relation(neighbouring)
+            if relation not in self.relations:
+                names = [r.name for r in self.relations]
                 raise DipsyError(f"{self.name} is private under {' or '.join(names)} neighbours only", f"pass --neighbouring {names[0]} or leave it out")
-            self.neighbouring = relation
         self.budget = budget
         self.sets = sets
         self.release = release
         self.settings = self._parse_options(options or {})
+        self.relation = self.relation_for(relation)
+
+    def relation_for(self, relation: Relation) -> Relation:
+        """The release's relation from the chosen record-level one (methods with θ widen it)."""
+        return relation
 
     @classmethod
     def _parse_options(cls, given: Mapping[str, Any]) -> dict[str, Any]:
@@ -196,9 +311,9 @@ class Synthesizer(ABC):
         return {name: known[name].parse(value) for name, value in given.items()}
 
     @staticmethod
-    def require_rows(n: int) -> None:
-        """A method that learns from the data needs at least one valid row."""
-        if n < 1:
+    def require_rows(n: int | None) -> None:
+        """A method that treats n as public needs at least one valid row (refused before any spend)."""
+        if n is not None and n < 1:
             raise DipsyError("the data have no valid rows to synthesize from", "check the data against the domain")
 
     def at_least(self, option: str, least: float, formula: str) -> float:
@@ -209,28 +324,28 @@ class Synthesizer(ABC):
                              f"raise {option} or leave it out")
         return value
 
-    def statement(self, n: int, mechanism: str, public: tuple[str, ...] | None = None) -> Statement:
-        """The statement of a release whose m sets each spend budget/m (sequential composition)."""
-        return Statement(
-            definition=self.definition,
-            total=self.budget,
-            per_set=self.budget.scaled(1 / self.sets),
-            sets=self.sets,
-            neighbouring=self.neighbouring,
-            public=public or (f"n = {n} (the number of rows)", "the domain (categories, bounds and bins of the released columns)"),
-            mechanism=mechanism,
-            composition=f"sequential composition over {self.sets} sets, each from its own draw" if self.sets > 1 else "one set",
-        )
+    def public(self, n: int | None) -> tuple[str, ...]:
+        """What the release treats as public: the domain, and n when the relation fixes it."""
+        domain = "the domain (categories, bounds and bins of the released columns)"
+        return (f"n = {n} (the number of rows)", domain) if n is not None and self.relation.fixes_n else (domain,)
 
-    def equal_spends(self, what: str) -> tuple[Spend, ...]:
-        """One spend of budget/m per set, labelled with what each set pays for."""
-        per_set = self.budget.scaled(1 / self.sets)
-        return tuple(Spend(f"{self.name}: set {k} of {self.sets} ({what})", per_set) for k in range(1, self.sets + 1))
+    def composition(self) -> str:
+        return f"sequential composition over {self.sets} sets, each from its own measurement" if self.sets > 1 else "one set"
+
+    def per_set_labels(self, what: str) -> list[str]:
+        """One label per set: ``name: set k of m (what)``."""
+        return [f"{self.name}: set {k} of {self.sets} ({what})" for k in range(1, self.sets + 1)]
 
     @abstractmethod
-    def plan(self, n: int, domain: Domain) -> Plan:
-        """The guarantee, the spends and the public parameters for ``n`` rows over ``domain``."""
+    def plan(self, n: int | None, domain: Domain) -> Plan:
+        """Every measurement and public parameter, from public inputs: ``n`` is given only when the
+        relation fixes it (substitution); under add/remove it is None and must not be needed."""
 
     @abstractmethod
-    def fit(self, engine: Engine, plan: Plan) -> Model:
-        """Read the data (through ``engine`` only) and return the private model."""
+    def fit(self, session: Session, plan: Plan) -> Model:
+        """Run the plan's measurements through ``session`` and return the model of their outputs."""
+
+
+#: The most sets one release may draw (each costs ε/m; beyond this the noise swamps every set).
+MAX_SETS = 1000
+

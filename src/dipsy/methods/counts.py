@@ -9,7 +9,6 @@ the counts, so it costs no privacy.
 
 from __future__ import annotations
 
-from abc import abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,25 +22,27 @@ from .base import Model
 
 @dataclass(frozen=True, eq=False)
 class CountModel(Model):
-    """A private model over ``shape`` cells of ``columns`` (C order) that draws counts."""
+    """The released counts over ``shape`` cells of ``columns`` (C order): one measured vector per
+    set in ``outputs`` (a posterior draw, or a noisy table), turned into records by post-processing."""
 
     columns: tuple[str, ...]
     shape: tuple[int, ...]
+    outputs: tuple[Any, ...]
 
-    @abstractmethod
-    def draw_counts(self, rand: Randomness) -> np.ndarray:
-        """One released vector of cell counts (flat, C order)."""
+    @property
+    def sets(self) -> int:
+        return len(self.outputs)
 
-    def table(self, rand: Randomness) -> np.ndarray:
-        """The counts of a table release (a synthetic draw, unless the method measures a noisy table)."""
-        return self.draw_counts(rand)
+    def counts(self, k: int, rand: Randomness) -> np.ndarray:
+        """Set ``k``'s vector of cell counts (flat, C order): the measured one, by default."""
+        return self.outputs[k]
 
-    def noise(self) -> dict[str, Any] | None:
-        """The noise added to released counts, for users' own intervals (None for posterior draws)."""
-        return None
+    def table(self, k: int, rand: Randomness) -> np.ndarray:
+        """The counts of a table release (the draw, unless the method measures a noisy table)."""
+        return self.counts(k, rand)
 
-    def sample(self, rand: Randomness) -> dict[str, np.ndarray]:
-        return counts_to_codes(self.draw_counts(rand), self.columns, self.shape, rand.numpy)
+    def sample(self, k: int, rand: Randomness) -> dict[str, np.ndarray]:
+        return counts_to_codes(self.counts(k, rand), self.columns, self.shape, rand.numpy)
 
 
 def counts_to_codes(counts: np.ndarray, columns: tuple[str, ...], shape: tuple[int, ...], rng: np.random.Generator) -> dict[str, np.ndarray]:

@@ -47,17 +47,16 @@ these samplers — a caveat for the threat model, stated here rather than hidden
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..domain import Domain
-from ..engine import Engine
 from ..errors import DipsyError
 from ..privacy import PureDP
 from ..privacy.budget import positive
-from ..privacy.rng import Randomness
-from .base import SUBSTITUTE, Option, Plan, Synthesizer
+from ..privacy.measurement import Measurement, PosteriorDraw, Table
+from ..privacy.session import Session
+from .base import Option, Plan, Synthesizer
 from .counts import CountModel
 
 MECHANISM = (
@@ -82,6 +81,16 @@ def draw_predictive(y: np.ndarray, alpha: float | np.ndarray, rng: np.random.Gen
     theta = rng.standard_gamma(y + alpha)
     theta /= theta.sum()
     return rng.multinomial(int(y.sum()), theta)
+
+
+def dirichlet_draw(n: int, epsilon: float, alpha: float, name: str = "Dirichlet-multinomial posterior predictive") -> PosteriorDraw:
+    """One set's posterior-predictive draw as a mechanism: ε = log((n + α)/α) at most (eq. 11)."""
+    return PosteriorDraw(
+        name, epsilon, alpha,
+        draw=lambda y, a, rand: draw_predictive(y, a, rand.numpy),
+        bound=lambda a: math.log1p(n / a),
+        details=(("n", n), ("privacy map", "epsilon = log((n + alpha) / alpha), S-000 eqs. 11-13"), ("draws", "NumPy floating-point gamma and multinomial")),
+    )
 
 
 def log_predictive(ystar: np.ndarray, y: np.ndarray, alpha: float | np.ndarray) -> np.ndarray:
@@ -117,7 +126,6 @@ class DirichletMultinomial(Synthesizer):
     name = "dirichlet-multinomial"
     summary = "Dirichlet-multinomial posterior predictive over the full cross-tabulation (Abowd & Vilhuber 2008); ε-DP, n public"
     definition = "pure-DP"
-    neighbouring = SUBSTITUTE
     releases = ("records", "table")
     options = (Option("alpha", lambda v: positive("option alpha", v), "flat Dirichlet prior per cell; default and least value n/(e^(ε/m) - 1)"),)
     mechanism = MECHANISM
@@ -125,17 +133,20 @@ class DirichletMultinomial(Synthesizer):
     def check_domain(self, domain: Domain) -> None:
         """Which columns the method accepts (any encodable ones here)."""
 
-    def plan(self, n: int, domain: Domain) -> Plan:
+    def plan(self, n: int | None, domain: Domain) -> Plan:
         self.check_domain(domain)
         self.require_rows(n)
-        least = minimum_alpha(n, self.budget.epsilon / self.sets)
-        alpha = self.at_least("alpha", least, "n/(e^(ε/m) - 1)")
-        spends = self.equal_spends("theta* ~ Dirichlet(y + alpha)")
-        return Plan(self.statement(n, self.mechanism), spends, {"alpha": alpha, "n": n, "cells": domain.cells()})
+        epsilon = self.budget.epsilon / self.sets
+        alpha = self.at_least("alpha", minimum_alpha(n, epsilon), "n/(e^(ε/m) - 1)")
+        query = Table(domain.names)
+        draws = tuple(Measurement(label, query, dirichlet_draw(n, epsilon, alpha), self.relation)
+                      for label in self.per_set_labels("theta* ~ Dirichlet(y + alpha), y* ~ Multinomial(n; theta*)"))
+        return Plan(draws, self.relation, self.public(n), self.mechanism, self.composition(),
+                    {"alpha": alpha, "n": n, "cells": domain.cells()})
 
-    def fit(self, engine: Engine, plan: Plan) -> "DirichletMultinomialModel":
-        table = engine.contingency(engine.domain.names, form="dense")
-        return DirichletMultinomialModel(table.columns, table.shape, table.counts, plan.parameters["alpha"])
+    def fit(self, session: Session, plan: Plan) -> "CountModel":
+        return CountModel(plan.measurements[0].query.columns, session.domain.shape(),
+                          tuple(session.measure(m) for m in plan.measurements))
 
 
 class BetaBinomial(DirichletMultinomial):
@@ -165,14 +176,3 @@ class BetaBinomial(DirichletMultinomial):
                 f"{self.name} synthesizes one categorical column, not {', '.join(domain.names)}",
                 "choose one categorical column with --columns (or use dirichlet-multinomial for several)",
             )
-
-
-@dataclass(frozen=True, eq=False)
-class DirichletMultinomialModel(CountModel):
-    """The posterior ``Dirichlet(y + alpha)``; holds the exact counts ``y`` (private)."""
-
-    counts: np.ndarray
-    alpha: float | np.ndarray
-
-    def draw_counts(self, rand: Randomness) -> np.ndarray:
-        return draw_predictive(self.counts, self.alpha, rand.numpy)

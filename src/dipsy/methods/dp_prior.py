@@ -34,15 +34,15 @@ enumeration: it holds at this ``a`` and fails below it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from ..domain import Domain
-from ..engine import Engine
 from ..privacy.budget import positive
+from ..privacy.measurement import Measurement, PosteriorDraw, Table
 from ..privacy.rng import Randomness
-from .base import SUBSTITUTE, Option, Plan, Synthesizer
+from ..privacy.session import Session
+from .base import Option, Plan, Synthesizer
 from .counts import CountModel
 
 
@@ -77,35 +77,31 @@ class DPPrior(Synthesizer):
     name = "dp-prior"
     summary = "Multinomial draw from the posterior mean with a prior of 1/(e^(ε/n) - 1) per cell (McClure & Reiter 2012); ε-DP, one set"
     definition = "pure-DP"
-    neighbouring = SUBSTITUTE
     releases = ("records", "table")
     multiple_sets = False
     options = (Option("prior", lambda v: positive("option prior", v), "flat prior per cell; default and least value 1/(e^(ε/n) - 1)"),)
 
-    def plan(self, n: int, domain: Domain) -> Plan:
+    def plan(self, n: int | None, domain: Domain) -> Plan:
         self.require_rows(n)
-        least = minimum_prior(n, self.budget.epsilon)
-        prior = self.at_least("prior", least, "1/(e^(ε/n) - 1)")
+        epsilon = self.budget.epsilon
+        prior = self.at_least("prior", minimum_prior(n, epsilon), "1/(e^(ε/n) - 1)")
         mechanism = (
             "DP-prior (McClure & Reiter 2012): y* ~ Multinomial(n; (y + a)/(n + K a)) over the K cells of the "
             "released columns, with a >= 1/(exp(epsilon/n) - 1) (derived in dipsy.methods.dp_prior)"
         )
-        spends = self.equal_spends("y* ~ Multinomial(n; posterior mean)")
-        return Plan(self.statement(n, mechanism), spends, {"prior": prior, "n": n, "cells": domain.cells()})
+        draw = PosteriorDraw("multinomial draw from the posterior mean", epsilon, prior, draw=draw_from_mean,
+                             bound=lambda a: n * math.log1p(1 / a),
+                             details=(("n", n), ("privacy map", "epsilon = n log((1 + a)/a), derived in dipsy.methods.dp_prior")))
+        m = Measurement(f"{self.name}: y* ~ Multinomial(n; posterior mean)", Table(domain.names), draw, self.relation)
+        return Plan((m,), self.relation, self.public(n), mechanism, self.composition(),
+                    {"prior": prior, "n": n, "cells": domain.cells()})
 
-    def fit(self, engine: Engine, plan: Plan) -> "DPPriorModel":
-        table = engine.contingency(engine.domain.names, form="dense")
-        return DPPriorModel(table.columns, table.shape, table.counts, plan.parameters["prior"])
+    def fit(self, session: Session, plan: Plan) -> CountModel:
+        m = plan.measurements[0]
+        return CountModel(m.query.columns, session.domain.shape(), (session.measure(m),))
 
 
-@dataclass(frozen=True, eq=False)
-class DPPriorModel(CountModel):
-    """The posterior-mean probabilities; holds the exact counts (private)."""
-
-    counts: np.ndarray
-    prior: float
-
-    def draw_counts(self, rand: Randomness) -> np.ndarray:
-        n = int(self.counts.sum())
-        p = (self.counts + self.prior) / (n + self.counts.size * self.prior)
-        return rand.numpy.multinomial(n, p)
+def draw_from_mean(y: np.ndarray, a: float, rand: Randomness) -> np.ndarray:
+    """``y* ~ Multinomial(n; (y + a)/(n + K a))``."""
+    n = int(y.sum())
+    return rand.numpy.multinomial(n, (y + a) / (n + y.size * a))

@@ -41,18 +41,18 @@ given their total, ``Multinomial(n; E lambda* / sum(E lambda*))``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from ..domain import Domain, encode_frame
-from ..engine import Engine
 from ..errors import DipsyError
 from ..privacy.budget import positive
+from ..privacy.measurement import Measurement, PosteriorDraw, Table
 from ..privacy.rng import Randomness
-from .base import SUBSTITUTE, Option, Plan, Synthesizer
+from ..privacy.session import Session
+from .base import Option, Plan, Synthesizer
 from .counts import CountModel
 
 EXPOSURE = "exposure"
@@ -92,50 +92,45 @@ class GammaPoisson(Synthesizer):
     name = "gamma-poisson"
     summary = "Gamma-Poisson posterior predictive for counts with public exposures, given the total (after Quick 2019); ε-DP, n public"
     definition = "pure-DP"
-    neighbouring = SUBSTITUTE
     releases = ("records", "table")
     options = (
-        Option("exposures", str, "CSV of the public exposure of every cell: the released columns and 'exposure' (required)"),
+        Option("exposures", str, "CSV of the public exposure of every cell: the released columns and 'exposure' (required)", public_file=True),
         Option("rate", lambda v: positive("option rate", v), "public prior rate per unit of exposure; default n / sum(exposures)"),
         Option("strength", lambda v: positive("option strength", v), "prior strength c (a = c·rate·E, b = c·E); default and least n/((e^(ε/m) - 1)·rate·min E)"),
     )
 
-    def plan(self, n: int, domain: Domain) -> Plan:
+    def plan(self, n: int | None, domain: Domain) -> Plan:
         if "exposures" not in self.settings:
             raise DipsyError(f"{self.name} needs the public exposures of the cells", "pass --option exposures=FILE.csv")
         self.require_rows(n)
         exposures = read_exposures(self.settings["exposures"], domain)
         rate = self.settings.get("rate", n / float(exposures.sum()))
-        least = least_strength(n, self.budget.epsilon / self.sets, rate, exposures)
-        strength = self.at_least("strength", least, "n/((e^(ε/m) - 1)·rate·min E)")
+        epsilon = self.budget.epsilon / self.sets
+        strength = self.at_least("strength", least_strength(n, epsilon, rate, exposures), "n/((e^(ε/m) - 1)·rate·min E)")
         mechanism = (
             "Gamma-Poisson posterior predictive with public exposures E (after Quick 2019), conditioned on the public total n: "
             "lambda* ~ Gamma(y + c r E, (1 + c) E), y* ~ Multinomial(n; E lambda*/sum(E lambda*)), with "
             "min(c r E) >= n/(exp(epsilon per set) - 1) (derived in dipsy.methods.gamma_poisson)"
         )
         public = (f"n = {n} (the total count)", "the exposures of the cells", "the domain of the released columns")
-        spends = self.equal_spends("lambda* ~ Gamma posterior, counts given the total")
-        params = {"rate": rate, "strength": strength, "min_prior_shape": strength * rate * float(exposures.min()), "n": n}
-        return Plan(self.statement(n, mechanism, public), spends, {**params, "exposures_file": str(self.settings["exposures"]), "_exposures": exposures})
+        smallest = rate * float(exposures.min())
+        draw = PosteriorDraw("Gamma-Poisson posterior predictive given the total", epsilon, strength,
+                             draw=lambda y, c, rand: predictive_given_total(y, c, rate, exposures, rand),
+                             bound=lambda c: math.log1p(n / (c * smallest)),
+                             details=(("n", n), ("privacy map", "epsilon = log((n + c r min E)/(c r min E)), S-000 eqs. 10-11")))
+        query = Table(domain.names)
+        draws = tuple(Measurement(label, query, draw, self.relation)
+                      for label in self.per_set_labels("lambda* ~ Gamma posterior, counts given the total"))
+        params = {"rate": rate, "strength": strength, "min_prior_shape": strength * smallest, "n": n}
+        return Plan(draws, self.relation, public, mechanism, self.composition(), params)
 
-    def fit(self, engine: Engine, plan: Plan) -> "GammaPoissonModel":
-        table = engine.contingency(engine.domain.names, form="dense")
-        p = plan.parameters
-        return GammaPoissonModel(table.columns, table.shape, table.counts, p["_exposures"], p["rate"], p["strength"])
+    def fit(self, session: Session, plan: Plan) -> CountModel:
+        return CountModel(plan.measurements[0].query.columns, session.domain.shape(),
+                          tuple(session.measure(m) for m in plan.measurements))
 
 
-@dataclass(frozen=True, eq=False)
-class GammaPoissonModel(CountModel):
-    """The Gamma posteriors of the rates; holds the exact counts (private)."""
-
-    counts: np.ndarray
-    exposures: np.ndarray
-    rate: float
-    strength: float
-
-    def draw_counts(self, rand: Randomness) -> np.ndarray:
-        shape = self.counts + self.strength * self.rate * self.exposures
-        rate = (1 + self.strength) * self.exposures
-        lam = rand.numpy.standard_gamma(shape) / rate
-        mean = self.exposures * lam
-        return rand.numpy.multinomial(int(self.counts.sum()), mean / mean.sum())
+def predictive_given_total(y: np.ndarray, strength: float, rate: float, exposures: np.ndarray, rand: Randomness) -> np.ndarray:
+    """``lambda* ~ Gamma(y + c r E, (1 + c) E)``, then ``Multinomial(n; E lambda*/sum(E lambda*))``."""
+    lam = rand.numpy.standard_gamma(y + strength * rate * exposures) / ((1 + strength) * exposures)
+    mean = exposures * lam
+    return rand.numpy.multinomial(int(y.sum()), mean / mean.sum())

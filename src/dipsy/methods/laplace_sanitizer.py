@@ -28,27 +28,30 @@ all of ε on the table and releases no total beyond the noisy cells.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from ..domain import Domain
-from ..engine import Engine
 from ..errors import DipsyError
-from ..privacy import PureDP, Spend
+from ..privacy import PureDP
+from ..privacy.measurement import DiscreteLaplace, Measurement, Table, Total, discrete_laplace_variance
+from ..privacy.relation import ADD_REMOVE, SUBSTITUTE
 from ..privacy.rng import Randomness
-from ..privacy.samplers import discrete_laplace, to_fraction
-from .base import ADD_REMOVE, SUBSTITUTE, Option, Plan, Statement, Synthesizer
+from ..privacy.samplers import to_fraction
+from ..privacy.session import Session
+from .base import Option, Plan, Synthesizer
 from .counts import CountModel
 
 POST = ("threshold", "raw")
 
 
 def _share(value: Any) -> float:
-    x = float(value)
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        x = float("nan")
     if not 0 < x < 1:
         raise DipsyError(f"option total_share must lie strictly between 0 and 1, got {value!r}", "e.g. total_share=0.1")
     return x
@@ -60,24 +63,13 @@ def _post(value: Any) -> str:
     return value
 
 
-def discrete_laplace_variance(scale: Fraction) -> float:
-    """Variance of the discrete Laplace with ``P(z) ∝ exp(-|z|/scale)``: ``2q/(1 - q)^2``, ``q = e^{-1/scale}``.
-
-    >>> round(discrete_laplace_variance(Fraction(1)), 6)
-    1.841347
-    """
-    q = math.exp(-1 / float(scale))
-    return 2 * q / (1 - q) ** 2
-
-
 class LaplaceSanitizer(Synthesizer):
     """Noisy contingency table with exact discrete Laplace noise; ε-DP, one release."""
 
     name = "laplace-sanitizer"
     summary = "Exact discrete Laplace noise on every cell of the cross-tabulation, negatives to 0; a table or records; ε-DP, one release"
     definition = "pure-DP"
-    neighbouring = SUBSTITUTE
-    neighbourings = (SUBSTITUTE, ADD_REMOVE)
+    relations = (SUBSTITUTE, ADD_REMOVE)
     releases = ("records", "table")
     multiple_sets = False
     options = (
@@ -85,81 +77,53 @@ class LaplaceSanitizer(Synthesizer):
         Option("total_share", _share, "share of ε for the noisy total n under add/remove with a record release (default 0.1)"),
     )
 
-    def plan(self, n: int, domain: Domain) -> Plan:
+    def plan(self, n: int | None, domain: Domain) -> Plan:
         post = self.settings.get("post", "threshold")
         if post == "raw" and self.release == "records":
             raise DipsyError("post=raw keeps negative counts, which records cannot have", "use post=threshold, or --release table")
         epsilon = to_fraction(self.budget.epsilon)
-        add_remove = self.neighbouring == ADD_REMOVE
+        add_remove = self.relation == ADD_REMOVE
         sensitivity = 1 if add_remove else 2
-        total_eps = None
+        measurements = []
         if add_remove and self.release == "records":
             share = to_fraction(self.settings.get("total_share", 0.1))
-            total_eps, epsilon = epsilon * share, epsilon * (1 - share)
-        scale = sensitivity / epsilon
-        spends = [Spend(f"{self.name}: noisy table, discrete Laplace scale {scale} (sensitivity {sensitivity})", PureDP(float(epsilon)))]
-        if total_eps is not None:
-            spends.append(Spend(f"{self.name}: noisy total n, discrete Laplace scale {1 / total_eps}", PureDP(float(total_eps))))
-        noise = {
-            "distribution": "discrete Laplace: P(e = z) proportional to exp(-|z| / scale)",
-            "scale": str(scale),
-            "scale_value": float(scale),
-            "variance": discrete_laplace_variance(scale),
-            "sd": math.sqrt(discrete_laplace_variance(scale)),
-            "post_processing": "negative counts set to 0" if post == "threshold" else "none (raw noisy counts)",
-        }
+            total = DiscreteLaplace(1 / (epsilon * share))
+            measurements.append(Measurement(f"{self.name}: noisy total n, discrete Laplace scale {total.scale}", Total(), total, self.relation))
+            epsilon *= 1 - share
+        noise = DiscreteLaplace(sensitivity / epsilon, to_fraction(sensitivity))
+        measurements.insert(0, Measurement(f"{self.name}: noisy table, discrete Laplace scale {noise.scale} (sensitivity {sensitivity})",
+                                           Table(domain.names), noise, self.relation))
         mechanism = (
             f"Laplace sanitizer (Barak et al. 2007): exact discrete Laplace noise of scale {sensitivity}/epsilon on every cell "
             "of the full cross-tabulation of the released columns, then post-processing"
         )
-        public = (("the domain of the released columns",) if add_remove else
-                  (f"n = {n} (the number of rows)", "the domain of the released columns"))
-        statement = Statement(self.definition, self.budget, self.budget, 1, self.neighbouring, public, mechanism,
-                              "sequential composition: noisy total, then noisy table" if total_eps else "one noisy table")
-        params = {"sensitivity": sensitivity, "noise": noise, "cells": domain.cells(), "_post": post,
-                  "_scale": scale, "_total_scale": None if total_eps is None else 1 / total_eps}
+        params = {"sensitivity": sensitivity, "cells": domain.cells(),
+                  "noise": {**noise.describe(), "post_processing": "negative counts set to 0" if post == "threshold" else "none (raw noisy counts)"}}
         if not add_remove:
             params["n"] = n
-        return Plan(statement, tuple(spends), params)
+        composition = "sequential composition: noisy table, then noisy total" if len(measurements) > 1 else "one noisy table"
+        return Plan(tuple(measurements), self.relation, self.public(n), mechanism, composition, params)
 
-    def fit(self, engine: Engine, plan: Plan) -> "SanitizerModel":
-        table = engine.contingency(engine.domain.names, form="dense")
-        p = plan.parameters
-        return SanitizerModel(table.columns, table.shape, table.counts, p["_scale"], p["_total_scale"], p["_post"], p["noise"])
+    def fit(self, session: Session, plan: Plan) -> "SanitizerModel":
+        table, *total = (session.measure(m) for m in plan.measurements)
+        n = max(int(total[0][0]), 0) if total else plan.parameters.get("n")
+        return SanitizerModel(plan.measurements[0].query.columns, session.domain.shape(), (table,),
+                              n, self.settings.get("post", "threshold"))
 
 
 @dataclass(frozen=True, eq=False)
 class SanitizerModel(CountModel):
-    """Holds the exact counts (private); every call of :meth:`measure` is one noisy measurement.
+    """The noisy table, and the public (substitute) or noisy (add/remove) total for records."""
 
-    The API calls :meth:`table` or :meth:`sample` once per set, and the plan charged each set for
-    exactly one measurement.
-    """
-
-    counts: np.ndarray
-    scale: Fraction
-    total_scale: Fraction | None
+    n: int | None
     post: str
-    noise_info: dict
 
-    def measure(self, rand: Randomness) -> tuple[np.ndarray, int]:
-        """The noisy table after post-processing, and the public or noisy total."""
-        noisy = self.counts + discrete_laplace(self.scale, self.counts.size, rand)
-        if self.post == "threshold":
-            noisy = np.maximum(noisy, 0)
-        n = int(self.counts.sum())
-        if self.total_scale is not None:
-            n = max(int(n + discrete_laplace(self.total_scale, 1, rand)[0]), 0)
-        return noisy, n
+    def table(self, k: int, rand: Randomness) -> np.ndarray:
+        noisy = self.outputs[k]
+        return np.maximum(noisy, 0) if self.post == "threshold" else noisy
 
-    def noise(self) -> dict:
-        return self.noise_info
-
-    def table(self, rand: Randomness) -> np.ndarray:
-        return self.measure(rand)[0]
-
-    def draw_counts(self, rand: Randomness) -> np.ndarray:
-        table, n = self.measure(rand)
+    def counts(self, k: int, rand: Randomness) -> np.ndarray:
+        table = np.maximum(self.outputs[k], 0)
         total = table.sum()
         p = table / total if total > 0 else np.full(table.size, 1 / table.size)
-        return rand.numpy.multinomial(n, p)
+        return rand.numpy.multinomial(self.n, p)

@@ -22,7 +22,10 @@ class Spend:
 class Accountant:
     """Spends under sequential composition, never more than ``budget`` in total.
 
-    The check comes before the record: a refused spend leaves the accountant unchanged.
+    The check comes before the record: a refused spend leaves the accountant unchanged. Spends of
+    another definition than the budget's are added in the budget's own by the valid compositions
+    of :func:`dipsy.privacy.composition.total_as` (e.g. discrete Laplace ε-DP spends and discrete
+    Gaussian ρ-zCDP spends under one (ε, δ) budget), or refused.
 
     >>> from dipsy.privacy.budget import PureDP
     >>> acc = Accountant(PureDP(1.0))
@@ -40,6 +43,7 @@ class Accountant:
         self.budget = budget
         self._spends: list[Spend] = []
         self._spent: Budget = type(budget).zero()
+        self._budgets: list[Budget] = []
 
     @property
     def spends(self) -> tuple[Spend, ...]:
@@ -56,7 +60,9 @@ class Accountant:
 
     def spend(self, label: str, budget: Budget) -> Spend:
         """Record ``budget`` under ``label``, or raise :class:`BudgetError` and record nothing."""
-        after = self._spent + budget
+        from .composition import total_as  # composition imports this module's neighbours
+
+        after = total_as(self.budget, [*self._budgets, budget])
         if after.exceeds(self.budget):
             raise BudgetError(
                 f"{label!r} would spend {budget} with {self.remaining()} left of {self.budget}; nothing was spent",
@@ -64,5 +70,6 @@ class Accountant:
             )
         spend = Spend(label, budget)
         self._spends.append(spend)
+        self._budgets.append(budget)
         self._spent = after
         return spend

@@ -16,6 +16,10 @@ definition of its cap, by these valid compositions:
 
 (ε, δ) spends cannot be expressed as zCDP or as pure DP; a cap in those definitions refuses them.
 
+:func:`total_under` first moves every spend into the cap's neighbouring relation by group privacy
+(:func:`dipsy.privacy.relation.convert`), then adds them by :func:`total_as`;
+:func:`conversion_table` lists what one spend of each kind counts as under each kind of cap.
+
 >>> from dipsy.privacy.budget import ApproxDP, PureDP, ZCDP
 >>> total_as(ZCDP(1.0), [PureDP(1.0), ZCDP(0.25)])
 ZCDP(rho=0.75)
@@ -26,11 +30,13 @@ ZCDP(rho=0.75)
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Iterable
 
 from ..errors import BudgetError, DipsyError
 from .budget import ZCDP, ApproxDP, Budget, PureDP, positive
 from .conversions import approx_to_zcdp, zcdp_to_epsilon
+from .relation import ADD_REMOVE, SUBSTITUTE, Relation, convert, group_factor, group_privacy, individual
 
 
 def requested_budget(definition: str, epsilon=None, delta=None, rho=None) -> tuple[Budget, float | None]:
@@ -101,6 +107,149 @@ def total_as(cap: Budget, budgets: Iterable[Budget]) -> Budget:
                               "raise the cap's δ, or spend less δ")
         return ApproxDP(epsilon + zcdp_to_epsilon(rho, left), cap.delta)
     raise BudgetError(f"unknown cap {cap!r}", "give the cap as ε, 'ε,δ' or 'rho=ρ'")
+
+
+def relate(budget: Budget, spent: Relation | None, target: Relation) -> Budget:
+    """``budget``, spent under the relation ``spent``, as a guarantee under ``target``.
+
+    Parameters
+    ----------
+    budget
+        The spend, in its own definition.
+    spent
+        The relation it was spent under; None when the ledger did not record it (a ledger written
+        before relations were kept), which is taken as the worst case (see Notes).
+    target
+        The relation of the cap it counts against.
+
+    Returns
+    -------
+    Budget
+        The spend's guarantee under ``target``, in its own definition.
+
+    Raises
+    ------
+    BudgetError
+        When no group-privacy factor covers the step: substitute → add/remove, and an unrecorded
+        relation under an add/remove cap.
+
+    Notes
+    -----
+    Group privacy for ``k`` neighbour steps (``k`` from :func:`dipsy.privacy.relation.group_factor`:
+    add/remove → substitute ``k = 2``; θ_f → θ_t ``k = ⌈θ_t/θ_f⌉``):
+
+    - ε-DP ⇒ kε-DP (Dwork & Roth 2014, Thm 2.2);
+    - ρ-zCDP ⇒ k²ρ-zCDP (Bun & Steinke 2016, Prop. 1.9);
+    - (ε, δ)-DP ⇒ (kε, k e^{(k−1)ε} δ)-DP (Vadhan 2017, Lemma 2.2).
+
+    An unrecorded relation may have been substitute (then nothing covers an add/remove step:
+    refused) or add/remove of any θ (then a substitution is ``k = 2`` steps, the largest factor
+    any relation needs): under a substitute cap it counts twice, by the rules above.
+
+    >>> relate(PureDP(1.0), None, SUBSTITUTE), relate(ZCDP(0.1), individual(3), SUBSTITUTE)
+    (PureDP(epsilon=2.0), ZCDP(rho=0.4))
+    """
+    if spent is None:
+        if target.kind != "substitute":
+            raise BudgetError(
+                "a spend recorded before the ledger kept neighbouring relations may have been made under substitution, "
+                f"and cannot count against a cap under '{target}'",
+                "state this data set's cap under substitution (the old spends count twice there), or use a new dataset id",
+            )
+        return group_privacy(budget, 2)
+    return convert(budget, spent, target)
+
+
+def total_under(cap: Budget, relation: Relation, spends: Iterable[tuple[Budget, Relation | None]]) -> Budget:
+    """The total of ``spends`` (budget, relation spent under) in ``cap``'s definition under ``relation``.
+
+    Each spend is moved into ``relation`` by :func:`relate` (group privacy, per spend), then all
+    are added in ``cap``'s definition by :func:`total_as` (sequential composition under one
+    relation). Raises :class:`BudgetError` when a spend can be neither converted nor expressed.
+
+    >>> total_under(PureDP(2.0), SUBSTITUTE, [(PureDP(1.0), ADD_REMOVE), (PureDP(1.0), SUBSTITUTE)])
+    PureDP(epsilon=3.0)
+    """
+    return total_as(cap, [relate(b, r, relation) for b, r in spends])
+
+
+#: The conversion table's axes: relations, one spend of each definition, and the caps' definitions
+#: (the amounts of a cap do not matter here; an (ε, δ) cap's δ does: zCDP converts at it).
+TABLE_RELATIONS = (SUBSTITUTE, ADD_REMOVE, individual(3))
+TABLE_SPENDS = (PureDP(1.0), ZCDP(0.1), ApproxDP(1.0, 1e-9))
+TABLE_CAPS = (PureDP(100.0), ZCDP(100.0), ApproxDP(100.0, 1e-6))
+
+
+@dataclass(frozen=True)
+class ConversionRow:
+    """What one spend counts as against one kind of cap: ``result``, or ``refusal`` (why not)."""
+
+    spend_relation: Relation
+    cap_relation: Relation
+    k: int | None
+    spend: Budget
+    cap_definition: str
+    result: Budget | None
+    refusal: str | None = None
+
+    def cell(self) -> str:
+        """The result as the printed table shows it (refusals marked as in :data:`LEGEND`)."""
+        return _short(self.result) if self.result is not None else f"refused {self.refusal}"
+
+
+#: The marks of refused cells in the printed table.
+LEGEND = {
+    "†": "substitute → add/remove: no group-privacy factor (the release may publish n exactly)",
+    "‡": "the spend cannot be expressed in the cap's definition ((ε, δ) or ρ under a pure cap; (ε, δ) under a zCDP cap)",
+}
+
+
+def conversion_table() -> list[ConversionRow]:
+    """Every spend relation × cap relation × spend definition × cap definition, converted or refused.
+
+    Computed by :func:`total_under` itself, one spend at a time, against the caps of
+    :data:`TABLE_CAPS` (an (ε, δ) cap at δ = 1e-6). Print it with :func:`format_conversion_table`.
+
+    >>> [r.cell() for r in conversion_table()[27:30]]  # add/remove ε = 1 under substitute caps: k = 2
+    ['ε = 2', 'ρ = 2', '(2, 0)']
+    """
+    rows = []
+    for spent in TABLE_RELATIONS:
+        for target in TABLE_RELATIONS:
+            for spend in TABLE_SPENDS:
+                for cap in TABLE_CAPS:
+                    k = group_factor(spent, target)
+                    try:
+                        result, why = total_under(cap, target, [(spend, spent)]), None
+                    except BudgetError:
+                        result, why = None, "†" if k is None else "‡"
+                    rows.append(ConversionRow(spent, target, k, spend, cap.definition, result, why))
+    return rows
+
+
+def format_conversion_table(rows: Iterable[ConversionRow] | None = None) -> str:
+    """The conversion table in Markdown: a line per (spend relation, cap relation), a column per
+    (spend, cap definition), then the legend of refusals.
+    """
+    rows = list(conversion_table() if rows is None else rows)
+    names = {"pure-DP": "pure", "zCDP": "zCDP", "approximate-DP": "(ε, δ)"}
+    columns = list(dict.fromkeys((r.spend, r.cap_definition) for r in rows))
+    head = ["spent under", "cap under", "k"] + [f"{_short(spend)} → {names[cap]}" for spend, cap in columns]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for pair in dict.fromkeys((r.spend_relation, r.cap_relation) for r in rows):
+        cells = {(r.spend, r.cap_definition): r for r in rows if (r.spend_relation, r.cap_relation) == pair}
+        k = next(iter(cells.values())).k
+        lines.append("| " + " | ".join([str(pair[0]), str(pair[1]), "—" if k is None else str(k)]
+                                       + [cells[c].cell() for c in columns]) + " |")
+    lines += ["", "(ε, δ) caps at δ = 1e-6: zCDP converts at the cap's δ (CKS 2020)."]
+    lines += [f"{mark} {text}" for mark, text in LEGEND.items()]
+    return "\n".join(lines)
+
+
+def _short(b: Budget) -> str:
+    if isinstance(b, ApproxDP):
+        return f"({b.epsilon:.4g}, {b.delta:.4g})"
+    return f"ε = {b.epsilon:.4g}" if isinstance(b, PureDP) else f"ρ = {b.rho:.4g}"
 
 
 def parse_cap(text: str | float | Budget) -> Budget:

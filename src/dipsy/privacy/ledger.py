@@ -2,10 +2,41 @@
 
 The ledger is the data steward's record, kept beside the confidential data and never released: a
 data set is named by an identifier (by default the SHA-256 of its file), and every release adds
-its spends. A cap, once set for a data set, refuses any release that would take the total past
-it — checked and recorded in one exclusive transaction, so two releases run at once cannot both
-slip under the cap. Releases of different privacy definitions (ε-DP, ρ-zCDP, (ε, δ)-DP) count
-against one cap by the compositions of :mod:`.composition`.
+its spends, each with the neighbouring relation it was spent under (:mod:`.relation`) and its
+guarantee (``"dp"``; ``"test"``: seeded, not private; ``"local"``: not worst-case DP).
+
+A release runs in three steps, so that the lock is held for milliseconds, never through a synthesis:
+
+1. :meth:`Ledger.reserve` — one short ``BEGIN IMMEDIATE`` transaction checks the cap and inserts the
+   spends as ``pending``; a release that would pass the cap raises :class:`BudgetError` and
+   records nothing. Two runs at once cannot both slip under the cap.
+2. :meth:`Ledger.confirm` once the release exists (``released``), or :meth:`Ledger.cancel` when the
+   run failed before anything became visible (the pending spends are deleted).
+3. A killed run leaves its spends ``pending``: they count (a kill may over-count, never under-count).
+
+A data set's cap is stated in one definition and one relation (by default the relation of the
+release that first sets it). Every DP spend counts against it after conversion into that relation
+by group privacy and into that definition by composition (:func:`.composition.total_under`), or is
+refused. ``test`` and ``local`` spends are recorded and shown, never added into a DP total and
+never checked against the cap. Caps change only as :meth:`Ledger.reserve` describes, each change
+kept in ``cap_changes``.
+
+Schema (one file): ``spends`` (id, dataset_id, release_id, created, method, label, definition,
+epsilon, delta, rho, relation, theta, guarantee, status), ``caps`` (dataset_id, definition,
+epsilon, delta, rho, set_at, relation, theta) and ``cap_changes`` (id, dataset_id, old, new,
+changed_at, how). For zCDP spends ``delta`` holds the δ the release stated its ρ at (a statement,
+not a spend).
+
+Migration: a ledger written before relations were kept opens as it is; the first write adds the
+new columns. Its spends get ``relation`` NULL, ``guarantee`` "dp" and ``status`` "released"; its
+caps get ``relation`` NULL. A spend of unknown relation counts as the worst case: twice under a
+substitute cap (``k = 2`` is the largest group factor any relation needs), refused under an
+add/remove cap (it may have been a substitute release). A cap of unknown relation takes the
+relation of the next release that reserves against it (recorded in ``cap_changes``).
+
+Creation is lazy: ``Ledger(path)`` creates nothing; the folder and file are made by the first
+:meth:`Ledger.reserve` (or :meth:`Ledger.set_cap`) that is not refused. ``Ledger(path, create=False)``
+(:meth:`Ledger.open_existing`) refuses a missing file. Reading never creates or changes the file.
 
 The default location is ``$DIPSY_LEDGER`` when set, else ``ledger.sqlite`` in the user's data
 directory (e.g. ``~/.local/share/dipsy`` on Linux).
@@ -16,43 +47,22 @@ from __future__ import annotations
 import os
 import sqlite3
 from contextlib import closing, contextmanager
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator, Sequence
 
 import platformdirs
 
-from ..errors import BudgetError, DipsyError
+from ..errors import DipsyError
 from .accountant import Spend
-from .budget import BUDGET_TYPES, ZCDP, Budget
-from .conversions import zcdp_to_epsilon
-from .composition import total_as
+from .budget import Budget
+from .ledger_records import (
+    GUARANTEES, CapChange, DatasetTotal, Reservation, budget_of, cap_change, cap_change_of, cap_json, dataset_totals, decide,
+    migrate, relation_of, rows_of,
+)
+from .relation import Relation, parse
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS spends (
-    id INTEGER PRIMARY KEY,
-    dataset_id TEXT NOT NULL,
-    release_id TEXT NOT NULL,
-    created TEXT NOT NULL,
-    method TEXT NOT NULL,
-    label TEXT NOT NULL,
-    definition TEXT NOT NULL,
-    epsilon REAL,
-    delta REAL,
-    rho REAL
-);
-CREATE INDEX IF NOT EXISTS spends_dataset ON spends (dataset_id);
-CREATE TABLE IF NOT EXISTS caps (
-    dataset_id TEXT PRIMARY KEY,
-    definition TEXT NOT NULL,
-    epsilon REAL,
-    delta REAL,
-    rho REAL,
-    set_at TEXT NOT NULL
-);
-"""
-_AMOUNTS = ("epsilon", "delta", "rho")
+__all__ = ["GUARANTEES", "CapChange", "DatasetTotal", "Ledger", "Reservation", "default_ledger_path"]
 
 
 def default_ledger_path() -> Path:
@@ -61,165 +71,278 @@ def default_ledger_path() -> Path:
     return Path(env) if env else Path(platformdirs.user_data_dir("dipsy")) / "ledger.sqlite"
 
 
-@dataclass(frozen=True)
-class DatasetTotal:
-    """What one data set has spent under one definition, in how many releases, against which cap."""
-
-    dataset_id: str
-    spent: Budget
-    releases: int
-    cap: Budget | None
-    #: zCDP only: the smallest δ at which a release stated its ρ as (ε, δ)-DP (None if none did).
-    stated_delta: float | None = None
-
-    def describe(self) -> str:
-        """The total, and for ρ-zCDP the (ε, δ) it implies at the stated δ (CKS 2020)."""
-        if isinstance(self.spent, ZCDP) and self.stated_delta and self.spent.rho > 0:
-            return f"{self.spent} (ε = {zcdp_to_epsilon(self.spent.rho, self.stated_delta):.4g} at δ = {self.stated_delta:g})"
-        return str(self.spent)
-
-
 class Ledger:
-    """The budget ledger in the SQLite file at ``path`` (created with its folder when absent).
+    """The budget ledger in the SQLite file at ``path``.
+
+    Parameters
+    ----------
+    path
+        The ledger file.
+    create
+        True: the first accepted :meth:`reserve` creates the file and its folder (nothing is
+        created before). False: the file must exist (:class:`DipsyError` "no ledger at PATH").
+    timeout
+        Seconds a write waits for another run's lock before a :class:`DipsyError`.
 
     >>> import tempfile, pathlib
     >>> from dipsy.privacy.budget import PureDP
+    >>> from dipsy.privacy.relation import SUBSTITUTE
     >>> led = Ledger(pathlib.Path(tempfile.mkdtemp()) / "l.sqlite")
-    >>> with led.charge("ce", "r1", "dirichlet-multinomial", [Spend("set 1", PureDP(1.0))], cap=PureDP(1.5)):
-    ...     pass
-    >>> led.spent("ce")
-    PureDP(epsilon=1.0)
+    >>> r = led.reserve("ce", "r1", "dirichlet-multinomial", [Spend("set 1", PureDP(1.0))], SUBSTITUTE, cap=PureDP(1.5))
+    >>> led.confirm("r1")
+    >>> r.total, led.spent("ce")
+    (PureDP(epsilon=1.0), PureDP(epsilon=1.0))
     """
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with closing(self._connect()) as db:
-                db.executescript(_SCHEMA)
-        except (OSError, sqlite3.Error) as e:
-            raise DipsyError(f"cannot open the budget ledger {str(self.path)!r} ({e})", "pass --ledger with a writable path") from None
+    def __init__(self, path: str | Path, *, create: bool = True, timeout: float = 30.0) -> None:
+        self.path, self.create, self.timeout = Path(path), create, timeout
+        if self.path.is_dir():
+            raise DipsyError(f"cannot open the budget ledger {str(self.path)!r} (it is a folder)", "pass --ledger with a file path")
+        if not create and not self.path.is_file():
+            raise DipsyError(f"no ledger at {self.path}", "check --ledger: reading a ledger never creates one")
+        parent = next((p for p in self.path.absolute().parents if p.exists()), None)
+        if parent is not None and not parent.is_dir():
+            raise DipsyError(f"cannot open the budget ledger {str(self.path)!r} ({parent} is not a folder)",
+                             "pass --ledger with a writable path")
 
-    def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-        db.row_factory = sqlite3.Row
-        return db
+    @classmethod
+    def open_existing(cls, path: str | Path, *, timeout: float = 30.0) -> "Ledger":
+        """The ledger at ``path``, which must exist (for reading: nothing is ever created)."""
+        return cls(path, create=False, timeout=timeout)
 
     # -- reading --------------------------------------------------------------------------------
 
     def cap(self, dataset_id: str) -> Budget | None:
-        with closing(self._connect()) as db:
-            row = db.execute("SELECT * FROM caps WHERE dataset_id = ?", (dataset_id,)).fetchone()
-        return _budget(row) if row else None
+        """The data set's cap (None if it has none); its relation is :meth:`cap_relation`'s."""
+        row = self._cap_row(dataset_id)
+        return budget_of(row) if row else None
 
-    def spent(self, dataset_id: str, definition: str = "pure-DP") -> Budget:
-        """Total spent by ``dataset_id`` under ``definition`` (zero when nothing is recorded)."""
-        with closing(self._connect()) as db:
-            return _total(db, dataset_id, definition)
+    def cap_relation(self, dataset_id: str) -> Relation | None:
+        """The relation the data set's cap is stated under (None: no cap, or an old cap's unknown one)."""
+        row = self._cap_row(dataset_id)
+        return relation_of(row) if row else None
+
+    def has_caps(self) -> bool:
+        """Whether any data set in this ledger has a cap."""
+        with self._reading() as db:
+            return db is not None and db.execute("SELECT 1 FROM caps LIMIT 1").fetchone() is not None
+
+    def cap_history(self, dataset_id: str) -> list[CapChange]:
+        """Every change of the data set's cap, oldest first."""
+        with self._reading() as db:
+            if db is None or not _has_table(db, "cap_changes"):
+                return []
+            rows = db.execute("SELECT * FROM cap_changes WHERE dataset_id = ? ORDER BY id", (dataset_id,)).fetchall()
+        return [cap_change_of(r) for r in rows]
+
+    def spent(self, dataset_id: str, definition: str = "pure-DP", relation: Relation | None = None) -> Budget:
+        """The sum of the data set's DP spends recorded in ``definition`` under ``relation``.
+
+        Pending spends count; ``test`` and ``local`` ones do not. ``relation`` may be left out
+        when those spends share one relation; otherwise :class:`DipsyError` (spends under
+        different relations are never added as one unit: see :meth:`totals`).
+        """
+        rows = [r for r in self.spends(dataset_id) if r["guarantee"] == "dp" and r["definition"] == definition]
+        relations = {relation_of(r) for r in rows}
+        if relation is None and len(relations) > 1:
+            raise DipsyError(f"data set {dataset_id!r} has {definition} spends under {len(relations)} relations",
+                             "give relation=, or read totals() for the total in the cap's relation")
+        total = Budget.from_dict({"definition": definition, "epsilon": 0.0, "delta": 0.0, "rho": 0.0})
+        for r in rows:
+            if relation is None or relation_of(r) == relation:
+                total = total + budget_of(r)
+        return total
 
     def spends(self, dataset_id: str | None = None) -> list[dict]:
-        """Every recorded spend, oldest first, optionally for one data set."""
+        """Every recorded spend, oldest first, optionally for one data set (old rows get the defaults)."""
         query = "SELECT * FROM spends" + (" WHERE dataset_id = ?" if dataset_id else "") + " ORDER BY id"
-        with closing(self._connect()) as db:
-            return [dict(r) for r in db.execute(query, (dataset_id,) if dataset_id else ())]
+        with self._reading() as db:
+            return [] if db is None else rows_of(db.execute(query, (dataset_id,) if dataset_id else ()))
 
     def totals(self) -> list[DatasetTotal]:
-        """One line per data set and definition: total spent, number of releases, cap."""
-        with closing(self._connect()) as db:
-            rows = db.execute(
-                "SELECT dataset_id, definition, SUM(epsilon) AS epsilon, SUM(rho) AS rho,"
-                " CASE WHEN definition = 'zCDP' THEN MIN(delta) ELSE SUM(delta) END AS delta,"
-                " COUNT(DISTINCT release_id) AS releases FROM spends GROUP BY dataset_id, definition"
-                " ORDER BY MIN(id)"
-            ).fetchall()
-            out = []
-            for r in rows:
-                cap_row = db.execute("SELECT * FROM caps WHERE dataset_id = ?", (r["dataset_id"],)).fetchone()
-                out.append(DatasetTotal(r["dataset_id"], _budget(r), r["releases"], _budget(cap_row) if cap_row else None,
-                                        r["delta"] if r["definition"] == "zCDP" else None))
-        return out
+        """One line per capped data set (its DP total in the cap's definition and relation), and per
+        definition and relation for a data set without a cap; with the pending, test and local counts.
+        """
+        with self._reading() as db:
+            if db is None:
+                return []
+            rows = rows_of(db.execute("SELECT * FROM spends ORDER BY id"))
+            caps = {r["dataset_id"]: r for r in rows_of(db.execute("SELECT * FROM caps ORDER BY rowid"))}
+        order = list(dict.fromkeys([r["dataset_id"] for r in rows] + list(caps)))
+        return [t for d in order for t in dataset_totals(d, [r for r in rows if r["dataset_id"] == d], caps.get(d))]
 
     # -- writing --------------------------------------------------------------------------------
 
-    @contextmanager
-    def charge(
-        self, dataset_id: str, release_id: str, method: str, spends: Sequence[Spend], cap: Budget | None = None,
-        stated_delta: float | None = None,
-    ) -> Iterator[Budget]:
-        """Check and record ``spends`` for ``dataset_id``; commit only if the block succeeds.
+    def reserve(
+        self, dataset_id: str, release_id: str, method: str, spends: Sequence[Spend], relation: Relation | str, *,
+        cap: Budget | None = None, raise_cap: bool = False, stated_delta: float | None = None, guarantee: str = "dp",
+        dataset_id_given: bool = True, cap_relation: Relation | None = None,
+    ) -> Reservation:
+        """Check the cap and record ``spends`` as pending, in one short exclusive transaction.
 
-        ``cap``, when given, becomes the data set's cap; otherwise the stored cap (if any) holds.
-        ``stated_delta``: the δ at which a zCDP release states its ρ as (ε, δ), kept in the zCDP
-        rows' ``delta`` column (a statement, not a spend: zCDP totals add ρ only).
-        The block runs inside an exclusive transaction: a failure inside it records nothing, and a
-        release that would pass the cap raises :class:`BudgetError` before the block runs.
-        Yields the data set's total after this release.
+        Parameters
+        ----------
+        dataset_id, release_id, method
+            What is released from what; ``release_id`` is new (it names the release to
+            :meth:`confirm` or :meth:`cancel`).
+        spends
+            The release's declared spends, each in its own definition.
+        relation
+            The neighbouring relation they were spent under.
+        cap
+            The data set's cap, if given with this release. The first cap is recorded; the same
+            cap again changes nothing; a lower one (same definition and relation, no component
+            larger) is recorded; a higher or differently defined one is refused unless
+            ``raise_cap``. Every change is kept (:meth:`cap_history`).
+        raise_cap
+            Allow ``cap`` to raise or redefine the stored cap (the data steward's decision).
+        stated_delta
+            The δ at which a zCDP release states its ρ as (ε, δ) (kept in the zCDP rows' ``delta``).
+        guarantee
+            ``"dp"``; ``"test"`` (seeded: its noise can be regenerated, so it is not private) or
+            ``"local"`` (not worst-case DP): these are recorded, never counted nor checked.
+        dataset_id_given
+            False when ``dataset_id`` is the file's hash: then a cap is refused (the same data
+            re-saved would get a fresh budget), and so is any release while the ledger holds caps.
+        cap_relation
+            The relation a new cap is stated under (default: the stored cap's, else ``relation``).
+
+        Returns
+        -------
+        Reservation
+            With the data set's DP total after this release (see :class:`Reservation`).
+
+        Raises
+        ------
+        BudgetError
+            The release would pass the cap, cannot be converted into the cap's relation or
+            definition, or the cap change is refused. Nothing is recorded (nor created).
+        DipsyError
+            A hash-named data set with caps in play, a reused ``release_id``, a busy ledger.
         """
+        relation = parse(relation) if isinstance(relation, str) else relation
         if not spends:
-            raise ValueError("a charge needs at least one spend")
-        definition = spends[0].budget.definition
-        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        db = self._connect()
-        try:
-            db.execute("BEGIN IMMEDIATE")
-            if cap is not None:
-                db.execute(
-                    "INSERT OR REPLACE INTO caps VALUES (?, ?, ?, ?, ?, ?)",
-                    (dataset_id, cap.definition, *_amounts(cap), now),
-                )
-            row = db.execute("SELECT * FROM caps WHERE dataset_id = ?", (dataset_id,)).fetchone()
-            limit = _budget(row) if row else None
-            if limit is None:
-                before = _total(db, dataset_id, definition)
-                after = before + _sum(spends)
-            else:  # earlier releases may be of other definitions: add them up in the cap's
-                earlier = [_budget(r) for r in db.execute("SELECT * FROM spends WHERE dataset_id = ?", (dataset_id,))]
-                before = total_as(limit, earlier)
-                after = total_as(limit, earlier + [s.budget for s in spends])
-                if after.exceeds(limit):
-                    raise BudgetError(
-                        f"data set {dataset_id[:16]!r} has spent {before} of its cap {limit}; this release needs"
-                        f" {_sum(spends)} more; nothing was spent",
-                        "spend less, or raise the cap with --budget-cap if the data steward agrees",
-                    )
+            raise ValueError("a reservation needs at least one spend")
+        if guarantee not in GUARANTEES:
+            raise ValueError(f"guarantee must be one of {GUARANTEES}, got {guarantee!r}")
+        ask = (dataset_id, release_id, list(spends), relation, cap, cap_relation, raise_cap, guarantee, dataset_id_given)
+        if not self.path.exists():  # a refusal against an empty ledger creates nothing
+            decide(None, [], False, False, *ask)
+        now = _now()
+        with self._transaction() as db:
+            stored = _one(rows_of(db.execute("SELECT * FROM caps WHERE dataset_id = ?", (dataset_id,))))
+            earlier = rows_of(db.execute("SELECT * FROM spends WHERE dataset_id = ? ORDER BY id", (dataset_id,)))
+            any_caps = db.execute("SELECT 1 FROM caps LIMIT 1").fetchone() is not None
+            reused = db.execute("SELECT 1 FROM spends WHERE release_id = ? LIMIT 1", (release_id,)).fetchone() is not None
+            reservation, change = decide(stored, earlier, any_caps, reused, *ask)
+            if change is not None:
+                _write_cap(db, dataset_id, stored, *change, now)
             db.executemany(
-                "INSERT INTO spends (dataset_id, release_id, created, method, label, definition, epsilon, delta, rho)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(dataset_id, release_id, now, method, s.label, s.budget.definition, *_amounts(s.budget, stated_delta)) for s in spends],
+                "INSERT INTO spends (dataset_id, release_id, created, method, label, definition, epsilon, delta, rho,"
+                " relation, theta, guarantee, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending')",
+                [(dataset_id, release_id, now, method, s.label, s.budget.definition, *_amounts(s.budget, stated_delta),
+                  relation.kind, relation.theta, guarantee) for s in spends],
             )
-            yield after
-            db.execute("COMMIT")
-        except BaseException:
-            if db.in_transaction:
-                db.execute("ROLLBACK")
-            raise
-        finally:
-            db.close()
+        return reservation
+
+    def confirm(self, release_id: str) -> None:
+        """Mark a reserved release as released (again: no change); :class:`DipsyError` if unknown."""
+        with self._transaction(create=False) as db:
+            db.execute("UPDATE spends SET status = 'released' WHERE release_id = ?", (release_id,))
+            if not db.execute("SELECT 1 FROM spends WHERE release_id = ? LIMIT 1", (release_id,)).fetchone():
+                raise DipsyError(f"no release {release_id!r} in the ledger {self.path}", "reserve it first")
+
+    def cancel(self, release_id: str) -> int:
+        """Delete a release's pending spends (only for a run that failed before anything was
+        visible); released spends stay. Returns how many spends were deleted."""
+        if not self.path.exists():
+            return 0
+        with self._transaction(create=False) as db:
+            return db.execute("DELETE FROM spends WHERE release_id = ? AND status = 'pending'", (release_id,)).rowcount
+
+    def set_cap(self, dataset_id: str, cap: Budget, relation: Relation, *, raise_cap: bool = False) -> None:
+        """Set the data set's cap under ``relation`` without a release, by :meth:`reserve`'s rules."""
+        with self._transaction() as db:
+            stored = _one(rows_of(db.execute("SELECT * FROM caps WHERE dataset_id = ?", (dataset_id,))))
+            change = cap_change(stored, cap, relation, relation, raise_cap, dataset_id)
+            if change is not None:
+                _write_cap(db, dataset_id, stored, *change, _now())
+
+    # -- the file -------------------------------------------------------------------------------
+
+    def _cap_row(self, dataset_id: str) -> dict | None:
+        with self._reading() as db:
+            return None if db is None else _one(rows_of(db.execute("SELECT * FROM caps WHERE dataset_id = ?", (dataset_id,))))
+
+    @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection | None]:
+        """A read-only connection (None when there is no file): reading never creates or migrates."""
+        if not self.path.exists():
+            yield None
+            return
+        with self._errors(), closing(sqlite3.connect(self.path.absolute().as_uri() + "?mode=ro", uri=True,
+                                                     timeout=self.timeout, isolation_level=None)) as db:
+            db.row_factory = sqlite3.Row
+            db.execute("BEGIN")  # one snapshot for every query of the block
+            # an empty file (a first write that never committed) is an empty ledger
+            yield db if _has_table(db, "spends") and _has_table(db, "caps") else None
+
+    @contextmanager
+    def _transaction(self, create: bool = True) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction, committed if the block succeeds (schema migrated first)."""
+        if not self.path.exists() and not (create and self.create):
+            raise DipsyError(f"no ledger at {self.path}", "check --ledger")
+        with self._errors():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with closing(sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)) as db:
+                db.row_factory = sqlite3.Row
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    migrate(db)
+                    yield db
+                    db.execute("COMMIT")
+                except BaseException:
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
+                    raise
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.OperationalError as e:
+            if "locked" in str(e) or "busy" in str(e):
+                raise DipsyError(
+                    f"the budget ledger {self.path} is locked: another dipsy run held it for over {self.timeout:g} s",
+                    "try again when that run has finished (a run holds the lock only to reserve or confirm, never while it synthesizes)",
+                ) from None
+            raise DipsyError(f"cannot use the budget ledger {str(self.path)!r} ({e})", "pass --ledger with a writable path") from None
+        except (OSError, sqlite3.Error) as e:
+            raise DipsyError(f"cannot open the budget ledger {str(self.path)!r} ({e})", "pass --ledger with a writable path") from None
+
+
+def _write_cap(db: sqlite3.Connection, dataset_id: str, stored, cap: Budget, relation: Relation, how: str, now: str) -> None:
+    db.execute("INSERT OR REPLACE INTO caps (dataset_id, definition, epsilon, delta, rho, set_at, relation, theta)"
+               " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (dataset_id, cap.definition, *_amounts(cap), now, relation.kind, relation.theta))
+    old = cap_json(budget_of(stored), relation_of(stored)) if stored else None
+    db.execute("INSERT INTO cap_changes (dataset_id, old, new, changed_at, how) VALUES (?, ?, ?, ?, ?)",
+               (dataset_id, old, cap_json(cap, relation), now, how))
 
 
 def _amounts(b: Budget, stated_delta: float | None = None) -> tuple:
     d = b.to_dict()
-    if isinstance(b, ZCDP):
+    if b.definition == "zCDP":
         d["delta"] = stated_delta
-    return tuple(d.get(k) for k in _AMOUNTS)
+    return tuple(d.get(k) for k in ("epsilon", "delta", "rho"))
 
 
-def _budget(row: sqlite3.Row) -> Budget:
-    kind = BUDGET_TYPES[row["definition"]]
-    return kind(**{k: row[k] or 0.0 for k in _AMOUNTS if k in kind.__dataclass_fields__})
+def _one(rows: list[dict]) -> dict | None:
+    return rows[0] if rows else None
 
 
-def _total(db: sqlite3.Connection, dataset_id: str, definition: str) -> Budget:
-    row = db.execute(
-        "SELECT ? AS definition, SUM(epsilon) AS epsilon, SUM(delta) AS delta, SUM(rho) AS rho"
-        " FROM spends WHERE dataset_id = ? AND definition = ?",
-        (definition, dataset_id, definition),
-    ).fetchone()
-    return _budget(row)
+def _has_table(db: sqlite3.Connection, name: str) -> bool:
+    return db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone() is not None
 
 
-def _sum(spends: Sequence[Spend]) -> Budget:
-    total = spends[0].budget
-    for s in spends[1:]:
-        total = total + s.budget
-    return total
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")

@@ -2,15 +2,17 @@
 
 A :class:`Randomness` carries two things:
 
-- ``numpy``: a NumPy ``Generator`` for the floating-point samplers (gamma, multinomial, uniform
-  draws inside bins), seeded from the operating system's entropy unless a seed is given;
+- ``numpy``: a NumPy ``Generator`` for the floating-point draws (posterior gamma and multinomial
+  draws, uniform draws inside bins). Without a seed its bit generator is ChaCha20 (``randomgen``;
+  Bernstein 2008, 20 rounds) keyed with 256 bits from the operating system's CSPRNG: a stream
+  cipher's output, which nobody without the key can predict or regenerate — unlike PCG64, whose
+  state can be recovered from its output;
 - :meth:`Randomness.below`: exact uniform integers for the exact noise samplers of
-  :mod:`dipsy.privacy.samplers`, drawn from the operating system's cryptographically secure
-  generator (``os.urandom``) unless a seed is given, in which case they come from ``numpy`` so
-  that a seeded run is reproducible.
+  :mod:`dipsy.privacy.samplers`, drawn from ``os.urandom`` unless a seed is given.
 
-A seed makes a run reproducible (and is recorded in the release) at the price of a predictable
-stream: use one for testing and methods work, not for a production release.
+With a seed, both come from NumPy's PCG64 seeded with it: the run is reproducible, the seed is
+recorded, and so anyone can regenerate the noise — a seeded release is a *test release*, not
+differentially private, and its statement says so.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import os
 from dataclasses import dataclass
 
 import numpy as np
+from randomgen import ChaCha
 
 from ..errors import DipsyError
 
@@ -39,9 +42,11 @@ class Randomness:
 
     @classmethod
     def from_seed(cls, seed: int | None = None) -> "Randomness":
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0):
+        if seed is None:
+            return cls(None, np.random.Generator(ChaCha(key=int.from_bytes(os.urandom(32), "little"), rounds=20)))
+        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
             raise DipsyError(f"seed must be a whole number >= 0, got {seed!r}", "pass --seed with e.g. 2026, or leave it out")
-        return cls(None if seed is None else int(seed), np.random.default_rng(seed))
+        return cls(int(seed), np.random.default_rng(int(seed)))
 
     @property
     def secure(self) -> bool:

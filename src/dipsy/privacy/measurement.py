@@ -1,0 +1,350 @@
+r"""Measurements: the one place where a release's privacy is both stated and spent.
+
+A :class:`Measurement` is a frozen value made of
+
+- a :class:`Query` against the engine — a contingency table, the valid values of some columns, a
+  statistic computed from them — which says *what* is read;
+- a :class:`Mechanism` — the noise (its distribution and scale) or the posterior draw, with its
+  sensitivity and its privacy map (:attr:`Mechanism.cost`: the budget it spends) — which says
+  *how* it is randomised;
+- the typed neighbouring :class:`~dipsy.privacy.relation.Relation` under which the sensitivity, and
+  so the cost, holds.
+
+The same object states the spend and adds the noise: a method never computes a noise scale
+anywhere else (the constructors ``for_budget`` turn a budget into a scale; the cost is computed
+back from the scale). Only a :class:`~dipsy.privacy.session.Session` runs a measurement, after
+charging its cost.
+
+Privacy maps (each mechanism's docstring holds its proof or the citation):
+
+============================  ============================================  =====================
+mechanism                     released                                      cost
+============================  ============================================  =====================
+:class:`DiscreteLaplace`      ``q(x) + Z``, ``P(Z = z) ∝ exp(−|z|/s)``       ε = Δ₁/s
+:class:`DiscreteGaussian`     ``q(x) + Z``, ``P(Z = z) ∝ exp(−z²/2σ²)``      ρ = Δ₂²/(2σ²)
+:class:`Laplace`              ``q(x) + Lap(s)`` (floats)                    ε = Δ₁/s
+:class:`PosteriorDraw`        a draw from a posterior (predictive)          proven per method
+============================  ============================================  =====================
+
+The audit's broken variants (:meth:`Mechanism.weakened`) halve the noise or the prior while the
+statement still claims the original cost: the end-to-end audit must catch them.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from typing import Any, Callable
+
+import numpy as np
+
+from ..domain import Domain
+from .budget import ZCDP, Budget, PureDP, positive
+from .relation import Relation
+from .rng import Randomness
+from .samplers import discrete_gaussian, discrete_laplace, laplace, to_fraction
+
+#: σ² of the discrete Gaussian is rounded up to a multiple of 1/DENOMINATOR: exact, cheap for the
+#: sampler, and costing at most a relative 1/(DENOMINATOR·σ²) of the budget.
+DENOMINATOR = 1024
+
+#: The measurement being run, if any (the spy tests check that every noise draw happens inside one).
+ACTIVE: contextvars.ContextVar["Measurement | None"] = contextvars.ContextVar("dipsy_active_measurement", default=None)
+
+
+# -- queries ------------------------------------------------------------------------------------
+
+
+class Query(ABC):
+    """What a measurement reads from the confidential data, through the engine only."""
+
+    @abstractmethod
+    def answer(self, engine: Any) -> Any:
+        """The exact answer (private: it never leaves the measurement un-noised)."""
+
+    @abstractmethod
+    def describe(self) -> str:
+        """The query in words, for the statement and the spends' labels."""
+
+
+@dataclass(frozen=True)
+class Table(Query):
+    """The dense contingency table (flat int64 counts, C order) of ``columns``; over ``domain``'s
+    bins when given (the same columns and bounds, other bins: see ``Engine.rebinned``)."""
+
+    columns: tuple[str, ...]
+    domain: Domain | None = None
+
+    def answer(self, engine: Any) -> np.ndarray:
+        source = engine if self.domain is None else engine.rebinned(self.domain)
+        return np.asarray(source.contingency(self.columns, form="dense").counts, dtype=np.int64)
+
+    def describe(self) -> str:
+        return f"the counts of the {' × '.join(self.columns)} table" if self.columns else "the number of rows"
+
+
+@dataclass(frozen=True)
+class Total(Query):
+    """The number of valid rows, as a length-1 vector."""
+
+    def answer(self, engine: Any) -> np.ndarray:
+        return np.array([engine.num_rows()], dtype=np.int64)
+
+    def describe(self) -> str:
+        return "the number of rows"
+
+
+@dataclass(frozen=True)
+class Statistic(Query):
+    """A statistic computed by ``compute(engine)`` — e.g. sums of clipped values, or dependency
+    scores from two-way tables. Its sensitivity is proven where ``compute`` is defined."""
+
+    name: str
+    compute: Callable[[Any], Any] = field(compare=False)
+
+    def answer(self, engine: Any) -> Any:
+        return self.compute(engine)
+
+    def describe(self) -> str:
+        return self.name
+
+
+# -- mechanisms ---------------------------------------------------------------------------------
+
+
+class Mechanism(ABC):
+    """Randomises a query's answer; declares what that costs (its privacy map)."""
+
+    @property
+    @abstractmethod
+    def cost(self) -> Budget:
+        """The budget one run spends, under the measurement's relation."""
+
+    @abstractmethod
+    def randomise(self, answer: Any, rand: Randomness) -> Any:
+        """The released value."""
+
+    @abstractmethod
+    def describe(self) -> dict[str, Any]:
+        """The noise, as ``release.json`` states it (distribution, scale, variance)."""
+
+    def weakened(self, factor: float) -> "Mechanism":
+        """The same mechanism with ``factor`` times its noise scale (or prior strength; 0.5: half
+        the noise) — the audit's broken variants only; the cost it states is *not* updated."""
+        raise NotImplementedError(f"{type(self).__name__} has no weakened variant")
+
+
+def discrete_laplace_variance(scale: Fraction | float) -> float:
+    """Variance of the discrete Laplace with ``P(z) ∝ exp(-|z|/scale)``: ``2q/(1 − q)²``, ``q = e^{−1/scale}``.
+
+    >>> round(discrete_laplace_variance(Fraction(1)), 6)
+    1.841347
+    """
+    q = math.exp(-1 / float(scale))
+    return 2 * q / (1 - q) ** 2
+
+
+@dataclass(frozen=True)
+class DiscreteLaplace(Mechanism):
+    r"""Exact discrete Laplace noise on an integer vector of L1 sensitivity Δ₁: ε = Δ₁/scale.
+
+    Proof: ``P(z)/P(z + d) = exp(|d|/s)`` at most, and the shifts of neighbouring answers add up to
+    Δ₁ over the coordinates, so every output's probability changes by at most ``exp(Δ₁/s)``
+    (Ghosh, Roughgarden & Sundararajan 2009; Canonne, Kamath & Steinke 2020, §4). Drawn exactly
+    (:func:`dipsy.privacy.samplers.discrete_laplace`), so Mironov's (2012) attack does not apply.
+
+    >>> DiscreteLaplace.for_budget(PureDP(0.5), 2).scale, DiscreteLaplace.for_budget(PureDP(0.5), 2).cost
+    (Fraction(4, 1), PureDP(epsilon=0.5))
+    """
+
+    scale: Fraction
+    sensitivity: Fraction = Fraction(1)
+
+    @classmethod
+    def for_budget(cls, budget: PureDP, sensitivity: Any = 1) -> "DiscreteLaplace":
+        return cls(to_fraction(sensitivity) / to_fraction(budget.epsilon), to_fraction(sensitivity))
+
+    @property
+    def cost(self) -> PureDP:
+        return PureDP(float(self.sensitivity / self.scale))
+
+    def randomise(self, answer: Any, rand: Randomness) -> np.ndarray:
+        counts = np.asarray(answer, dtype=np.int64)
+        return counts + discrete_laplace(self.scale, counts.shape, rand)
+
+    def describe(self) -> dict[str, Any]:
+        v = discrete_laplace_variance(self.scale)
+        return {"distribution": "discrete Laplace: P(e = z) proportional to exp(-|z| / scale)",
+                "scale": str(self.scale), "scale_value": float(self.scale), "sensitivity": str(self.sensitivity),
+                "variance": v, "sd": math.sqrt(v)}
+
+    def weakened(self, factor: float) -> "DiscreteLaplace":
+        return replace(self, scale=self.scale * to_fraction(factor))
+
+
+@dataclass(frozen=True)
+class DiscreteGaussian(Mechanism):
+    r"""Exact discrete Gaussian noise on an integer vector of L2 sensitivity Δ₂: ρ = Δ₂²/(2σ²)-zCDP.
+
+    Canonne, Kamath & Steinke 2020, Theorem 4 and its multivariate form (the same ρ as the
+    continuous Gaussian mechanism, Bun & Steinke 2016, Lemma 2.5; METHODS.md §0.4). Given ρ,
+    :meth:`for_budget` takes the least σ² on the 1/1024 grid with ``Δ²/(2σ²) <= ρ`` — rounded *up*,
+    so the noise is never smaller than the budget allows. When one individual owns up to θ rows
+    of a table, Δ₂ = θ (all their rows in one cell is the worst case; METHODS.md §0.1).
+
+    >>> DiscreteGaussian.for_budget(ZCDP(0.5)).sigma2, DiscreteGaussian.for_budget(ZCDP(0.5)).cost
+    (Fraction(1, 1), ZCDP(rho=0.5))
+    """
+
+    sigma2: Fraction
+    sensitivity: Fraction = Fraction(1)
+
+    @classmethod
+    def for_budget(cls, budget: ZCDP, sensitivity: Any = 1) -> "DiscreteGaussian":
+        rho, delta = positive("rho", budget.rho), to_fraction(sensitivity)
+        exact = delta**2 / (2 * Fraction(rho))
+        return cls(Fraction(math.ceil(exact * DENOMINATOR), DENOMINATOR), delta)
+
+    @property
+    def sd(self) -> float:
+        return math.sqrt(self.sigma2)
+
+    @property
+    def cost(self) -> ZCDP:
+        return ZCDP(float(self.sensitivity**2 / (2 * self.sigma2)))
+
+    def randomise(self, answer: Any, rand: Randomness) -> np.ndarray:
+        counts = np.asarray(answer, dtype=np.int64)
+        return counts + discrete_gaussian(self.sigma2, counts.shape, rand)
+
+    def describe(self) -> dict[str, Any]:
+        return {"distribution": "discrete Gaussian: P(e = z) proportional to exp(-z² / (2 σ²))",
+                "sigma2": str(self.sigma2), "variance": float(self.sigma2), "sd": self.sd,
+                "sensitivity": str(self.sensitivity)}
+
+    def weakened(self, factor: float) -> "DiscreteGaussian":
+        return replace(self, sigma2=self.sigma2 * to_fraction(factor) ** 2)
+
+
+@dataclass(frozen=True)
+class Laplace(Mechanism):
+    r"""Laplace noise on a real vector of L1 sensitivity Δ₁: ε = Δ₁/scale (Dwork, McSherry, Nissim
+    & Smith 2006). Floating-point noise: for real-valued statistics only (Mironov's caveat,
+    :func:`dipsy.privacy.samplers.laplace`).
+
+    >>> Laplace.for_budget(PureDP(2.0), 3.0).cost
+    PureDP(epsilon=2.0)
+    """
+
+    scale: float
+    sensitivity: float = 1.0
+
+    @classmethod
+    def for_budget(cls, budget: PureDP, sensitivity: float) -> "Laplace":
+        return cls(sensitivity / budget.epsilon, float(sensitivity))
+
+    @property
+    def cost(self) -> PureDP:
+        return PureDP(self.sensitivity / self.scale)
+
+    def randomise(self, answer: Any, rand: Randomness) -> np.ndarray:
+        values = np.asarray(answer, dtype=float)
+        return values + laplace(self.scale, values.shape, rand)
+
+    def describe(self) -> dict[str, Any]:
+        return {"distribution": "Laplace (continuous)", "scale": self.scale, "sensitivity": self.sensitivity,
+                "variance": 2 * self.scale**2, "sd": math.sqrt(2) * self.scale}
+
+    def weakened(self, factor: float) -> "Laplace":
+        return replace(self, scale=self.scale * factor)
+
+
+@dataclass(frozen=True)
+class PosteriorDraw(Mechanism):
+    r"""A draw from a posterior (predictive) given the exact answer: ``draw(answer, strength, rand)``.
+
+    Its privacy map is method-specific and proven where the method defines it; the method states
+    ``epsilon`` and ``bound(strength)``, the exact worst-case log ratio at this prior strength —
+    which must not exceed ``epsilon`` (checked here, so a plan can never state less than its draw
+    costs). ``strength`` is the prior's size (α, a, …): :meth:`weakened` shrinks it.
+    """
+
+    name: str
+    epsilon: float
+    strength: float
+    draw: Callable[[Any, float, Randomness], Any] = field(compare=False)
+    bound: Callable[[float], float] = field(compare=False)
+    details: tuple[tuple[str, Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.bound(self.strength) > self.epsilon * (1 + 1e-9):
+            raise ValueError(f"{self.name}: a prior of {self.strength:g} gives ε = {self.bound(self.strength):g}, "
+                             f"more than the {self.epsilon:g} stated")
+
+    @property
+    def cost(self) -> PureDP:
+        return PureDP(self.epsilon)
+
+    def randomise(self, answer: Any, rand: Randomness) -> Any:
+        return self.draw(answer, self.strength, rand)
+
+    def describe(self) -> dict[str, Any]:
+        return {"distribution": self.name, "prior": self.strength, **dict(self.details)}
+
+    def weakened(self, factor: float) -> "PosteriorDraw":
+        # bypasses the check on purpose: the broken variant states a cost it does not have
+        broken = object.__new__(PosteriorDraw)
+        for f in ("name", "epsilon", "draw", "bound", "details"):
+            object.__setattr__(broken, f, getattr(self, f))
+        object.__setattr__(broken, "strength", self.strength * factor)
+        return broken
+
+
+# -- the measurement ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One noisy measurement: query + mechanism + relation. Its ``cost`` is its mechanism's.
+
+    >>> from dipsy.privacy.relation import ADD_REMOVE
+    >>> m = Measurement("noisy table", Table(("x",)), DiscreteLaplace.for_budget(PureDP(1.0)), ADD_REMOVE)
+    >>> m.cost
+    PureDP(epsilon=1.0)
+    """
+
+    label: str
+    query: Query
+    mechanism: Mechanism
+    relation: Relation
+
+    @property
+    def cost(self) -> Budget:
+        return self.mechanism.cost
+
+    def run(self, engine: Any, rand: Randomness, answers: dict | None = None) -> Any:
+        """Read and randomise. Only :meth:`dipsy.privacy.session.Session.measure` calls this.
+
+        ``answers`` caches the exact answers of tables and totals within one session, so m sets
+        measured from one table read it once (reading is no privacy event; each measurement's
+        noise is its own).
+        """
+        token = ACTIVE.set(self)
+        try:
+            cacheable = answers is not None and isinstance(self.query, (Table, Total))
+            if cacheable and self.query in answers:
+                answer = answers[self.query]
+            else:
+                answer = self.query.answer(engine)
+                if cacheable:
+                    answers[self.query] = answer
+            return self.mechanism.randomise(answer, rand)
+        finally:
+            ACTIVE.reset(token)
+
+    def describe(self) -> dict[str, Any]:
+        return {"label": self.label, "query": self.query.describe(), "relation": self.relation.to_dict(),
+                "noise": self.mechanism.describe(), **self.cost.to_dict()}

@@ -1,0 +1,121 @@
+r"""The session: the only holder of the confidential engine during a release.
+
+A method's ``fit`` gets a :class:`Session`, never the engine. ``session.measure(m)``
+
+1. refuses a measurement the plan did not budget: it must be one of the plan's own measurement
+   objects (each runs once), or, for an adaptive method, fit within the plan's declared adaptive
+   total (a *privacy filter*: Rogers, Roth, Ullman & Vadhan 2016; Whitehouse et al. 2023 — the
+   filter's guarantee is the declared total whatever order or choice of measurements the method
+   makes, since each step is admitted only while the composed total stays within it);
+2. refuses a measurement under another neighbouring relation than the release's;
+3. charges the accountant (which refuses to pass the declared total);
+4. only then reads the engine and randomises the answer (:meth:`Measurement.run`).
+
+What comes back is the noisy answer; everything the method does with it afterwards is
+post-processing. :attr:`Session.ran` lists the measurements that ran: the release's statement is
+computed from them (:func:`dipsy.methods.base.build_statement`), never written beside them.
+
+``tamper`` exists for the end-to-end audit only: it swaps each measurement's mechanism for a
+weakened one (half the noise, half the prior) while the statement still claims the original cost,
+so the audit can show it catches a broken release.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from ..errors import BudgetError, PrivacyError
+from .accountant import Accountant, Spend
+from .budget import Budget
+from .measurement import Measurement
+from .relation import Relation
+from .rng import Randomness
+
+
+class Session:
+    """Runs the measurements of one release against ``engine``, charging each first.
+
+    Parameters
+    ----------
+    engine
+        The confidential data (held privately: methods never see it).
+    total
+        The declared total of the plan: the sum of its measurements' costs and its adaptive part.
+    relation
+        The release's neighbouring relation; every measurement must be under it.
+    rand
+        The run's randomness.
+    planned
+        The plan's own measurements; each may run once.
+    adaptive
+        Whether measurements built during ``fit`` may run within what ``total`` leaves.
+    """
+
+    def __init__(
+        self,
+        engine: Any,
+        total: Budget,
+        relation: Relation,
+        rand: Randomness,
+        planned: Sequence[Measurement] = (),
+        adaptive: bool = False,
+        tamper: Callable[[Measurement], Measurement] | None = None,
+    ) -> None:
+        self._engine = engine
+        self._accountant = Accountant(total)
+        self.relation = relation
+        self._rand = rand
+        self._planned = list(planned)
+        self._adaptive = adaptive
+        self._tamper = tamper
+        self._ran: list[Measurement] = []
+        self._answers: dict = {}
+
+    @property
+    def domain(self):
+        """The public domain of the columns in scope."""
+        return self._engine.domain
+
+    @property
+    def ran(self) -> tuple[Measurement, ...]:
+        return tuple(self._ran)
+
+    @property
+    def spends(self) -> tuple[Spend, ...]:
+        return self._accountant.spends
+
+    @property
+    def spent(self) -> Budget:
+        return self._accountant.spent
+
+    def remaining(self) -> Budget:
+        return self._accountant.remaining()
+
+    def measure(self, m: Measurement) -> Any:
+        """Charge ``m``'s cost, then read and randomise; refuse anything the plan did not budget."""
+        if self._engine is None:
+            raise PrivacyError("this session is closed: every measurement of the release has run",
+                               "measure inside fit(); sampling is post-processing only")
+        if m.relation != self.relation:
+            raise PrivacyError(f"{m.label!r} is private under {m.relation}, the release under {self.relation}",
+                               "build every measurement under the plan's relation")
+        planned = next((k for k, p in enumerate(self._planned) if p is m), None)
+        if planned is None and not self._adaptive:
+            raise PrivacyError(f"{m.label!r} was not budgeted by the plan (or has run already)",
+                               "declare every measurement in plan(), or declare an adaptive total")
+        try:
+            self._accountant.spend(m.label, m.cost)
+        except BudgetError as e:
+            raise PrivacyError(f"{m.label!r} would pass the plan's declared total ({e.problem})",
+                               "declare a larger adaptive total, or measure less") from None
+        if planned is not None:
+            del self._planned[planned]
+        run = self._tamper(m) if self._tamper is not None else m
+        out = run.run(self._engine, self._rand, self._answers)
+        self._ran.append(m)
+        return out
+
+    def close(self) -> None:
+        """Drop the engine and every exact answer: nothing more can be measured."""
+        self._engine = None
+        self._answers.clear()
