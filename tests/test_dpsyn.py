@@ -9,6 +9,7 @@ b·ln(k/10⁻⁶) holds for all of k draws but once in a million runs.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from pathlib import Path
@@ -20,13 +21,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dipsy
-from dipsy.engine import Engine
+from dipsy.engine import Engine, engine_for
 from dipsy.errors import DipsyError
-from dipsy.methods.base import ADD_REMOVE
 from dipsy.methods.marginals import dpsyn
 from dipsy.methods.marginals.dpsyn import DPSyn, DPSynModel, post_process_groups, regime, swap_select, thresholds
 from dipsy.methods.marginals.marginal import Marginal
-from dipsy.privacy import Accountant, ApproxDP
+from dipsy.privacy import Accountant, ApproxDP, PureDP, ZCDP
+from dipsy.privacy.composition import total_as
+from dipsy.privacy.relation import ADD_REMOVE, individual
+from dipsy.privacy.rng import Randomness
+from dipsy.privacy.session import Session
 
 from conftest import ROOT
 
@@ -141,18 +145,82 @@ def test_regime_budget_always_adds_up(epsilon, theta, noisy_total):
     assert r.group_epsilon == pytest.approx(min(e3, e1 + (epsilon - e0 - e1 - tau1) / 2), rel=1e-12)
 
 
+SMALL = dipsy.Domain.from_sizes({"G": 2, "A": 3, "B": 2})
+
+
+def small_frame(n: int, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({c: rng.integers(0, k, n) for c, k in zip(SMALL.names, SMALL.shape())})
+
+
+@pytest.fixture(scope="module")
+def small_public(tmp_path_factory):
+    path = tmp_path_factory.mktemp("small") / "public.csv"
+    small_frame(500, 0).to_csv(path, index=False)
+    return path
+
+
 @settings(max_examples=150, deadline=None)
 @given(epsilon=st.floats(1e-4, 50.0), theta=st.integers(1, 30), delta=st.floats(1e-15, 0.5))
-def test_declared_spends_fit_the_budget(epsilon, theta, delta):
+def test_declared_spends_fit_the_budget(small_public, epsilon, theta, delta):
     """The plan's spends, fixed before any data are read, compose to at most (ε, δ)."""
-    domain = dipsy.Domain.from_sizes({"G": 2, "A": 3, "B": 2})
-    method = DPSyn(ApproxDP(epsilon, delta), options={"public": str(ACS / "national2018.csv"), "groups": "G", "theta": theta})
-    plan = method.plan(100, domain)
+    method = DPSyn(ApproxDP(epsilon, delta), options={"public": str(small_public), "groups": "G", "theta": theta})
+    plan = method.plan(None, SMALL)
     accountant = Accountant(ApproxDP(epsilon, delta))
     for spend in plan.spends:  # raises if they would overspend
         accountant.spend(spend.label, spend.budget)
     assert sum(s.budget.epsilon for s in plan.spends) == pytest.approx(epsilon, rel=1e-12)
     assert len(plan.spends) == (1 if epsilon < theta / 35 else 2)
+    # fixed up front: the group counts (regime 1), or the noisy total and an adaptive (ε − ε₀, δ)
+    assert len(plan.measurements) == 1 and plan.relation == individual(theta)
+    assert (plan.adaptive is None) == (epsilon < theta / 35)
+    assert plan.measurements[0].cost == PureDP(epsilon if plan.adaptive is None else theta / 1400)
+
+
+@settings(max_examples=60, deadline=None)
+@given(epsilon=st.floats(0.03, 60.0), theta=st.integers(1, 8), delta=st.floats(1e-15, 0.5),
+       noisy_total=st.floats(-1e4, 1e8), seed=st.integers(0, 3))
+def test_what_fit_spends_is_within_the_budget_under_the_mixed_rule(small_public, epsilon, theta, delta, noisy_total, seed):
+    """fit runs the regime's measurements through a session, whatever the noisy total: discrete
+    Laplace spends (ε-DP) and discrete Gaussian ones (ρ-zCDP) mixed. Added by ``total_as`` — the ρ's
+    summed and converted once at the δ the budget leaves — the statement's total is within (ε, δ)."""
+    budget = ApproxDP(epsilon, delta)
+    method = DPSyn(budget, options={"public": str(small_public), "groups": "G", "theta": theta, "pool": 50, "iterations": 1})
+    plan = method.plan(None, SMALL)
+    session = Session(engine_for(small_frame(300, seed), SMALL), plan.declared(budget), plan.relation,
+                      Randomness.from_seed(seed), plan.measurements, plan.adaptive is not None)
+    with pytest.MonkeyPatch.context() as mp:  # the regime of any noisy total (Ñ is only ever used through it)
+        mp.setattr(dpsyn, "regime", lambda e, t, n, _r=dpsyn.regime: _r(e, t, None if n is None else noisy_total))
+        model = method.fit(session, plan)
+    session.close()
+    spent = [s.budget for s in session.spends]
+    assert session.spent == total_as(budget, spent) and not session.spent.exceeds(budget)
+    assert session.spent.delta in (0.0, delta)  # δ only when a Gaussian ran
+    assert any(isinstance(b, ZCDP) for b in spent) == (model.regime.name == "two-way")
+    before = session.spends
+    model.draw(Randomness.from_seed(seed))  # post-processing: no read, no spend
+    assert session.spends == before
+
+
+@pytest.mark.parametrize("n", [0, 1])
+@pytest.mark.parametrize("epsilon", [0.01, 1.0, 5000.0])
+def test_empty_and_one_row_data_release_without_error(small_public, n, epsilon, caplog):
+    """n is never read: an empty file and a one-row file both release, from the noisy counts (every
+    group at least ``least`` records); at a huge ε the noisy marginals of nothing say nothing and
+    the public ones stand in."""
+    regimes = set()
+    for seed in range(4):
+        with caplog.at_level(logging.INFO, logger="dipsy.methods.marginals.dpsyn"):
+            release = dipsy.synthesize(small_frame(n, seed), SMALL, method="dpsyn", epsilon=epsilon, delta=1e-9, seed=seed,
+                                       neighbouring="add-remove",
+                                       options={"public": str(small_public), "groups": "G", "least": 30, "pool": 100, "iterations": 2})
+        table = release.tables[0]
+        sizes = table.G.value_counts().reindex(range(2), fill_value=0)
+        assert np.all(sizes >= 30) and list(table.columns) == list(SMALL.names)
+        total = total_as(ApproxDP(epsilon, 1e-9), [s.budget for s in release.spends])
+        assert not total.exceeds(ApproxDP(epsilon, 1e-9))
+        regimes |= {line.split()[2].rstrip(":") for line in caplog.messages if line.startswith("dpsyn regime")}
+    assert regimes <= {"public", "one-way", "two-way"} and regimes
 
 
 # -- group sizes (§4.4) ------------------------------------------------------------------------------
@@ -296,21 +364,26 @@ def test_acs_release_in_the_public_regime(acs, acs_run, theta, epsilon):
 def test_acs_statement_names_everything_public(acs, acs_run):
     public = acs[1]
     release = acs_run(7, 0.1)
-    statement = release.statement.to_dict()
+    statement = release.statement.claim()  # seeded: what the same run states unseeded
     assert statement["definition"] == "approximate-DP"
-    assert (statement["epsilon_total"], statement["delta_total"], statement["sets"]) == (0.1, 1e-9, 1)
+    # the statement is what ran: at ε = 0.1 < ε₂ = 0.2 only the group counts, by the discrete
+    # Laplace — (0.1, 0)-DP, within the (0.1, 1e-9) asked for
+    assert (statement["epsilon_total"], statement["delta_total"], statement["sets"]) == (0.1, 0.0, 1)
     assert "θ = 7" in statement["neighbouring"] and "individual" in statement["neighbouring"]
     assert any(public.name in item for item in statement["public"])
     assert any("θ = 7" in item for item in statement["public"])
-    assert sum(s.budget.epsilon for s in release.spends) <= 0.1 * (1 + 1e-12)
-    assert sum(s.budget.delta for s in release.spends) <= 1e-9
+    total = total_as(ApproxDP(0.1, 1e-9), [s.budget for s in release.spends])
+    assert total.epsilon <= 0.1 * (1 + 1e-12) and total.delta <= 1e-9
+    assert release.options["public"] == {"file": public.name, "sha256": dipsy.api.fingerprint(public)}
+    assert str(public.parent) not in json.dumps(release.metadata(), default=str)  # never the operator's path
     assert release.parameters["theta"] == 7 and release.parameters["groups"] == ["PUMA"]
     assert release.parameters["thresholds"]["epsilon_2"] == pytest.approx(0.2)
     assert not any(k.startswith("_") for k in release.parameters)
 
 
 def test_default_neighbouring_is_add_remove_one_record(acs_run):
-    assert acs_run(None, 0.1).statement.neighbouring == ADD_REMOVE
+    statement = acs_run(None, 0.1).statement
+    assert statement.relation == ADD_REMOVE and statement.neighbouring == ADD_REMOVE.describe()
 
 
 def test_same_seed_same_release(acs, acs_run):
@@ -388,9 +461,9 @@ def shifted_runs(shifted):
                 return _original(self, *args, **kwargs)
             mp.setattr(Engine, name, spy)
 
-        def sample(self, rand, _original=DPSynModel.sample):
+        def sample(self, k, rand, _original=DPSynModel.sample):
             log["phase"] = "sample"
-            return _original(self, rand)
+            return _original(self, k, rand)
         mp.setattr(DPSynModel, "sample", sample)
 
         def recorded_regime(*args, _original=dpsyn.regime):
@@ -410,8 +483,11 @@ def test_shifted_regime_and_spends(shifted_runs, epsilon):
     release, r, _ = shifted_runs[epsilon]
     assert r.name == REGIMES[epsilon]
     spends = [s.budget for s in release.spends]
-    assert sum(b.epsilon for b in spends) <= epsilon * (1 + 1e-12)
-    assert sum(b.delta for b in spends) <= 1e-9
+    # ε-DP and ρ-zCDP spends mixed, added as the session's accountant adds them (total_as)
+    total = total_as(ApproxDP(epsilon, 1e-9), spends)
+    assert total.epsilon <= epsilon * (1 + 1e-12) and total.delta <= 1e-9
+    assert release.statement.total == total
+    assert any(isinstance(b, ZCDP) for b in spends) == (r.name == "two-way")
     sizes = release.tables[0].G.value_counts().sort_index()
     multiple = 10 if r.name == "public" else 100
     assert list(sizes.index) == [0, 1, 2] and np.all(sizes % multiple == 0) and np.all(sizes >= 300)
@@ -428,8 +504,9 @@ def test_the_confidential_data_are_read_only_for_the_regime_s_measurements(shift
     assert {q[2] for q in queries if q[1] == "contingency"} == expected
     assert not [q for q in queries if q[1] == "values"]
     # the row count: checked (nothing released) when fitting; measured as Ñ only from ε₂ on
-    assert [q[1] for q in queries if q[0] == "fit"] == ["num_rows"]
-    assert any(q[1] == "num_rows" for q in queries if q[0] == "sample") == (epsilon >= 1 / 35)
+    # every read is a measurement in fit (none in sampling); the row count only as Ñ, from ε₂ on
+    assert not [q for q in queries if q[0] == "sample"]
+    assert [q[1] for q in queries].count("num_rows") == (1 if epsilon >= 1 / 35 else 0)
 
 
 def test_measurements_are_used_where_private_and_public_data_differ(shifted, shifted_runs):

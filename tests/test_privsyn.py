@@ -21,10 +21,13 @@ import dipsy
 from dipsy.cli import main
 from dipsy.domain import Column, Domain
 from dipsy.errors import DipsyError
-from dipsy.methods.marginals.privsyn import SCORE_UNITS, PrivSyn, decorrelate, expand, merge_rare
+from dipsy.methods.marginals.privsyn import SCORE_UNITS, PrivSyn, PrivSynModel, decorrelate, expand, merge_rare
 from dipsy.methods.marginals.selection import allocate
 from dipsy.privacy import Ledger, ZCDP
 from dipsy.privacy.conversions import approx_to_zcdp, zcdp_to_epsilon
+from dipsy.privacy.relation import individual
+from dipsy.privacy.rng import Randomness
+from dipsy.privacy.session import Session
 
 from conftest import ROOT
 
@@ -36,6 +39,26 @@ COLUMNS = ["workclass", "education-num", "marital-status", "relationship", "race
 PLAIN = ["relationship", "race", "sex", "income>50K"]
 #: The ρ that (ε, δ) = (1, 1e-9) buys; most runs below are given it directly (the conversion is slow).
 RHO_1 = approx_to_zcdp(1.0, 1e-9)
+
+
+def by_part(spends) -> dict[str, float]:
+    """The ρ spent on each of the three parts (one measurement per marginal, one for the scores)."""
+    parts = {"one-way": 0.0, "scores": 0.0, "chosen": 0.0}
+    for s in spends:
+        part = "one-way" if "one-way marginal" in s.label else "scores" if "dependency scores" in s.label else "chosen"
+        parts[part] += s.budget.rho
+    return parts
+
+
+def fitted(data: pd.DataFrame, domain: Domain, budget: ZCDP, seed: int = 0, **options):
+    """plan → session → fit, as the release path runs them (what the API does, without the draw)."""
+    method = PrivSyn(budget, options=options)
+    plan = method.plan(None, domain)
+    session = Session(dipsy.engine.engine_for(data, domain), plan.declared(budget), plan.relation,
+                      Randomness.from_seed(seed), plan.measurements, plan.adaptive is not None)
+    model = method.fit(session, plan)
+    session.close()
+    return plan, session, model
 
 
 @pytest.fixture(scope="module")
@@ -94,33 +117,44 @@ def test_rows_option_fixes_the_number_of_rows(adult):
 
 def test_statement_and_release_json(adult, release, tmp_path):
     statement = release.statement
-    assert statement.definition == "zCDP" and statement.total == ZCDP(RHO_1) and statement.sets == 1
-    assert statement.neighbouring.startswith("add/remove one record")
+    # the statement is what ran: the sum of the measurements' costs, each σ² rounded up (never more than ρ)
+    assert statement.definition == "zCDP" and statement.sets == 1
+    assert statement.total.rho == pytest.approx(sum(s.budget.rho for s in release.spends), rel=1e-12)
+    assert 0.999 * RHO_1 < statement.total.rho <= RHO_1
+    assert statement.relation == individual(1) and statement.neighbouring.startswith("add/remove one record")
     assert "(0.3ρ)" in statement.mechanism and "(0.6ρ)" in statement.mechanism  # the default shares, as spent
     meta = json.loads((release.save(tmp_path / "rel") / "release.json").read_text())
-    privacy = meta["privacy"]
-    assert privacy["definition"] == "zCDP" and privacy["rho_total"] == pytest.approx(RHO_1, rel=1e-15)
+    assert meta["privacy"]["differentially_private"] is False  # seeded: a test release, which says so
+    privacy = meta["privacy"]["if_unseeded"]  # the guarantee the same run gives without a seed
+    assert privacy["definition"] == "zCDP" and privacy["rho_total"] == pytest.approx(statement.total.rho, rel=1e-15)
     assert privacy["delta_total"] == 1e-9
-    assert 1 - 1e-6 < privacy["epsilon_total"] <= 1.0  # the largest ρ that converts to (1, 1e-9)
-    assert privacy["epsilon_total"] == pytest.approx(zcdp_to_epsilon(RHO_1, 1e-9), rel=1e-12)
+    assert 0.999 < privacy["epsilon_total"] <= 1.0  # at most the (1, 1e-9) asked for
+    assert privacy["epsilon_total"] == pytest.approx(zcdp_to_epsilon(statement.total.rho, 1e-9), rel=1e-12)
+    assert len(privacy["measurements"]) == len(release.spends)  # every measurement that ran is stated
     assert meta["method"] == "privsyn" and meta["rows"] == [len(release.tables[0])] and meta["columns"] == COLUMNS
     assert not any(k.startswith("_") for k in meta["parameters"])  # private parameters stay private
 
 
-def test_spends_are_three_measurements_adding_up_to_at_most_rho(adult, release, tmp_path):
+def test_spends_are_three_parts_adding_up_to_at_most_rho(adult, release, tmp_path):
     spends = release.spends
-    assert len(spends) == 3 and all(s.budget.definition == "zCDP" for s in spends)
+    assert all(s.budget.definition == "zCDP" for s in spends)
+    assert sum("one-way marginal" in s.label for s in spends) == len(COLUMNS)  # one measurement per column
+    assert sum("dependency scores" in s.label for s in spends) == 1
     total = sum(s.budget.rho for s in spends)
     assert total <= RHO_1 and total > 0.999 * RHO_1  # σ² rounded up costs a little, never more
-    one_way, scores, chosen = (s.budget.rho for s in spends)
-    assert one_way == pytest.approx(0.3 * RHO_1, rel=1e-3) and scores == pytest.approx(0.1 * RHO_1, rel=1e-3)
-    assert chosen == pytest.approx(0.6 * RHO_1, rel=1e-12)
-    # the ledger records what the accountant spent, in ρ
+    parts = by_part(spends)
+    assert parts["one-way"] == pytest.approx(0.3 * RHO_1, rel=1e-3) and parts["scores"] == pytest.approx(0.1 * RHO_1, rel=1e-3)
+    assert parts["chosen"] == pytest.approx(0.6 * RHO_1, rel=1e-3) and parts["chosen"] <= 0.6 * RHO_1 * (1 + 1e-12)
+    # the ledger records what the plan declared before any read (the adaptive part at its full ρ₃):
+    # at least what the accountant spent, and no more than ρ
     data, domain = adult
     path = tmp_path / "ledger.sqlite"
-    r = dipsy.synthesize(data, domain, method="privsyn", rho=RHO_1, delta=1e-9, seed=0, columns=PLAIN,
-                         ledger=path, dataset_id="adult")
-    assert Ledger(path).spent("adult", "zCDP").rho == pytest.approx(sum(s.budget.rho for s in r.spends), rel=1e-12)
+    r = dipsy.synthesize(data, domain, method="privsyn", rho=RHO_1, delta=1e-9, columns=PLAIN,
+                         ledger=path, dataset_id="adult")  # unseeded: a seeded test release is not counted
+    declared = PrivSyn(ZCDP(RHO_1)).plan(None, domain.project(PLAIN)).declared(ZCDP(RHO_1)).rho
+    assert Ledger(path).spent("adult", "zCDP").rho == pytest.approx(declared, rel=1e-12)
+    assert sum(s.budget.rho for s in r.spends) <= declared <= RHO_1 * (1 + 1e-12)
+    assert declared == pytest.approx(sum(s.budget.rho for s in r.spends), rel=1e-3)
 
 
 @pytest.mark.parametrize("theta", [1, 7])
@@ -130,23 +164,30 @@ def test_theta_is_the_sensitivity_of_every_measurement(adult, theta):
                          options={"theta": theta, "iterations": 5})
     assert (f"θ = {theta}" in r.statement.neighbouring) == (theta > 1)
     assert any(f"θ = {theta}" in p for p in r.statement.public)
+    assert r.statement.relation == individual(theta)
     rho = [Fraction(x) for x in allocate(domain.project(PLAIN).shape(), 0.3 * RHO_1)]
     for sigma2, rho_a in zip((Fraction(s) for s in r.parameters["one_way_sigma2"].values()), rho):
         least = Fraction(theta**2) / (2 * rho_a)  # σ² = θ²/(2ρ_a), rounded up to the 1/1024 grid
         assert least <= sigma2 < least + Fraction(1, 1024)
+    # the chosen marginals: sensitivity θ too, σ² = θ²/(2ρ_i) rounded up, the ρ_i within ρ₃
+    chosen = [m for m in r.statement.measurements if "chosen marginal" in m["label"]]
+    assert chosen and all(Fraction(m["noise"]["sensitivity"]) == theta for m in chosen)
+    assert sum(m["rho"] for m in chosen) <= 0.6 * RHO_1 * (1 + 1e-12)
     # the dependency scores: L2 sensitivity (4·64·θ + 1)·√m in units of 1/64
-    plan = PrivSyn(ZCDP(RHO_1), options={"theta": theta}).plan(len(data), domain.project(PLAIN))
-    scores = plan.parameters["_measurements"].scores
+    plan = PrivSyn(ZCDP(RHO_1), options={"theta": theta}).plan(None, domain.project(PLAIN))
+    scores = plan.measurements[-1].mechanism
+    assert "dependency scores" in plan.measurements[-1].label and plan.relation == individual(theta)
     m = len(PLAIN) * (len(PLAIN) - 1) // 2
     assert scores.sigma2 >= ((4 * SCORE_UNITS * theta + 1) ** 2 * m) / (2 * 0.1 * RHO_1)
+    assert plan.adaptive == ZCDP(0.6 * RHO_1)
 
 
 def test_theta_7_scales_the_one_way_variance_by_49(adult):
     data, domain = adult
-    plans = [PrivSyn(ZCDP(RHO_1), options={"theta": t}).plan(len(data), domain.project(COLUMNS)) for t in (1, 7)]
-    for s1, s7 in zip(*(p.parameters["_measurements"].one_way for p in plans)):
+    plans = [PrivSyn(ZCDP(RHO_1), options={"theta": t}).plan(None, domain.project(COLUMNS)) for t in (1, 7)]
+    for s1, s7 in zip(*([m.mechanism for m in p.measurements[:len(COLUMNS)]] for p in plans)):
         assert abs(s7.sigma2 - 49 * s1.sigma2) <= Fraction(49, 1024)
-        assert s7.spend.rho == pytest.approx(s1.spend.rho, rel=1e-4)  # the same ρ buys 7x the sd
+        assert s7.cost.rho == pytest.approx(s1.cost.rho, rel=1e-4)  # the same ρ buys 7x the sd
 
 
 # -- utility on data of known structure ---------------------------------------------------------------
@@ -396,19 +437,21 @@ def test_a_numeric_column_without_bins_is_refused():
 def test_rho_budget_with_and_without_delta(small):
     data, domain = small
     plain = dipsy.synthesize(data, domain, method="privsyn", rho=0.5, seed=1, options={"iterations": 5})
-    privacy = plain.statement.to_dict()
-    assert privacy["rho_total"] == 0.5 and "epsilon_total" not in privacy and "delta_total" not in privacy
+    privacy = plain.statement.claim()  # seeded: what the same run states unseeded
+    rho = sum(s.budget.rho for s in plain.spends)  # what ran: at most 0.5 (σ² rounded up)
+    assert privacy["rho_total"] == pytest.approx(rho, rel=1e-12) and 0.999 * 0.5 < rho <= 0.5
+    assert "epsilon_total" not in privacy and "delta_total" not in privacy
     stated = dipsy.synthesize(data, domain, method="privsyn", rho=0.5, delta=1e-6, seed=1, options={"iterations": 5})
-    privacy = stated.statement.to_dict()
-    assert privacy["rho_total"] == 0.5 and privacy["delta_total"] == 1e-6
-    assert privacy["epsilon_total"] == pytest.approx(zcdp_to_epsilon(0.5, 1e-6), rel=1e-12)
+    privacy = stated.statement.claim()
+    assert privacy["rho_total"] == pytest.approx(rho, rel=1e-12) and privacy["delta_total"] == 1e-6
+    assert privacy["epsilon_total"] == pytest.approx(zcdp_to_epsilon(privacy["rho_total"], 1e-6), rel=1e-12)
     pd.testing.assert_frame_equal(plain.tables[0], stated.tables[0])  # δ only restates the guarantee
 
 
 def test_other_shares_are_spent_and_stated(small):
     data, domain = small
     r = dipsy.synthesize(data, domain, method="privsyn", rho=1.0, seed=1, options={"shares": "0.1,0.1,0.8", "iterations": 5})
-    assert [s.budget.rho for s in r.spends] == pytest.approx([0.1, 0.1, 0.8], rel=1e-3)
+    assert list(by_part(r.spends).values()) == pytest.approx([0.1, 0.1, 0.8], rel=1e-3)
     assert "(0.1ρ)" in r.statement.mechanism and "(0.8ρ)" in r.statement.mechanism
 
 
@@ -435,29 +478,111 @@ def test_cli_privsyn_release_and_budget_show(adult, tmp_path, capsys, private_le
     assert code == 0, captured.err
     assert "privacy: zCDP" in captured.out and "δ = 1e-09" in captured.out
     meta = json.loads((out / "release.json").read_text())
-    assert meta["method"] == "privsyn" and meta["privacy"]["definition"] == "zCDP"
-    assert meta["privacy"]["rho_total"] == pytest.approx(RHO_1, rel=1e-15)
-    assert meta["privacy"]["epsilon_total"] == pytest.approx(1.0, abs=1e-6) and meta["privacy"]["delta_total"] == 1e-9
+    privacy = meta["privacy"]["if_unseeded"]  # seeded (--seed 1): a test release stating the unseeded guarantee
+    assert meta["method"] == "privsyn" and privacy["definition"] == "zCDP"
+    assert privacy["rho_total"] == pytest.approx(sum(s["rho"] for s in meta["spends"]), rel=1e-12)
+    assert 0.999 * RHO_1 < privacy["rho_total"] <= RHO_1
+    assert 0.999 < privacy["epsilon_total"] <= 1.0 and privacy["delta_total"] == 1e-9
     table = pd.read_csv(out / "synthetic_1.csv")
     assert list(table.columns) == PLAIN and len(table) == meta["rows"][0]
     assert main(["budget", "show"]) == 0
     shown = capsys.readouterr().out
     assert "zCDP" in shown and "ρ = " in shown
-    [total] = Ledger(private_ledger).totals()
-    assert total.spent.definition == "zCDP" and total.spent.rho == pytest.approx(sum(s["rho"] for s in meta["spends"]))
+    rows = Ledger(private_ledger).spends()  # a seeded run is recorded as a test release, with its spends
+    assert {r["definition"] for r in rows} == {"zCDP"} and {r["guarantee"] for r in rows} == {"test"}
+    # the ledger holds what was declared before the read (the adaptive part at its full share): ≥ what ran, ≤ ρ
+    recorded = sum(r["rho"] for r in rows)
+    assert recorded == pytest.approx(sum(s["rho"] for s in meta["spends"]), rel=1e-3)
+    assert sum(s["rho"] for s in meta["spends"]) <= recorded <= RHO_1 * (1 + 1e-12)
 
 
 def test_long_steps_are_reported_to_a_progress_display(adult):
+    """Sampling (post-processing) reports its steps; the measurements ran in fit, before."""
     data, domain = adult
     scope = domain.project(PLAIN)
-    method = PrivSyn(ZCDP(RHO_1), options={"iterations": 5})
-    engine = dipsy.engine.engine_for(data[PLAIN], scope)
-    model = method.fit(engine, method.plan(len(data), scope))
+    _, session, model = fitted(data[PLAIN], scope, ZCDP(RHO_1), iterations=5)
+    assert sum("dependency scores of the 6 pairs" in m.describe()["query"] for m in session.ran) == 1
     heard = []
-    model.reporter = lambda what, done, total: heard.append((what, done, total))
-    model.sample(dipsy.privacy.rng.Randomness.from_seed(1))
+    object.__setattr__(model, "reporter", lambda what, done, total: heard.append((what, done, total)))
+    model.draw(Randomness.from_seed(1))
     steps = [what.split(",")[0] for what, _, _ in heard]
-    assert steps[:4] == ["privsyn: one-way marginals", "privsyn: dependency scores of 6 pairs",
-                         steps[2], "privsyn: consistency"] and "chosen marginals" in steps[2]
+    assert steps[0] == "privsyn: consistency" and set(steps[1:]) == {"privsyn: GUM"}
     gum = [(done, total) for what, done, total in heard if what.startswith("privsyn: GUM")]
     assert gum == [(t, 5) for t in range(1, 6)]
+
+
+# -- the model: measured outputs only; the measurements all go through the session --------------------
+
+
+def test_the_model_holds_noisy_outputs_and_the_selection_is_public(adult):
+    data, domain = adult
+    scope = domain.project(COLUMNS)
+    plan, session, model = fitted(data[COLUMNS], scope, ZCDP(RHO_1), iterations=5)
+    assert isinstance(model, PrivSynModel) and model.sets == 1
+    assert not any(isinstance(v, (dipsy.engine.Engine, Session)) for v in vars(model).values())
+    # the planned measurements ran, in order, then the chosen marginals (adaptive, within ρ₃)
+    assert session.ran[:len(plan.measurements)] == plan.measurements
+    chosen = session.ran[len(plan.measurements):]
+    assert len(chosen) == len(model.chosen) == len(model.selected) > 0
+    assert [m.query.columns for m in chosen] == list(model.selected)
+    assert all(set(s) <= set(COLUMNS) for s in model.selected)
+    assert sum(m.cost.rho for m in chosen) <= plan.adaptive.rho * (1 + 1e-12)
+    assert session.spent.rho <= RHO_1
+    # the chosen marginals are over the merged values of their columns
+    for m, marginal in zip(chosen, model.chosen):
+        assert marginal.counts.shape == tuple(len(model.merged[scope.names.index(c)]) for c in m.query.columns)
+    assert not any(k.startswith("_") for k in plan.parameters)
+
+
+def test_the_session_refuses_a_chosen_marginal_past_the_declared_total(adult):
+    """The filter: had selection asked for more than ρ₃, the session would have refused it."""
+    from dipsy.errors import PrivacyError
+    from dipsy.privacy.measurement import DiscreteGaussian, Measurement, Table
+
+    data, domain = adult
+    scope = domain.project(PLAIN)
+    plan, session, _ = fitted(data[PLAIN], scope, ZCDP(RHO_1), iterations=1)
+    reopened = Session(dipsy.engine.engine_for(data[PLAIN], scope), plan.declared(ZCDP(RHO_1)), plan.relation,
+                       Randomness.from_seed(0), plan.measurements, True)
+    for m in plan.measurements:
+        reopened.measure(m)
+    greedy = Measurement("too much", Table(("sex",)), DiscreteGaussian.for_budget(ZCDP(0.61 * RHO_1)), plan.relation)
+    with pytest.raises(PrivacyError, match="declared total"):
+        reopened.measure(greedy)
+
+
+# -- empty and tiny data: n is never read ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [0, 1])
+@pytest.mark.parametrize("rho", [1e-3, 0.5, 50.0])
+def test_empty_and_one_row_data_release_without_error(n, rho):
+    """Under add/remove an empty file must not be refused (that would tell it from a one-row file
+    with certainty): both release records from the noisy totals, by the documented fallback."""
+    data = generated(n, 7)
+    for seed in range(3):
+        r = dipsy.synthesize(data, Domain.from_sizes(SIZES), method="privsyn", rho=rho, seed=seed,
+                             neighbouring="add-remove", options={"iterations": 3})
+        table = r.tables[0]
+        assert len(table) >= 1 and list(table.columns) == list(SIZES)
+        for c, size in SIZES.items():
+            assert table[c].between(0, size - 1).all()
+        assert r.statement.total.rho <= rho and r.statement.relation == individual(1)
+
+
+def test_the_fallback_draws_from_the_clipped_noisy_one_way_counts():
+    """A consistent total <= 0: ``rows`` records, each column from its noisy counts clipped at 0,
+    uniform where all are <= 0."""
+    from dipsy.methods.marginals.privsyn import Settings
+
+    noisy = (np.array([-3, 5, 0]), np.array([-1, -2]))
+    merged = (np.array([-3.0, 0.0]), np.array([0.0]))  # a negative total: consistency gives all zeros
+    model = PrivSynModel(("a", "b"), noisy, (0.1, 0.1), (np.array([0, 1, 0]), np.array([0, 0])), merged, (),
+                         Settings(iterations=1, gamma=10, shuffle=True, rows=4000))
+    out = model.sample(0, Randomness.from_seed(3))
+    assert set(out["a"].tolist()) == {1}  # only the positive count
+    counts = np.bincount(out["b"], minlength=2)
+    assert abs(counts[0] - 2000) <= 5 * math.sqrt(4000 * 0.25)  # uniform
+    one = PrivSynModel(("a", "b"), noisy, (0.1, 0.1), (np.array([0, 1, 0]), np.array([0, 0])), merged, (),
+                       Settings(iterations=1, gamma=10, shuffle=True, rows=None))
+    assert [len(v) for v in one.sample(0, Randomness.from_seed(3)).values()] == [1, 1]  # one record by default

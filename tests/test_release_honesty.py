@@ -82,8 +82,9 @@ def _public_part(release) -> dict:
 def test_an_invalid_confidential_row_changes_nothing_in_release_json(method, kwargs, tmp_path):
     data = pd.read_csv(CE_DATA)
     with_bad = pd.concat([data, data.iloc[:1].assign(Race=np.nan, Income=np.nan, UrbanRural=np.nan)], ignore_index=True)
-    clean = dipsy.synthesize(data, CE_DOMAIN, method=method, on_invalid="drop", **kwargs)
-    dirty = dipsy.synthesize(with_bad, CE_DOMAIN, method=method, on_invalid="drop", **kwargs)
+    # the same seed for both: an adaptive method's choices (privsyn's marginals) come from its noise
+    clean = dipsy.synthesize(data, CE_DOMAIN, method=method, on_invalid="drop", seed=5, **kwargs)
+    dirty = dipsy.synthesize(with_bad, CE_DOMAIN, method=method, on_invalid="drop", seed=5, **kwargs)
     assert dirty.dropped_rows == 1 and clean.dropped_rows == 0  # for the operator's terminal only
     assert _public_part(clean) == _public_part(dirty)
     assert "notes" not in clean.metadata() and "drop" in clean.metadata()["on_invalid"]

@@ -36,17 +36,18 @@ def independent(job: dict) -> pd.DataFrame:
     (ε, δ) becomes ρ by dipsy's conversion; the d measurements compose to ρ-zCDP (add/remove of one
     row moves each marginal by one in one cell: L2 sensitivity 1). Negative noisy counts become 0.
     """
+    from dipsy.privacy import ZCDP
     from dipsy.privacy.conversions import approx_to_zcdp
-    from dipsy.privacy.mechanisms import discrete_gaussian_counts, plan_discrete_gaussian
+    from dipsy.privacy.measurement import DiscreteGaussian
     from dipsy.privacy.rng import Randomness
 
     sizes = json.loads(open(job["domain"]).read())
     data = pd.read_csv(job["data"], usecols=list(sizes))
-    plan = plan_discrete_gaussian(approx_to_zcdp(job["epsilon"], job["delta"]) / len(sizes), 1.0)
+    noise = DiscreteGaussian.for_budget(ZCDP(approx_to_zcdp(job["epsilon"], job["delta"]) / len(sizes)), 1)
     rand = Randomness.from_seed(job["seed"])
     columns = {}
     for name, size in sizes.items():
-        noisy = discrete_gaussian_counts(np.bincount(data[name].to_numpy(), minlength=size), plan, rand)
+        noisy = noise.randomise(np.bincount(data[name].to_numpy(), minlength=size), rand)
         weights = np.clip(noisy, 0, None).astype(float)
         # all counts noised below zero: nothing is known about the column, so draw it uniformly
         p = weights / weights.sum() if weights.sum() > 0 else np.full(size, 1 / size)

@@ -158,15 +158,17 @@ def _release(data, domain, method, epsilon, sets, *, delta, rho, columns, seed, 
     try:
         rand = Randomness.from_seed(seed)
         session = Session(engine, total, plan.relation, rand, plan.measurements, plan.adaptive is not None, tamper)
-        model = synthesizer.fit(session, plan)
-        session.close()
-        tables = _draw(model, synthesizer.sets, release, scope, rand, progress)
+        with _progress(synthesizer.sets, progress) as bar:
+            session.reporter = bar.step if progress else None
+            model = synthesizer.fit(session, plan)
+            session.close()
+            tables = _draw(model, synthesizer.sets, release, scope, rand, bar if progress else None)
         result = Release(
             tables=tables,
             statement=build_statement(synthesizer, plan, session, delta, seeded=seeded, broken=broken),
             method=method,
             options=_public_options(synthesizer, options),
-            parameters=dict(plan.parameters),
+            parameters={**plan.parameters, **model.choices()},
             domain=scope,
             spends=session.spends,
             seed=seed,
@@ -189,19 +191,18 @@ def _release(data, domain, method, epsilon, sets, *, delta, rho, columns, seed, 
     return result
 
 
-def _draw(model: Model, sets: int, release: str, scope: Domain, rand: Randomness, progress: bool) -> list[pd.DataFrame]:
+def _draw(model: Model, sets: int, release: str, scope: Domain, rand: Randomness, bar: "_progress | None") -> list[pd.DataFrame]:
     """The charged sets, drawn from the model (post-processing only)."""
     tables = []
-    bar = _progress(sets, progress)
-    if progress:  # some models are frozen dataclasses; the reporter is no part of their value
+    if bar is not None:  # some models are frozen dataclasses; the reporter is no part of their value
         object.__setattr__(model, "reporter", bar.step)
-    with bar:
-        for _ in range(sets):
-            if release == "table":
-                tables.append(cells_frame(model.draw_table(rand), scope))
-            else:
-                drawn = model.draw(rand)
-                tables.append(drawn if isinstance(drawn, pd.DataFrame) else decode(drawn, scope, rand.numpy))
+    for _ in range(sets):
+        if release == "table":
+            tables.append(cells_frame(model.draw_table(rand), scope))
+        else:
+            drawn = model.draw(rand)
+            tables.append(drawn if isinstance(drawn, pd.DataFrame) else decode(drawn, scope, rand.numpy))
+        if bar is not None:
             bar.advance()
     return tables
 

@@ -218,6 +218,11 @@ class Model(ABC):
     def sets(self) -> int:
         """How many sets were charged."""
 
+    def choices(self) -> dict[str, Any]:
+        """What the method chose from its noisy measurements (e.g. the marginals an adaptive
+        method measured): public, being post-processing, and written to release.json."""
+        return {}
+
     def report(self, what: str, done: int = 0, total: int = 0) -> None:
         if self.reporter is not None:
             self.reporter(what, done, total)

@@ -110,10 +110,18 @@ class Session:
                                "declare a larger adaptive total, or measure less") from None
         if planned is not None:
             del self._planned[planned]
+        self.report(f"measuring {m.label}", len(self._ran) + 1, len(self._ran) + 1 + len(self._planned))
         run = self._tamper(m) if self._tamper is not None else m
         out = run.run(self._engine, self._rand, self._answers)
         self._ran.append(m)
         return out
+
+    #: Told of long steps during ``fit`` (a progress display): what, how far, out of how many.
+    reporter: Callable[[str, int, int], None] | None = None
+
+    def report(self, what: str, done: int = 0, total: int = 0) -> None:
+        if self.reporter is not None:
+            self.reporter(what, done, total)
 
     def close(self) -> None:
         """Drop the engine and every exact answer: nothing more can be measured."""

@@ -5,7 +5,11 @@ update records until they match (PrivSyn, Zhang et al. 2021; DPSyn, Li, Li & Wan
 - :mod:`.selection` — dependency scores, greedy choice of pairs, clique merging (PrivSyn §4);
 - :mod:`.consistency` — consistent, non-negative marginals (PrivSyn §4.3);
 - :mod:`.gum` — records updated toward the marginals (GUM, PrivSyn §5);
-- :mod:`.privsyn` — the ``privsyn`` method.
+- :mod:`.privsyn` — the ``privsyn`` method;
+- :mod:`.dpsyn` — the ``dpsyn`` method.
+
+Both measure through a session (:mod:`dipsy.privacy.session`): what is fixed in their plans, and
+an adaptive total for what noisy values choose; their models keep only noisy outputs.
 """
 
 from .consistency import make_consistent

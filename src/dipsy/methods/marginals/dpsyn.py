@@ -14,19 +14,39 @@ targets, and one set is reused for all groups of equal (rounded) size.
 
    a. ``ε < ε₀ + ε₁ + τ₁``: the group counts with ``ε − ε₀``; public marginals only;
    b. ``ε < ε₀ + ε₁ + τ₂``: ``x = ε − ε₀ − ε₁ − τ₁``, ``y = min(ε₃, ε₁ + x/2)``: group counts with y,
-      every one-way marginal with ``ε − ε₀ − y`` split equally (Laplace, scale ``kθ/(ε − ε₀ − y)``);
+      every one-way marginal with ``ε − ε₀ − y`` split equally (discrete Laplace, scale
+      ``kθ/(ε − ε₀ − y)``);
    c. else ``x = ε − ε₀ − ε₁ − τ₁`` (the code; the write-up says τ₂), ``y`` as above: group counts
-      with y, every two-way marginal by the Gaussian mechanism with ``(ε − ε₀ − y, δ)`` through
-      zCDP, the ρ split equally (the write-up converts with Bun & Steinke; dipsy with the tighter
-      Canonne, Kamath & Steinke conversion, which is valid for the same (ε, δ)).
+      with y, every two-way marginal by the discrete Gaussian mechanism, with the ρ that
+      ``(ε − ε₀ − y, δ)`` allows split equally (the write-up converts with Bun & Steinke; dipsy with
+      the tighter Canonne, Kamath & Steinke conversion, which is valid for the same (ε, δ)).
 
-**Guarantee.** Every count has sensitivity θ under adding or removing one individual: a group
-count vector and each marginal move by at most θ in L1 and L2. The discrete Laplace with scale
-θ/ε is ε-DP (CKS 2020; :func:`dipsy.privacy.samplers.discrete_laplace`), k of them at ε/k compose
-to ε; the discrete Gaussian with ``θ²/(2σ²) = ρ'`` is ρ'-zCDP, the k two-way marginals together
-``ρ``-zCDP, hence ``(ε − ε₀ − y, δ)``-DP. The regime is chosen from Ñ only (post-processing), and
-basic composition of (ε₀, 0), (y, 0) and the marginals' part gives (ε, δ)-DP in every branch
-(Dwork & Roth 2014, Thm 3.16, adaptive). Public: the domain, θ, and the public data set.
+**Measurements.** :meth:`DPSyn.plan` fixes, before any data are read, what does not depend on
+noisy values: in regime 1 the group counts with all of ε; otherwise the noisy total with ε₀, and
+an *adaptive* total ``(ε − ε₀, δ)`` for what the regime then measures (the group counts and the
+marginals). :meth:`DPSyn.fit` runs everything through the session, whose privacy filter admits
+each adaptive measurement only while the composed total stays within the declared one. The model
+keeps only the noisy counts and marginals, the regime (a function of Ñ and public inputs, so
+public) and the public data's statistics; :meth:`DPSynModel.sample` is post-processing.
+
+**Guarantee.** Every count has sensitivity θ under adding or removing one individual: the total,
+a group count vector and each marginal move by at most θ in L1 and L2. The discrete Laplace with
+scale θ/ε is ε-DP (CKS 2020; :class:`~dipsy.privacy.measurement.DiscreteLaplace`), k of them at
+ε/k compose to ε; the discrete Gaussian with ``θ²/(2σ²) = ρ'`` is ρ'-zCDP
+(:class:`~dipsy.privacy.measurement.DiscreteGaussian`, σ² rounded up), the k two-way marginals
+together at most ``ρ = approx_to_zcdp(ε − ε₀ − y, δ)``. The session adds these mixed spends by
+:func:`dipsy.privacy.composition.total_as`: the ε-DP spends (ε₀, y, the one-way marginals) add up,
+and the zCDP part is added as ρ and converted once, at the δ the (ε, δ) budget leaves — all of δ,
+since no other spend uses any — to at most ``ε − ε₀ − y``; basic composition then gives (ε, δ)-DP
+in every branch (Dwork & Roth 2014, Thm 3.16, adaptive; the regime is chosen from Ñ only). What
+ran is what the statement states: (ε', 0)-DP with ε' ≤ ε in the branches without a Gaussian.
+Public: the domain, θ, and the public data set (read directly, not through the session: its
+statistics are free).
+
+**n is never read.** Emptiness and size come from the noisy total and noisy group counts only;
+every group gets at least ``least`` records. When the noisy marginals of regime b or c say nothing
+(their consistent total is ≤ 0, as on an empty file at a very large ε), the public marginals and
+the public records stand in for them, as in regime 1.
 
 The thresholds were made for the challenge (θ = 7, about 10⁶ rows). The noisy total's scale θ/ε₀ =
 1400 does not shrink with the data, so on small files the regime itself is noisy (at n ≈ 5,600,
@@ -47,12 +67,13 @@ import numpy as np
 from ...domain import Domain
 from ...engine import Engine, engine_for
 from ...errors import DipsyError
-from ...privacy import ApproxDP, Spend
+from ...privacy import ZCDP, ApproxDP, PureDP
 from ...privacy.conversions import approx_to_zcdp
-from ...privacy.mechanisms import discrete_gaussian_counts, plan_discrete_gaussian
+from ...privacy.measurement import DiscreteGaussian, DiscreteLaplace, Measurement, Query, Table, Total
+from ...privacy.relation import ADD_REMOVE, Relation, individual
 from ...privacy.rng import Randomness
-from ...privacy.samplers import discrete_laplace, to_fraction
-from ..base import Model, Option, Plan, Statement, Synthesizer, individual_relation, whole
+from ...privacy.session import Session
+from ..base import Model, Option, Plan, Synthesizer, whole
 from .consistency import make_consistent
 from .gum import initial_records, update_records
 from .marginal import Marginal, exact_counts
@@ -179,6 +200,24 @@ def _names(value: Any) -> tuple[str, ...]:
     return names
 
 
+def public_engine(path: Path, domain: Domain) -> Engine:
+    """The public data set against the domain (rows outside it dropped): public data, read freely."""
+    public = engine_for(path, domain, on_invalid="drop")
+    if public.num_rows() < 1:
+        raise DipsyError("the public data set has no rows that match the domain", "check it against the domain")
+    return public
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The run's public choices (options), kept by the model for post-processing."""
+
+    least: int
+    multiple: int | None
+    pool: int
+    iterations: int
+
+
 class DPSyn(Synthesizer):
     """DPSyn, NIST 2020 sprint 2: public data, noisy group counts, noisy marginals by regime."""
 
@@ -186,10 +225,11 @@ class DPSyn(Synthesizer):
     summary = ("DPSyn (NIST 2020 challenge): public data, noisy group sizes, noisy 1- or 2-way marginals by ε regime, "
                "records swapped toward them per group; (ε, δ)-DP, one set")
     definition = "approximate-DP"
-    neighbouring = individual_relation(1)
+    relations = (ADD_REMOVE,)
     multiple_sets = False
     options = (
-        Option("public", _path, "a public data set of the same columns (CSV or Parquet): its statistics are free (required)"),
+        Option("public", _path, "a public data set of the same columns (CSV or Parquet): its statistics are free (required)",
+               public_file=True),
         Option("groups", _names, "columns whose cells are synthesized one by one, e.g. PUMA (default: one group)"),
         Option("theta", whole("theta", 1, 7), "most records one individual may own: the sensitivity of every count (default 1)"),
         Option("least", whole("least", 0, 300), "smallest group size synthesized (default 300)"),
@@ -198,7 +238,15 @@ class DPSyn(Synthesizer):
         Option("iterations", whole("iterations", 0, 60), "GUM update rounds for the pool (default 60)"),
     )
 
-    def plan(self, n: int, domain: Domain) -> Plan:
+    def relation_for(self, relation: Relation) -> Relation:
+        return individual(self.settings.get("theta", 1))
+
+    def group_query(self) -> Query:
+        """The group counts: the table of the group columns, or the number of rows with no groups."""
+        groups = self.settings.get("groups", ())
+        return Table(tuple(groups)) if groups else Total()
+
+    def plan(self, n: int | None, domain: Domain) -> Plan:
         if "public" not in self.settings:
             raise DipsyError("dpsyn needs a public data set", "pass --option public=PATH (a CSV or Parquet of the same columns)")
         groups = self.settings.get("groups", ())
@@ -209,83 +257,135 @@ class DPSyn(Synthesizer):
         if not rest:
             raise DipsyError("every column is a group column; nothing is left to synthesize", "leave some columns out of groups")
         domain.shape(domain.names)  # every column needs cells (numeric columns need bins)
-        theta = self.settings.get("theta", 1)
+        public_engine(self.settings["public"], domain)  # refused before anything is charged or read
+        theta = self.relation.theta
         epsilon, delta = self.budget.epsilon, self.budget.delta
         e0, _, e2, _ = thresholds(theta)
-        if epsilon < e2:
-            spends = (Spend(f"{self.name}: group counts, discrete Laplace scale θ/ε", ApproxDP(epsilon, 0.0)),)
+        if epsilon < e2:  # regime 1: every ε on the group counts, nothing adaptive
+            noise = DiscreteLaplace.for_budget(PureDP(epsilon), theta)
+            measurements = (Measurement(f"{self.name}: group counts, discrete Laplace scale θ/ε = {float(noise.scale):g}",
+                                        self.group_query(), noise, self.relation),)
+            adaptive = None
         else:
-            spends = (Spend(f"{self.name}: noisy total, discrete Laplace scale θ/ε₀ = {theta / e0:g}", ApproxDP(e0, 0.0)),
-                      Spend(f"{self.name}: group counts and marginals, split by the regime the noisy total picks",
-                            ApproxDP(epsilon - e0, delta)))
+            noise = DiscreteLaplace.for_budget(PureDP(e0), theta)
+            measurements = (Measurement(f"{self.name}: noisy total, discrete Laplace scale θ/ε₀ = {float(noise.scale):g}",
+                                        Total(), noise, self.relation),)
+            adaptive = ApproxDP(epsilon - e0, delta)
         mechanism = ("DPSyn (Li, Li & Wang, NIST 2020 sprint 2): discrete Laplace group counts and one-way marginals, or "
                      "discrete Gaussian two-way marginals under zCDP, by the ε regime; the public data set and all "
                      "synthesis from the noisy values are free")
-        statement = Statement(self.definition, self.budget, self.budget, 1, individual_relation(theta),
-                              ("the domain (categories and bins of every column)", f"θ = {theta}, the most rows one individual owns",
-                               f"the public data set {self.settings['public'].name}"),
-                              mechanism, "basic composition of the noisy total, the group counts and the marginals (adaptive)")
-        params = {"theta": theta, "groups": list(groups), "public": str(self.settings["public"]),
-                  "thresholds": dict(zip(("epsilon_0", "epsilon_1", "epsilon_2", "epsilon_3"), thresholds(theta))),
-                  "_settings": dict(self.settings), "_epsilon": epsilon, "_delta": delta}
-        return Plan(statement, spends, params)
+        public = (*self.public(None), f"θ = {theta}, the most rows one individual owns",
+                  f"the public data set {self.settings['public'].name}")
+        composition = ("basic composition of the group counts" if adaptive is None else
+                       "basic composition of the noisy total, the group counts and the marginals (adaptive: a privacy filter "
+                       "bounds what the regime measures by (ε − ε₀, δ)); the zCDP spends are added as ρ and converted once")
+        params = {"theta": theta, "groups": list(groups), "public": self.settings["public"].name,
+                  "thresholds": dict(zip(("epsilon_0", "epsilon_1", "epsilon_2", "epsilon_3"), thresholds(theta)))}
+        return Plan(measurements, self.relation, public, mechanism, composition, params, adaptive=adaptive,
+                    adaptive_label=f"{self.name}: group counts and marginals, split by the regime the noisy total picks")
 
-    def fit(self, engine: Engine, plan: Plan) -> "DPSynModel":
-        self.require_rows(engine.num_rows())
-        public = engine_for(plan.parameters["public"], engine.domain, on_invalid="drop")
-        if public.num_rows() < 1:
-            raise DipsyError("the public data set has no rows that match the domain", "check it against the domain")
-        return DPSynModel(engine, public, plan.parameters)
-
-
-class DPSynModel(Model):
-    """Private: holds the confidential engine. Its one :meth:`sample` makes the measurements."""
-
-    def __init__(self, engine: Engine, public: Engine, parameters: dict) -> None:
-        self.engine, self.public, self.p = engine, public, parameters
-
-    def sample(self, rand: Randomness) -> dict[str, np.ndarray]:
-        s = self.p["_settings"]
-        theta, epsilon, delta = s.get("theta", 1), self.p["_epsilon"], self.p["_delta"]
-        domain = self.engine.domain
+    def fit(self, session: Session, plan: Plan) -> "DPSynModel":
+        domain = session.domain
         names = domain.names
         sizes = domain.shape(names)
-        group_idx = tuple(names.index(g) for g in s.get("groups", ()))
+        theta, epsilon, delta = self.relation.theta, self.budget.epsilon, self.budget.delta
+        group_idx = tuple(names.index(g) for g in self.settings.get("groups", ()))
         rest = tuple(i for i in range(len(names)) if i not in group_idx)
+        public = public_engine(self.settings["public"], domain)  # public data: free, not through the session
 
-        # the regime: from ε alone, or from the noisy total (ε₀)
-        noisy_total = None
-        if epsilon >= thresholds(theta)[2]:
-            e0 = thresholds(theta)[0]
-            n = int(self.engine.num_rows())
-            noisy_total = float(n + discrete_laplace(to_fraction(theta) / to_fraction(e0), 1, rand)[0])
-        r = regime(epsilon, theta, noisy_total)
+        # the regime: from ε alone, or from the noisy total (ε₀); then the noisy group counts (sensitivity θ)
+        if plan.adaptive is None:
+            r = regime(epsilon, theta, None)
+            noisy_groups = session.measure(plan.measurements[0])
+        else:
+            noisy_total = float(session.measure(plan.measurements[0])[0])
+            r = regime(epsilon, theta, noisy_total)
+            noise = DiscreteLaplace.for_budget(PureDP(r.group_epsilon), theta)
+            noisy_groups = session.measure(Measurement(
+                f"{self.name}: group counts ({r.name} regime), discrete Laplace scale θ/y = {float(noise.scale):g}",
+                self.group_query(), noise, self.relation))
         logger.info("dpsyn regime %s: group counts ε = %.4g, marginals ε = %.4g", r.name, r.group_epsilon, r.marginal_epsilon)
 
-        # noisy group counts (Laplace, sensitivity θ), then sizes per §4.4
-        scale = to_fraction(theta) / to_fraction(r.group_epsilon)
-        if group_idx:
-            counts = exact_counts(self.engine, group_idx).ravel()
-        else:
-            counts = np.array([self.engine.num_rows()])
-        noisy_groups = counts + discrete_laplace(scale, counts.shape, rand)
-        multiple = s.get("multiple", 10 if r.name == "public" else 100)
-        group_sizes = post_process_groups(noisy_groups, s.get("least", 300), multiple)
+        # the regime's noisy marginals
+        pairs = [(a, b) for i, a in enumerate(rest) for b in rest[i + 1:]]
+        noisy: list[Marginal] = []
+        if r.name == "one-way":
+            for a in rest:
+                noise = DiscreteLaplace.for_budget(PureDP(r.marginal_epsilon / len(rest)), theta)
+                m = Measurement(f"{self.name}: one-way marginal {names[a]}, discrete Laplace scale {float(noise.scale):.6g}",
+                                Table((names[a],)), noise, self.relation)
+                # weight 1/(2 var) with var ≈ 2 b²: an inverse-variance weight for consistency
+                noisy.append(Marginal((a,), np.asarray(session.measure(m), dtype=float), 1 / (4 * float(noise.scale) ** 2)))
+        elif r.name == "two-way":
+            measured = pairs or [(a,) for a in rest]  # one column besides the groups: its one-way marginal
+            rho = approx_to_zcdp(r.marginal_epsilon, delta)
+            for p in measured:
+                noise = DiscreteGaussian.for_budget(ZCDP(rho / len(measured)), theta)
+                cols = tuple(names[a] for a in p)
+                m = Measurement(f"{self.name}: marginal {' × '.join(cols)}, discrete Gaussian σ² = {noise.sigma2}",
+                                Table(cols), noise, self.relation)
+                counts = np.asarray(session.measure(m), dtype=float).reshape([sizes[a] for a in p])
+                noisy.append(Marginal(p, counts, noise.cost.rho))
+
+        # the public data's statistics (free): its marginals, and its records for the pool
+        public_marginals = tuple(Marginal(p, exact_counts(public, p).astype(float)) for p in (pairs or [(a,) for a in rest]))
+        table = public.contingency(names, form="sparse")
+        settings = Settings(self.settings.get("least", 300), self.settings.get("multiple"),
+                            max(self.settings.get("pool", 10000), 1), self.settings.get("iterations", 60))
+        return DPSynModel(names, tuple(sizes), group_idx, rest, r, np.asarray(noisy_groups, dtype=np.int64).ravel(),
+                          tuple(noisy), public_marginals, bool(pairs), np.asarray(table.cells, dtype=np.int64),
+                          np.asarray(table.counts, dtype=np.int64), settings)
+
+
+@dataclass(frozen=True, eq=False)
+class DPSynModel(Model):
+    """What the measurements released (``noisy_groups``, the regime's ``noisy`` marginals), the
+    ``regime`` (public: chosen from the noisy total), the public data's marginals and its records
+    (as occupied cells of the full table and their counts), and public options. :meth:`sample` is
+    post-processing."""
+
+    names: tuple[str, ...]
+    sizes: tuple[int, ...]
+    group_idx: tuple[int, ...]
+    rest: tuple[int, ...]
+    regime: Regime
+    noisy_groups: np.ndarray
+    noisy: tuple[Marginal, ...]
+    public_marginals: tuple[Marginal, ...]
+    has_pairs: bool
+    public_cells: np.ndarray
+    public_counts: np.ndarray
+    settings: Settings
+
+    sets = 1
+
+    def choices(self) -> dict:
+        r = self.regime
+        return {"regime": {"name": r.name, "total_epsilon": r.total_epsilon, "group_epsilon": r.group_epsilon,
+                           "marginal_epsilon": r.marginal_epsilon}}
+
+    def sample(self, k: int, rand: Randomness) -> dict[str, np.ndarray]:
+        r, s, names, sizes = self.regime, self.settings, self.names, list(self.sizes)
+        group_idx, rest = self.group_idx, self.rest
+        multiple = s.multiple or (10 if r.name == "public" else 100)
+        group_sizes = post_process_groups(self.noisy_groups, s.least, multiple)
 
         self.report(f"dpsyn: {r.name} regime, the marginals")
-        targets, pool_targets = self._targets(r, rest, sizes, delta, theta, rand)
+        targets, pool_targets = self._targets()
+        from_public = targets is None
+        if from_public:  # public regime, or noisy marginals that say nothing: the public ones stand in
+            targets = pool_targets = list(self.public_marginals)
         rng = rand.numpy
-        pool_size = max(s.get("pool", 10000), 1)
         pool = None
         by_size: dict[int, np.ndarray] = {}  # one set per distinct size, reused for every group of that size
         distinct = sorted(set(group_sizes.tolist()))
-        for k, size in enumerate(distinct):
-            self.report(f"dpsyn: records for groups of {size}", k, len(distinct))
-            if size >= pool_size:  # GUM works well at this size: synthesize it directly (§4.4's remark)
-                by_size[size] = self._pool(r, pool_targets, rest, sizes, size, rng, s.get("iterations", 60))
+        for j, size in enumerate(distinct):
+            self.report(f"dpsyn: records for groups of {size}", j, len(distinct))
+            if size >= s.pool:  # GUM works well at this size: synthesize it directly (§4.4's remark)
+                by_size[size] = self._pool(from_public, pool_targets, size, rng)
                 continue
             if pool is None:
-                pool = self._pool(r, pool_targets, rest, sizes, pool_size, rng, s.get("iterations", 60))
+                pool = self._pool(from_public, pool_targets, s.pool, rng)
             by_size[size] = swap_select(pool, targets, size, max(size // 3, 1), rng)
         parts = []
         group_cells = np.array(np.unravel_index(np.arange(len(group_sizes)), [sizes[g] for g in group_idx])).T if group_idx else [()]
@@ -297,42 +397,38 @@ class DPSynModel(Model):
         records = np.concatenate(parts) if parts else np.zeros((0, len(names)), dtype=np.int64)
         return {name: records[:, i].astype(np.int64) for i, name in enumerate(names)}
 
-    def _targets(self, r: Regime, rest, sizes, delta, theta, rand) -> tuple[list[Marginal], list[Marginal]]:
-        """The swap targets and the pool's GUM targets of the regime (consistent, non-negative)."""
-        pairs = [(a, b) for i, a in enumerate(rest) for b in rest[i + 1:]]
-        if not pairs and r.name != "one-way":  # one column besides the groups: its one-way marginal is the target
-            pairs = [(a,) for a in rest]
-        public_two = [Marginal(p, exact_counts(self.public, p).astype(float)) for p in pairs]
+    def _targets(self) -> tuple[list[Marginal] | None, list[Marginal] | None]:
+        """The swap targets and the pool's GUM targets from the noisy marginals (consistent,
+        non-negative); ``(None, None)`` in the public regime, or when their consistent total is ≤ 0."""
+        r = self.regime
         if r.name == "public":
-            return public_two, public_two
+            return None, None
         if r.name == "one-way":
-            k = len(rest)
-            scale = to_fraction(k * theta) / to_fraction(r.marginal_epsilon)
-            weight = 1 / (4 * float(scale) ** 2)  # 1/(2 var) with var ≈ 2 b²: an inverse-variance weight
-            one = [Marginal((a,), (exact_counts(self.engine, (a,)) + discrete_laplace(scale, sizes[a], rand)).astype(float), weight)
-                   for a in rest]
+            one = list(self.noisy)
             total = np.mean([m.total for m in one])
-            public = [Marginal(m.attributes, m.counts * total / max(m.total, 1e-12), PUBLIC_WEIGHT * weight) for m in public_two]
+            weight = one[0].rho
+            public = [Marginal(m.attributes, m.counts * total / max(m.total, 1e-12), PUBLIC_WEIGHT * weight)
+                      for m in self.public_marginals] if self.has_pairs and total > 0 else []
             consistent = make_consistent(one + public)
-            return consistent[:k], consistent
-        rho = approx_to_zcdp(r.marginal_epsilon, delta)
-        plan = plan_discrete_gaussian(rho / len(pairs), theta)
-        noisy = [Marginal(p, discrete_gaussian_counts(exact_counts(self.engine, p), plan, rand).astype(float), plan.spend.rho)
-                 for p in pairs]
-        consistent = make_consistent(noisy)
+            if not consistent[0].total > 0:
+                return None, None
+            return consistent[:len(one)], consistent
+        consistent = make_consistent(list(self.noisy))
+        if not consistent[0].total > 0:
+            return None, None
         return consistent, consistent
 
-    def _pool(self, r: Regime, targets: list[Marginal], rest, sizes, size: int, rng, iterations: int) -> np.ndarray:
-        """Candidate records: a sample of the public data (public regime) or GUM from the targets."""
-        d = len(sizes)
-        if r.name == "public":
-            table = self.public.contingency(self.public.domain.names, form="sparse")
-            public = np.stack(np.unravel_index(np.repeat(table.cells, table.counts), table.shape), axis=1)
+    def _pool(self, from_public: bool, targets: list[Marginal], size: int, rng: np.random.Generator) -> np.ndarray:
+        """Candidate records: a sample of the public data (public targets) or GUM from the targets."""
+        if from_public:
+            public = np.stack(np.unravel_index(np.repeat(self.public_cells, self.public_counts), self.sizes), axis=1)
             return public[rng.integers(0, len(public), size)] if size > len(public) else public[rng.permutation(len(public))[:size]]
+        sizes, rest = list(self.sizes), self.rest
         one = [m for m in targets if len(m.attributes) == 1]
         if not one:  # two-way targets: their one-way projections, consistent already
             one = [next(m for m in targets if a in m.attributes).project((a,)) for a in rest]
-        full = [Marginal((a,), np.ones(sizes[a])) for a in range(d) if a not in rest]
+        full = [Marginal((a,), np.ones(sizes[a])) for a in range(len(sizes)) if a not in rest]
         records = initial_records(sorted(one + full, key=lambda m: m.attributes), sizes, size, rng)
-        records, _ = update_records(records, [m for m in targets if len(m.attributes) > 1] or one, sizes, iterations, rng=rng)
+        records, _ = update_records(records, [m for m in targets if len(m.attributes) > 1] or one, sizes, self.settings.iterations, rng=rng)
         return records
+

@@ -54,8 +54,8 @@ class Marginal:
 def exact_counts(engine, attributes: tuple[int, ...]) -> np.ndarray:
     """The engine's dense count table over ``attributes`` (domain indices), shaped by their sizes.
 
-    Exact, hence confidential unless the engine reads public data: a caller measures it with
-    noise, charged in its plan, before anything of it leaves the process.
+    Exact: for an engine of public data only (dpsyn's public data set). Confidential tables are
+    read through a session's measurements (:class:`~dipsy.privacy.measurement.Table`), never here.
     """
     names = [engine.domain.names[a] for a in attributes]
     table = engine.contingency(names, form="dense")

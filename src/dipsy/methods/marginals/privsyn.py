@@ -1,28 +1,46 @@
 r"""PrivSyn (Zhang et al., USENIX Security 2021), Algorithm 3: noisy marginals, consistency, GUM.
 
-The run spends a ρ-zCDP budget in three measurements, declared before any data are read, with
-shares ``(s₁, s₂, s₃)`` of ρ (option ``shares``; default ``0.3, 0.1, 0.6``, the paper's §6.1 is
-``0.1, 0.1, 0.8``):
+The run spends a ρ-zCDP budget in three parts, with shares ``(s₁, s₂, s₃)`` of ρ (option
+``shares``; default ``0.3, 0.1, 0.6``, the paper's §6.1 is ``0.1, 0.1, 0.8``). The first two are
+fixed by :meth:`PrivSyn.plan` before any data are read; the third is adaptive, declared as its
+total ``ρ₃`` only:
 
 1. every one-way marginal with discrete Gaussian noise, ``ρ₁ = s₁ρ`` split over the attributes by
    eq. 1, ``ρ₁ₐ ∝ c_a^{2/3}`` (the paper splits ρ₁ equally; eq. 1 is its own error-minimising split,
    applied here to step 1 too). A count vector has L2 sensitivity θ, so ``σ₁ₐ² = θ²/(2ρ₁ₐ)``;
-2. the dependency score InDif of all ``m = d(d−1)/2`` pairs (§4.1), ``ρ₂ = s₂ρ``: each score moves
-   by less than 4θ when an individual is added or removed (proof in
-   :func:`~.selection.indif`); scores are measured in units of 1/64, so the integer vector
-   ``round(64·InDif)`` has L2 sensitivity at most ``(256θ + 1)√m``, and gets discrete Gaussian
-   noise calibrated to it;
-3. the marginals chosen from the noisy scores (Algorithms 1–2), ``ρ₃ = s₃ρ`` split by eq. 1,
-   ``ρ_i ∝ c_i^{2/3}``, each with discrete Gaussian noise of ``σ_i² = θ²/(2ρ_i)`` (Thm 6). When no
-   pair is worth measuring, ρ₃ measures the one-way marginals a second time.
+2. the dependency score InDif of all ``m = d(d−1)/2`` pairs (§4.1), of the columns' own values,
+   ``ρ₂ = s₂ρ``: a :class:`~dipsy.privacy.measurement.Statistic` computed by
+   :func:`~.selection.score_units`. Each score moves by less than 4θ when an individual is added
+   or removed (proof in :func:`~.selection.indif`); scores are measured in units of 1/64, so the
+   integer vector ``round(64·InDif)`` has L2 sensitivity at most ``(256θ + 1)√m``
+   (:func:`~.selection.score_sensitivity`), and gets discrete Gaussian noise calibrated to it;
+3. the marginals chosen from the noisy scores (Algorithms 1–2), over the values left after the
+   rare-value merge, ``ρ₃ = s₃ρ`` split by eq. 1, ``ρ_i ∝ c_i^{2/3}``, each with discrete
+   Gaussian noise of ``σ_i² = θ²/(2ρ_i)`` (Thm 6; a table of merged values is still a count
+   table, of L2 sensitivity θ). When no pair is worth measuring, ρ₃ measures the (merged)
+   one-way marginals a second time.
 
-Each measurement's σ² is rounded up to a 1/1024 grid (:mod:`dipsy.privacy.mechanisms`), so what
-it spends is at most its share; by zCDP composition (Bun & Steinke 2016, Lemma 2.3, adaptive)
-the run is ρ-zCDP. Everything after the measurements — rare-value merging by the 3σ rule (§6.2),
-selection, clique merging, consistency (§4.3), the estimate of n from the noisy totals (the
-relation is add/remove, so n is not public; §6.1), GUM (§5) and the expansion of merged values —
-reads only noisy values and costs nothing more; so does :func:`decorrelate`, a dipsy addition
-that undoes associations GUM's duplication invents between attributes no marginal links.
+Which marginals step 3 measures, and over which merged values, is a function of the noisy
+outputs of steps 1–2 and public inputs only; the session's privacy filter admits each of its
+measurements only while the composed total stays within the declared ``ρ₁ + ρ₂ + ρ₃`` (Rogers et
+al. 2016; zCDP composes adaptively, Bun & Steinke 2016, Lemma 2.3). Each σ² is rounded up to a
+1/1024 grid (:class:`~dipsy.privacy.measurement.DiscreteGaussian`), so what a measurement
+spends is at most its share: the run is ρ-zCDP, and its statement is the sum of what ran.
+
+Everything after the measurements — rare-value merging by the 3σ rule (§6.2), selection, clique
+merging, consistency (§4.3), the number of records from the noisy totals (the relation is
+add/remove, so n is not public and never read; §6.1), GUM (§5) and the expansion of merged
+values — reads only noisy values and costs nothing more; so does :func:`decorrelate`, a dipsy
+addition that undoes associations GUM's duplication invents between attributes no marginal links.
+Only the noisy outputs and public parameters are kept (:class:`PrivSynModel`); what was selected
+(:attr:`PrivSynModel.selected`) is public, a function of the noisy scores.
+
+**Empty or tiny data.** The number of records is the consistent noisy total, rounded, at least 1
+(or the ``rows`` option). When the noisy totals are so low that the consistent total is ≤ 0 (an
+empty file, or a handful of rows at small ρ), no marginal says anything: the release is then
+``rows`` records (default **one**), each column drawn independently from its noisy one-way counts
+clipped at 0 — uniformly over the column's values when all of them are ≤ 0. Nothing about n is
+used, so an empty file and a one-row file release the same kind of output with no error.
 
 Neighbouring: add or remove one individual, who owns at most θ records (θ = 1: one record;
 METHODS.md §0.1). Public: the domain and θ.
@@ -30,24 +48,27 @@ METHODS.md §0.1). Public: the domain and θ.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from ...domain import Domain
-from ...engine import Engine
 from ...errors import DipsyError
-from ...privacy import Spend, ZCDP
-from ...privacy.mechanisms import GaussianPlan, discrete_gaussian_counts, plan_discrete_gaussian
+from ...privacy import ZCDP
+from ...privacy.measurement import DiscreteGaussian, Measurement, Query, Statistic, Table
+from ...privacy.relation import ADD_REMOVE, Relation, individual
 from ...privacy.rng import Randomness
-from ..base import ADD_REMOVE, Model, Option, Plan, Statement, Synthesizer, individual_relation, whole
+from ...privacy.session import Session
+from ..base import Model, Option, Plan, Synthesizer, whole
 from .consistency import make_consistent
 from .gum import initial_records, update_records
-from .marginal import Marginal, exact_counts
-from .selection import allocate, combine, greedy_select, indif
+from .marginal import Marginal
+from .selection import allocate, combine, greedy_select, score_sensitivity, score_units
 
 logger = logging.getLogger(__name__)
 
@@ -72,18 +93,44 @@ def _shares(value: Any) -> tuple[float, float, float]:
         raise DipsyError(f"option shares must be three positive numbers adding up to 1, got {value!r}",
                          "e.g. shares=0.1,0.1,0.8 (one-way, dependency scores, chosen marginals)")
     return parts
+
+
 #: InDif scores are measured in units of 1/SCORE_UNITS (an integer grid for the exact sampler).
 SCORE_UNITS = 64
 
 
 @dataclass(frozen=True)
-class Measurements:
-    """The declared measurements of a run (public: they depend on the domain, ρ and θ only)."""
+class MergedTable(Query):
+    """The dense count table of ``columns`` over merged values: ``maps[i][v]`` is the merged code
+    of column i's value v (PrivSyn §6.2). Every row still falls in exactly one cell, so an
+    individual of at most θ rows moves the table by at most θ in L2, as any count table.
 
-    one_way: tuple[GaussianPlan, ...]
-    scores: GaussianPlan | None
-    selected: float
-    theta: int
+    >>> MergedTable(("a", "b"), ((0, 1, 1), (0, 1))).describe()
+    'the counts of the a × b table, rare values merged'
+    """
+
+    columns: tuple[str, ...]
+    maps: tuple[tuple[int, ...], ...]
+
+    def answer(self, engine: Any) -> np.ndarray:
+        table = engine.contingency(self.columns, form="dense")
+        counts = np.asarray(table.counts, dtype=np.int64).reshape(table.shape)
+        out = np.zeros(tuple(max(m) + 1 for m in self.maps), dtype=np.int64)
+        np.add.at(out, np.ix_(*[np.asarray(m, dtype=np.int64) for m in self.maps]), counts)
+        return out
+
+    def describe(self) -> str:
+        return f"the counts of the {' × '.join(self.columns)} table, rare values merged"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The run's public choices (options), kept by the model for post-processing."""
+
+    iterations: int
+    gamma: int
+    shuffle: bool
+    rows: int | None
 
 
 class PrivSyn(Synthesizer):
@@ -93,125 +140,157 @@ class PrivSyn(Synthesizer):
     summary = ("PrivSyn: noisy 1-way marginals, dependency-driven choice of 2-way and larger marginals, "
                "consistency, records by GUM; ρ-zCDP (give --epsilon and --delta, or --rho), one set")
     definition = "zCDP"
-    neighbouring = ADD_REMOVE
+    relations = (ADD_REMOVE,)
     multiple_sets = False
     options = (
         Option("theta", whole("theta", 1, 7), "most records one individual may own: the sensitivity of every count (default 1)"),
         Option("iterations", whole("iterations", 0, 50), "GUM update rounds (default 50)"),
         Option("gamma", whole("gamma", 1, 5000), "largest number of cells of a merged marginal (default 5000)"),
-        Option("rows", whole("rows", 1, 1000), "synthetic rows, if n is public; default the noisy total"),
+        Option("rows", whole("rows", 1, 1000), "synthetic rows (a public choice); default the noisy total"),
         Option("shares", _shares, "budget shares of one-way marginals, dependency scores and chosen marginals (default 0.3,0.1,0.6; the paper's 0.1,0.1,0.8)"),
         Option("shuffle", _flag, "1 (default): shuffle each attribute within groups of its measured neighbours after GUM; 0: not"),
     )
 
-    def plan(self, n: int, domain: Domain) -> Plan:
+    def relation_for(self, relation: Relation) -> Relation:
+        return individual(self.settings.get("theta", 1))
+
+    def plan(self, n: int | None, domain: Domain) -> Plan:
         names = domain.names
         sizes = domain.shape(names)  # every column needs cells: numeric columns need bins
-        theta = self.settings.get("theta", 1)
+        theta = self.relation.theta
         d, rho = len(names), self.budget.rho
-        pairs = d * (d - 1) // 2
+        pairs = list(itertools.combinations(names, 2))
         shares = self.settings.get("shares", SHARES) if pairs else (1.0, 0.0, 0.0)
-        one_way = tuple(plan_discrete_gaussian(r, theta) for r in allocate(sizes, shares[0] * rho))
-        scores = plan_discrete_gaussian(shares[1] * rho, (SCORE_UNITS * 4 * theta + 1) * math.sqrt(pairs)) if pairs else None
-        selected = shares[2] * rho
-        spends = [Spend(f"{self.name}: {d} one-way marginals, discrete Gaussian, ρ split ∝ cells^(2/3)",
-                        ZCDP(sum(p.spend.rho for p in one_way)))]
-        if scores is not None:
-            spends += [
-                Spend(f"{self.name}: {pairs} dependency scores (InDif), discrete Gaussian sd {scores.sd / SCORE_UNITS:.4g}", scores.spend),
-                Spend(f"{self.name}: the chosen marginals, discrete Gaussian, ρ split ∝ cells^(2/3)", ZCDP(selected)),
-            ]
+        measurements = [
+            Measurement(f"{self.name}: one-way marginal {name}, discrete Gaussian σ² = {noise.sigma2}",
+                        Table((name,)), noise, self.relation)
+            for name, noise in zip(names, (DiscreteGaussian.for_budget(ZCDP(float(r)), theta)
+                                           for r in allocate(sizes, shares[0] * rho)))
+        ]
+        if pairs:
+            noise = DiscreteGaussian.for_budget(ZCDP(shares[1] * rho), score_sensitivity(len(pairs), SCORE_UNITS, theta))
+            scores = Statistic(f"the InDif dependency scores of the {len(pairs)} pairs of columns, in units of 1/{SCORE_UNITS}",
+                               partial(score_units, pairs=tuple(pairs), units=SCORE_UNITS))
+            measurements.append(Measurement(f"{self.name}: {len(pairs)} dependency scores (InDif), discrete Gaussian "
+                                            f"sd {noise.sd / SCORE_UNITS:.4g}", scores, noise, self.relation))
         mechanism = (f"PrivSyn (Zhang et al. 2021, Alg. 3): discrete Gaussian one-way marginals ({shares[0]:g}ρ), noisy pairwise "
                      f"dependency scores ({shares[1]:g}ρ), chosen marginals ({shares[2]:g}ρ); consistency and GUM record synthesis are "
                      "post-processing")
-        statement = Statement(self.definition, self.budget, self.budget, 1, individual_relation(theta),
-                              ("the domain (categories and bins of every column)", f"θ = {theta}, the most rows one individual owns"),
-                              mechanism, "zCDP composition of the three measurements (adaptive)")
+        composition = ("zCDP composition of the one-way marginals, the dependency scores and the marginals chosen from them "
+                       "(adaptive: a privacy filter bounds the chosen marginals by their declared share)") if pairs else \
+            "zCDP composition of the one-way marginals"
         params = {
             "theta": theta,
             "iterations": self.settings.get("iterations", 50),
             "gamma": self.settings.get("gamma", 5000),
             "shuffle": bool(self.settings.get("shuffle", 1)),
-            "one_way_sigma2": {name: str(p.sigma2) for name, p in zip(names, one_way)},
-            "_measurements": Measurements(one_way, scores, selected, theta),
-            "_sizes": tuple(sizes),
-            "_rows": self.settings.get("rows"),
+            "one_way_sigma2": {name: str(m.mechanism.sigma2) for name, m in zip(names, measurements)},
         }
-        return Plan(statement, tuple(spends), params)
+        public = (*self.public(None), f"θ = {theta}, the most rows one individual owns")
+        return Plan(tuple(measurements), self.relation, public, mechanism, composition, params,
+                    adaptive=ZCDP(shares[2] * rho) if pairs else None,
+                    adaptive_label=f"{self.name}: the chosen marginals, discrete Gaussian, ρ split ∝ cells^(2/3)")
 
-    def fit(self, engine: Engine, plan: Plan) -> "PrivSynModel":
-        self.require_rows(engine.num_rows())
-        return PrivSynModel(engine, plan.parameters)
-
-
-class PrivSynModel(Model):
-    """Private: it holds the engine. Its one :meth:`sample` makes the declared measurements."""
-
-    def __init__(self, engine: Engine, parameters: dict) -> None:
-        self.engine = engine
-        self.p = parameters
-
-    def _table(self, attrs: tuple[int, ...], maps: list[np.ndarray], sizes: list[int]) -> np.ndarray:
-        """Exact counts over ``attrs``, in merged codes (summing the merged values' cells)."""
-        table = exact_counts(self.engine, attrs)
-        out = np.zeros(tuple(sizes[a] for a in attrs), dtype=np.int64)
-        np.add.at(out, np.ix_(*[maps[a] for a in attrs]), table)
-        return out
-
-    def sample(self, rand: Randomness) -> dict[str, np.ndarray]:
-        m: Measurements = self.p["_measurements"]
-        names = self.engine.domain.names
-        original = list(self.p["_sizes"])
-        d = len(names)
-        identity = [np.arange(k) for k in original]
+    def fit(self, session: Session, plan: Plan) -> "PrivSynModel":
+        names = session.domain.names
+        d, theta = len(names), self.relation.theta
+        one_way = plan.measurements[:d]
 
         # 1. one-way marginals, then the 3σ rule for rare values (§6.2)
-        self.report("privsyn: one-way marginals")
-        noisy_one = [discrete_gaussian_counts(self._table((a,), identity, original), m.one_way[a], rand) for a in range(d)]
-        maps, sizes, one_way = [], [], []
-        for a in range(d):
-            code_map, merged = merge_rare(noisy_one[a].astype(float), 3 * m.one_way[a].sd)
-            maps.append(code_map)
-            sizes.append(len(merged))
-            one_way.append(Marginal((a,), merged, m.one_way[a].spend.rho))
+        noisy_one = tuple(np.asarray(session.measure(m), dtype=np.int64) for m in one_way)
+        maps, merged = zip(*(merge_rare(noisy.astype(float), 3 * m.mechanism.sd) for noisy, m in zip(noisy_one, one_way)))
+        sizes = [len(x) for x in merged]
 
         # 2. noisy dependency scores, selection (Alg. 1) and merging (Alg. 2)
-        pairs = [(a, b) for a in range(d) for b in range(a + 1, d)]
         chosen: list[tuple[int, ...]] = []
-        if m.scores is not None:
-            self.report(f"privsyn: dependency scores of {len(pairs)} pairs")
-            exact = np.array([indif(self._table(p, maps, sizes)) for p in pairs])
-            units = np.rint(exact * SCORE_UNITS).astype(np.int64)
-            scores = discrete_gaussian_counts(units, m.scores, rand) / SCORE_UNITS
+        if plan.adaptive is not None:
+            rho3 = plan.adaptive.rho
+            pairs = list(itertools.combinations(range(d), 2))
+            scores = np.asarray(session.measure(plan.measurements[d]), dtype=float) / SCORE_UNITS
             cells = np.array([sizes[a] * sizes[b] for a, b in pairs], dtype=float)
-            picked = greedy_select(scores, cells, m.selected, m.theta)
-            chosen = combine([pairs[i] for i in picked], sizes, self.p["gamma"])
-        if not chosen and m.scores is not None:  # nothing worth a pair: spend ρ₃ on the one-way marginals again
-            chosen = [(a,) for a in range(d)]
+            picked = greedy_select(scores, cells, rho3, theta)
+            chosen = combine([pairs[i] for i in picked], sizes, self.settings.get("gamma", 5000))
+            if not chosen:  # nothing worth a pair: spend ρ₃ on the one-way marginals again
+                chosen = [(a,) for a in range(d)]
         logger.info("privsyn measures %d marginals: %s", len(chosen), [tuple(names[a] for a in c) for c in chosen])
 
-        # 3. the chosen marginals, ρ₃ split by eq. 1
-        self.report(f"privsyn: {len(chosen)} chosen marginals")
-        targets = list(one_way)
-        for attrs, rho_i in zip(chosen, allocate([math.prod(sizes[a] for a in c) for c in chosen], m.selected) if chosen else []):
-            plan = plan_discrete_gaussian(rho_i, m.theta)
-            noisy = discrete_gaussian_counts(self._table(attrs, maps, sizes), plan, rand)
-            targets.append(Marginal(attrs, noisy.astype(float), plan.spend.rho))
+        # 3. the chosen marginals, ρ₃ split by eq. 1 (adaptive: within the declared ρ₃)
+        measured = []
+        if chosen:
+            for attrs, rho_i in zip(chosen, allocate([math.prod(sizes[a] for a in c) for c in chosen], plan.adaptive.rho)):
+                noise = DiscreteGaussian.for_budget(ZCDP(float(rho_i)), theta)
+                query = MergedTable(tuple(names[a] for a in attrs), tuple(tuple(int(v) for v in maps[a]) for a in attrs))
+                again = " (again)" if len(attrs) == 1 else ""
+                m = Measurement(f"{self.name}: chosen marginal {' × '.join(query.columns)}{again}, discrete Gaussian σ² = {noise.sigma2}",
+                                query, noise, self.relation)
+                measured.append(Marginal(attrs, np.asarray(session.measure(m), dtype=float), noise.cost.rho))
+        settings = Settings(self.settings.get("iterations", 50), self.settings.get("gamma", 5000),
+                            bool(self.settings.get("shuffle", 1)), self.settings.get("rows"))
+        return PrivSynModel(names, noisy_one, tuple(m.mechanism.cost.rho for m in one_way), tuple(maps), tuple(merged),
+                            tuple(measured), settings)
 
-        # post-processing: consistency (§4.3), n from the noisy totals (§6.1), GUM (§5)
+
+@dataclass(frozen=True, eq=False)
+class PrivSynModel(Model):
+    """What the measurements released, and public choices; :meth:`sample` is post-processing.
+
+    ``noisy_one_way`` are the noisy one-way counts (original values), ``one_way_rho`` what each
+    cost, ``maps``/``merged`` the rare-value merge (§6.2) and the merged noisy counts, ``chosen``
+    the noisy chosen marginals (merged values). All are functions of noisy outputs only.
+    """
+
+    names: tuple[str, ...]
+    noisy_one_way: tuple[np.ndarray, ...]
+    one_way_rho: tuple[float, ...]
+    maps: tuple[np.ndarray, ...]
+    merged: tuple[np.ndarray, ...]
+    chosen: tuple[Marginal, ...]
+    settings: Settings
+
+    sets = 1
+
+    @property
+    def selected(self) -> tuple[tuple[str, ...], ...]:
+        """The marginals measured in step 3, by column names (public: chosen from noisy scores)."""
+        return tuple(tuple(self.names[a] for a in m.attributes) for m in self.chosen)
+
+    def choices(self) -> dict:
+        return {"selected_marginals": [list(m) for m in self.selected]}
+
+    def sample(self, k: int, rand: Randomness) -> dict[str, np.ndarray]:
+        names, rng = self.names, rand.numpy
+        d = len(names)
+        sizes = [len(x) for x in self.merged]
+        one_way = [Marginal((a,), self.merged[a], self.one_way_rho[a]) for a in range(d)]
+
+        # consistency (§4.3), n from the noisy totals (§6.1), GUM (§5)
         self.report("privsyn: consistency")
-        consistent = make_consistent(targets)
-        n = self.p["_rows"] or max(int(round(consistent[0].total)), 1)
-        rng = rand.numpy
+        consistent = make_consistent(one_way + list(self.chosen))
+        total = consistent[0].total
+        if not total > 0:  # nothing measured is positive on balance: the documented fallback
+            return self._independent(rng)
+        n = self.settings.rows or max(int(round(total)), 1)
         records = initial_records(consistent[:d], sizes, n, rng)
-        rounds = self.p["iterations"]
+        rounds = self.settings.iterations
         records, history = update_records(records, consistent[d:] or consistent[:d], sizes, rounds, rng=rng,
                                           progress=lambda t, error: self.report(f"privsyn: GUM, L1 error {error:.3f}", t + 1, rounds))
         if history:
             logger.info("privsyn GUM: L1 error %.4f -> %.4f over %d rounds", history[0], history[-1], len(history))
-        if self.p["shuffle"]:
+        if self.settings.shuffle:
             records = decorrelate(records, [t.attributes for t in consistent], sizes, rng)
-        return {names[a]: expand(records[:, a], maps[a], noisy_one[a], rng) for a in range(d)}
+        return {names[a]: expand(records[:, a], self.maps[a], self.noisy_one_way[a], rng) for a in range(len(names))}
+
+    def _independent(self, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """``rows`` records (default 1), each column drawn independently from its noisy one-way
+        counts clipped at 0, uniformly when all are ≤ 0 (the module's fallback for tiny data)."""
+        n = self.settings.rows or 1
+        logger.info("privsyn: the consistent noisy total is <= 0; %d record(s) from the clipped one-way counts", n)
+        out = {}
+        for name, noisy in zip(self.names, self.noisy_one_way):
+            w = np.maximum(np.asarray(noisy, dtype=float), 0.0)
+            p = w / w.sum() if w.sum() > 0 else np.full(len(w), 1 / len(w))
+            out[name] = rng.choice(len(w), size=n, p=p).astype(np.int64)
+        return out
 
 
 def decorrelate(records: np.ndarray, attribute_sets: list[tuple[int, ...]], sizes: list[int],

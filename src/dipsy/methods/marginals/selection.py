@@ -4,14 +4,17 @@ Zhang, Wang, Li, Honorio, Backes, He, Chen & Zhang, "PrivSyn: Differentially pri
 synthesis", USENIX Security 2021, §4.1–4.2 (DenseMarg, Algorithms 1 and 2); METHODS.md §4.5.
 
 - :func:`indif` — the dependency score ``InDif_{a,b} = || M_{a,b} − M_a ⊗ M_b / n ||_1`` of a
-  pair's count table (§4.1), whose sensitivity is at most 4 (proof below).
+  pair's count table (§4.1), whose sensitivity is at most 4 (proof below);
+- :func:`score_units` — the integer vector of every pair's InDif that privsyn measures (the
+  ``compute`` of its :class:`~dipsy.privacy.measurement.Statistic`), and its L2 sensitivity
+  (:func:`score_sensitivity`).
 - :func:`allocate` — the budget split that minimises the expected noise error of a set of
   marginals, ``ρ_i = ρ c_i^{2/3} / Σ_j c_j^{2/3}`` (eq. 1).
 - :func:`greedy_select` — Algorithm 1: add pairs while the sum of expected noise error (for the
   chosen) and dependency error (for the rest) falls.
 - :func:`combine` — Algorithm 2: merge cliques of chosen pairs into larger marginals.
 
-Everything here except :func:`indif` is post-processing of noisy values.
+Everything here except :func:`indif` and :func:`score_units` is post-processing of noisy values.
 """
 
 from __future__ import annotations
@@ -50,6 +53,36 @@ def indif(table: np.ndarray) -> float:
         return 0.0
     expected = np.outer(t.sum(axis=1), t.sum(axis=0)) / n
     return float(np.abs(t - expected).sum())
+
+
+def score_units(engine, pairs: Sequence[tuple[str, str]], units: int) -> np.ndarray:
+    r"""``round(units · InDif)`` of each pair's two-way count table, read from ``engine``.
+
+    Confidential: only privsyn's dependency-score measurement calls it, through a session, and
+    adds discrete Gaussian noise calibrated to :func:`score_sensitivity`.
+
+    **L2 sensitivity.** Adding or removing an individual of at most θ rows moves each InDif by
+    less than 4θ (θ single-row steps of :func:`indif`), so ``units · InDif`` by less than
+    ``4·units·θ``; rounding moves it by at most one more. Over ``m`` pairs the integer vector
+    moves by at most ``(4·units·θ + 1)·√m`` in L2.
+    """
+    out = []
+    for a, b in pairs:
+        table = engine.contingency((a, b), form="dense")
+        out.append(indif(np.asarray(table.counts, dtype=np.int64).reshape(table.shape)))
+    return np.rint(np.asarray(out, dtype=float) * units).astype(np.int64)
+
+
+def score_sensitivity(pairs: int, units: int, theta: int) -> float:
+    """The L2 sensitivity ``(4·units·θ + 1)·√pairs`` of :func:`score_units` (proof there).
+
+    (The bound has slack: an integer that moves by less than ``4·units·θ + 1`` moves by at most
+    ``4·units·θ``; the slack also covers the float rounding of the square root.)
+
+    >>> score_sensitivity(4, 64, 1)
+    514.0
+    """
+    return (4 * units * theta + 1) * math.sqrt(pairs)
 
 
 def noise_error(cells: np.ndarray, rho: float, sensitivity: float = 1.0) -> float:
