@@ -4,11 +4,13 @@ Every sensitivity in :mod:`dipsy.methods.modips.models` is a derivation; here hy
 no substitution (or add/remove, where stated) moves a statistic by more than it, and a constructed
 pair of neighbours attains it. The truncation cost (eq. N5 of :mod:`dipsy.methods.modips.noise`) is
 checked against brute force from independent formulas (SciPy integration, direct sums).
-Statistical checks use fixed seeds and tolerances derived from the distributions.
+Statistical checks use fixed seeds and tolerances derived from the distributions. Fits run as a
+release does: the plan's measurements through a :class:`~dipsy.privacy.session.Session` (:func:`fitted`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import math
@@ -25,12 +27,13 @@ import dipsy
 from dipsy.domain import Column, Domain
 from dipsy.engine import NumpyEngine
 from dipsy.engine.duckdb_engine import DuckDBEngine
-from dipsy.errors import DipsyError
+from dipsy.errors import DipsyError, PrivacyError
 from dipsy.methods import ADD_REMOVE, REGISTRY, SUBSTITUTE
-from dipsy.methods.modips import Modips, bernoulli_sets, choose_model, multinomial_sets, normal_sets
+from dipsy.methods.modips import Modips, ModipsModel, bernoulli_sets, choose_model, multinomial_sets, normal_sets
 from dipsy.methods.modips import models as M
 from dipsy.methods.modips.noise import (
     Component,
+    Sanitization,
     component_loss,
     float_up,
     noise_scales,
@@ -43,6 +46,7 @@ from dipsy.methods.modips.noise import (
 from dipsy.privacy import PureDP
 from dipsy.privacy.rng import Randomness
 from dipsy.privacy.samplers import discrete_laplace, laplace
+from dipsy.privacy.session import Session
 
 from conftest import CE_DATA, CE_DOMAIN
 
@@ -52,6 +56,16 @@ P_MIN = 1e-3  # goodness-of-fit tests at a fixed seed: reject only a clearly wro
 
 def test_modips_is_registered():
     assert REGISTRY["modips"] is Modips
+
+
+def fitted(synth: Modips, engine, seed: int = 0):
+    """Plan (n only under substitution), then fit through a session as a release does: (plan, model, session)."""
+    n = engine.ensure_valid().valid_rows
+    plan = synth.plan(n if synth.relation.fixes_n else None, engine.domain)
+    session = Session(engine, plan.declared(synth.budget), plan.relation, Randomness.from_seed(seed), plan.measurements)
+    model = synth.fit(session, plan)
+    session.close()
+    return plan, model, session
 
 
 def close_to(change: float, bound: float, scale: float) -> bool:
@@ -204,6 +218,13 @@ def test_normal_scales_and_spends_are_as_derived(budget, post, factor):
     assert sum(losses) <= eps / m * (1 + 1e-12)
     if post == "threshold":
         assert sum(losses) == pytest.approx(eps / m)
+    # the truncation's doubling is in the mechanism's declared cost: its scales under thresholding declare half
+    mechanism = plan.measurements[0].mechanism
+    assert isinstance(mechanism, Sanitization) and all(x.mechanism is mechanism for x in plan.measurements)
+    assert mechanism.cost.epsilon == pytest.approx(eps / m, rel=1e-12) and mechanism.post == post
+    assert dataclasses.replace(mechanism, post="threshold").cost.epsilon == pytest.approx(eps / m / factor, rel=1e-12)
+    assert dataclasses.replace(mechanism, post="truncation").cost.epsilon == pytest.approx(2 * eps / m / factor, rel=1e-12)
+    assert [float(b) for b in mechanism.weakened(0.5).scales] == pytest.approx([w / 2 for w in want], rel=1e-12)
 
 
 def test_mixed_split_gives_each_of_six_components_a_sixth():
@@ -246,22 +267,21 @@ def test_threshold_noise_is_the_samplers_at_a_seed():
     d = Domain((Column("x", "numeric", lower=-1e9, upper=1e9, bins=(-1e9, 0, 1e9)),))
     x = pd.DataFrame({"x": np.linspace(-3, 5, 40)})
     synth = Modips(PureDP(1.0), sets=2, options={"model": "normal"})
-    plan = synth.plan(40, d)
-    model = synth.fit(NumpyEngine(x, d), plan)
-    noisy = model.sanitized(Randomness.from_seed(11))
+    plan, model, _ = fitted(synth, NumpyEngine(x, d), seed=11)
+    noisy = model.sanitized(0)  # set 0 is the session's first measurement
     r = Randomness.from_seed(11)
-    setup = plan.parameters["_setup"]
+    mechanism = plan.measurements[0].mechanism
+    statistics = M.normal_statistics(x["x"].to_numpy())
     expected = [np.clip(s + laplace(float_up(b), (), r), c.lower, c.upper)
-                for s, b, c in zip(model.statistics, setup.scales, setup.components)]
-    assert noisy[0] != model.statistics[0]  # the mean's noise did not hit a bound
+                for s, b, c in zip(statistics, mechanism.scales, mechanism.components)]
+    assert noisy[0] != statistics[0]  # the mean's noise did not hit a bound
     assert [float(v) for v in noisy] == [float(v) for v in expected]
     # counts: exact discrete Laplace
     cat = Domain((Column("g", "categorical", categories=("a", "b", "c")),))
     synth = Modips(PureDP(1.0), sets=1, options={"model": "multinomial"})
-    plan = synth.plan(6, cat)
-    model = synth.fit(NumpyEngine(pd.DataFrame({"g": list("aabbbc")}), cat), plan)
-    noisy = model.sanitized(Randomness.from_seed(5))
-    raw = np.array([2, 3, 1]) + discrete_laplace(plan.parameters["_setup"].scales[0], 3, Randomness.from_seed(5))
+    plan, model, _ = fitted(synth, NumpyEngine(pd.DataFrame({"g": list("aabbbc")}), cat), seed=5)
+    noisy = model.sanitized(0)
+    raw = np.array([2, 3, 1]) + discrete_laplace(plan.measurements[0].mechanism.scales[0], 3, Randomness.from_seed(5))
     assert noisy[0].tolist() == np.clip(raw, 0, 6).tolist()
 
 
@@ -406,7 +426,7 @@ def test_ce_income_normal_end_to_end_on_both_engines():
         for data in (CE_DATA, pd.read_csv(CE_DATA))
     ]
     for release in releases:
-        assert len(release.tables) == 3 and release.statement.neighbouring == SUBSTITUTE
+        assert len(release.tables) == 3 and release.statement.relation == SUBSTITUTE
         assert sum(s.budget.epsilon for s in release.spends) == pytest.approx(5.0)
         for t in release.tables:
             assert list(t.columns) == ["Income"] and len(t) == 994 and t["Income"].dtype == float
@@ -442,9 +462,13 @@ def test_mixed_model_end_to_end(tmp_path):
     synth = Modips(PureDP(200.0), sets=2)
     plan = synth.plan(len(data), domain)
     assert plan.parameters["model"] == "mixed"
-    stats_numpy = synth.fit(NumpyEngine(data, domain), plan).statistics
-    stats_duckdb = synth.fit(DuckDBEngine(path, domain), plan).statistics
-    assert all(np.array_equal(a, b) for a, b in zip(stats_numpy, stats_duckdb))  # identical bits
+    query = plan.measurements[0].query  # the statistic every set measures, read exactly (private)
+    stats_numpy = query.answer(NumpyEngine(data, domain))
+    stats_duckdb = query.answer(DuckDBEngine(path, domain))
+    assert len(stats_numpy) == 6 and all(np.array_equal(a, b) for a, b in zip(stats_numpy, stats_duckdb))  # identical bits
+    # so a seed gives the same sanitized statistics on both engines
+    (_, a, _), (_, b, _) = fitted(synth, NumpyEngine(data, domain), 4), fitted(synth, DuckDBEngine(path, domain), 4)
+    assert all(np.array_equal(x, y) for k in range(2) for x, y in zip(a.sanitized(k), b.sanitized(k)))
 
     release = dipsy.synthesize(path, domain, method="modips", epsilon=200.0, sets=2, seed=3)
     for t in release.tables:
@@ -461,8 +485,8 @@ def test_mixed_model_end_to_end(tmp_path):
 def test_mixed_statistics_are_nearly_exact_at_huge_epsilon():
     data, domain = mixed_data(300, 2), mixed_domain()
     synth = Modips(PureDP(HUGE), sets=1, options={"model": "mixed"})
-    model = synth.fit(NumpyEngine(data, domain), synth.plan(300, domain))
-    for raw, noisy in zip(model.statistics, model.sanitized(Randomness.from_seed(1))):
+    plan, model, _ = fitted(synth, NumpyEngine(data, domain), seed=1)
+    for raw, noisy in zip(plan.measurements[0].query.answer(NumpyEngine(data, domain)), model.sanitized(0)):
         assert np.allclose(raw, noisy, rtol=0, atol=1e-3)
 
 
@@ -475,7 +499,7 @@ def test_count_models_release_records(post, tmp_path):
     assert all(len(t) == 100 and set(t["g"]) <= {"a", "b"} for t in r.tables)
     r = dipsy.synthesize(data, cat, method="modips", epsilon=1.0, seed=1, neighbouring="add-remove",
                          options={"model": "multinomial", "post": post, "prior": "1/2"})
-    assert r.statement.neighbouring == ADD_REMOVE and not any("n =" in p for p in r.statement.public)
+    assert r.statement.relation == ADD_REMOVE and not any("n =" in p for p in r.statement.public)
     assert r.parameters["sanitization"]["cell counts"]["sensitivity"] == 1 and "n" not in r.parameters
     meta = json.loads((r.save(tmp_path / "out") / "release.json").read_text(), parse_constant=lambda c: pytest.fail(c))
     assert meta["parameters"]["sanitization"]["cell counts"]["upper"] is None
@@ -484,11 +508,69 @@ def test_count_models_release_records(post, tmp_path):
 def test_model_refuses_more_sets_than_paid_for():
     cat = Domain((Column("g", "categorical", categories=("a", "b")),))
     synth = Modips(PureDP(1.0), sets=2)
-    model = synth.fit(NumpyEngine(pd.DataFrame({"g": list("abab")}), cat), synth.plan(4, cat))
+    _, model, _ = fitted(synth, NumpyEngine(pd.DataFrame({"g": list("abab")}), cat))
     rand = Randomness.from_seed(0)
-    model.sample(rand), model.sample(rand)
-    with pytest.raises(DipsyError, match="paid for 2"):
-        model.sample(rand)
+    model.draw(rand), model.draw(rand)
+    with pytest.raises(PrivacyError, match="charged for 2 set"):
+        model.draw(rand)
+
+
+MODEL_CASES = {  # model: (domain, data, relation)
+    "bernoulli": (lambda: Domain((Column("g", "categorical", categories=("a", "b")),)),
+                  lambda: pd.DataFrame({"g": list("aababbbaab")}), "substitute"),
+    "multinomial": (lambda: Domain((Column("h", "categorical", categories=(1, 2, 3)),)),
+                    lambda: pd.DataFrame({"h": [1, 2, 3, 3, 2, 1, 1, 1]}), "add-remove"),
+    "normal": (lambda: Domain((Column("x", "numeric", lower=0, upper=10, bins=(0, 5, 10)),)),
+               lambda: pd.DataFrame({"x": np.linspace(1, 9, 12)}), "substitute"),
+    "mixed": (mixed_domain, lambda: mixed_data(60, 4), "substitute"),
+}
+
+
+@pytest.mark.parametrize("post", ["threshold", "truncation"])
+@pytest.mark.parametrize("model_name", sorted(MODEL_CASES))
+def test_the_model_refuses_a_draw_past_its_charged_sets(model_name, post):
+    """m sets = m measurements, each charged ε/m with fresh noise; the model draws exactly m sets."""
+    domain, data, relation = (f() if callable(f) else f for f in MODEL_CASES[model_name])
+    eps, m = 3.0, 3
+    synth = Modips(PureDP(eps), sets=m, options={"model": model_name, "post": post}, neighbouring=relation)
+    plan, model, session = fitted(synth, NumpyEngine(data, domain), seed=2)
+    assert len(plan.measurements) == m and session.ran == plan.measurements
+    assert [s.budget.epsilon for s in session.spends] == pytest.approx([eps / m] * m)
+    assert model.sets == m and len(model.outputs) == m
+    # fresh noise per set: set k is the mechanism's k-th successive draw on the exact statistics
+    exact, replay = plan.measurements[0].query.answer(NumpyEngine(data, domain)), Randomness.from_seed(2)
+    for k in range(m):
+        again = plan.measurements[k].mechanism.randomise(exact, replay)
+        assert all(np.array_equal(a, b) for a, b in zip(again, model.sanitized(k)))
+    assert len({np.concatenate([np.ravel(v).astype(float) for v in model.sanitized(k)]).tobytes() for k in range(m)}) > 1
+    rand = Randomness.from_seed(3)
+    for _ in range(m):
+        assert list(model.draw(rand).columns) == list(domain.names)
+    with pytest.raises(PrivacyError, match="has drawn them all"):
+        model.draw(rand)
+    for k in (m, -1):  # sampling by index cannot reach an uncharged set either
+        with pytest.raises(PrivacyError, match="not charged"):
+            model.sample(k, rand)
+    with pytest.raises(PrivacyError):  # nor can the plan's measurements run again
+        session.measure(plan.measurements[0])
+
+
+def test_add_remove_plan_needs_no_n_and_a_zero_noisy_total_gives_an_empty_set():
+    domain = Domain((Column("h", "categorical", categories=(1, 2, 3)),))
+    synth = Modips(PureDP(1.0), sets=2, options={"model": "multinomial"}, neighbouring="add-remove")
+    plan = synth.plan(None, domain)  # what the release path hands it under add/remove
+    assert "n" not in plan.parameters and not any(p.startswith("n =") for p in plan.public)
+    (component,) = plan.measurements[0].mechanism.components
+    assert component.sensitivity == 1 and component.upper == math.inf
+    setup = plan.measurements[0].query.compute.setup
+    model = ModipsModel(setup, ((np.zeros(3, dtype=np.int64),), (np.array([0, 4, 1]),)))
+    rand = Randomness.from_seed(0)
+    empty, five = model.draw(rand), model.draw(rand)  # n* = the noisy counts' total: 0, then 5
+    assert list(empty.columns) == ["h"] and len(empty) == 0
+    assert len(five) == 5 and set(five["h"]) <= {1, 2, 3}
+    with pytest.raises(DipsyError, match="plan was made for n = 3"):  # under substitution the rows must be the plan's n
+        Modips(PureDP(1.0), options={"model": "multinomial"}).plan(3, domain).measurements[0].query.answer(
+            NumpyEngine(pd.DataFrame({"h": [1, 2]}), domain))
 
 
 def test_engine_values_drop_invalid_rows_on_both_engines(tmp_path):
@@ -520,10 +602,12 @@ def test_default_models_and_option_errors():
         ({"model": "bernoulli"}, Domain((cat3,)), None, "two categories"),
         ({"model": "mixed"}, Domain((num,)), None, "categorical and numeric"),
         ({"model": "normal"}, Domain((num,)), "add-remove", "substitution"),
+        ({"model": "bernoulli"}, Domain((cat2,)), "add-remove", "substitution"),
     ]
     for options, domain, neighbouring, message in cases:
         with pytest.raises(DipsyError, match=message):
-            Modips(PureDP(1.0), options=options, neighbouring=neighbouring).plan(10, domain)
+            synth = Modips(PureDP(1.0), options=options, neighbouring=neighbouring)
+            synth.plan(10 if synth.relation.fixes_n else None, domain)  # under add/remove the plan gets no n
 
 
 def test_mixed_sets_shapes_and_high_epsilon_limit():

@@ -81,6 +81,22 @@ model (see :mod:`.models`) — and the plan reports it per component; it is alwa
 component's share. (Bowen & Liu's truncation, if run at the Laplace scale ``Δ/ε``, therefore costs
 ``h(Δ)`` of eq. N5 — nearly ``2ε`` — not ε: dipsy's truncation at ε equals theirs at ε/2.)
 
+The mechanism and what it declares
+----------------------------------
+One set's sanitization is **one measurement** (:class:`Sanitization`, a
+:class:`~dipsy.privacy.measurement.Mechanism`): its query is the model's sufficient statistics, all
+``J`` components; its noise is the above, at the scales of eqs. N1–N2 (N6: doubled for
+truncation), computed only in :meth:`Sanitization.for_budget`; its declared cost — the privacy map
+the session charges and the statement adds up — is computed back from the realised scales::
+
+    ε_set = f · Σ_g Δ_g / b_g,      f = 1 (threshold) or 2 (truncation, eq. N4).
+
+This is the bound proved above (the whole release's ratio is at most ``exp(f Σ_g Σ_i |d_gi|/b_g)``),
+for split and non-split alike: split gives every term ``ε_set/J``, non-split one ``b`` and
+``Σ_g Δ_g/b = ε_set``. So the doubling that keeps truncation honest is part of the declared cost:
+the same scales run with ``post=truncation`` declare twice what they declare with thresholding.
+The exact loss of eq. N5 (at most the declared cost) is reported per component in the plan.
+
 *Sampling.* Drawing from the truncated Laplace "by redrawing until in bounds" has acceptance
 ``Z(s)``, tiny when ``b >> U - L``. The same law is drawn faster and exactly: continuous — by
 inverting its CDF (pick the side of ``s`` with its mass, then a truncated exponential, with
@@ -92,15 +108,17 @@ inverting its CDF (pick the side of ``s`` with its mass, then a truncated expone
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from ...errors import DipsyError
+from ...privacy.budget import PureDP
+from ...privacy.measurement import Mechanism, discrete_laplace_variance
 from ...privacy.rng import Randomness
-from ...privacy.samplers import bernoulli_exp, discrete_laplace, laplace
+from ...privacy.samplers import bernoulli_exp, discrete_laplace, laplace, to_fraction
 
 BUDGETS = ("split", "non-split")
 POSTS = ("threshold", "truncation")
@@ -253,6 +271,91 @@ def component_loss(c: Component, scale: Fraction, post: str) -> float:
         return float(c.sensitivity / scale)
     loss = c.moved * truncation_loss(float(scale), float(c.coordinate_step), c.lower, c.upper, c.discrete)
     return min(loss, float(2 * c.sensitivity / scale))
+
+
+# --------------------------------------------------------------------------------------------
+# The mechanism: one set's sanitization, and what it declares
+# --------------------------------------------------------------------------------------------
+
+
+def realised(scale: Fraction, discrete: bool) -> Fraction:
+    """The scale a sampler runs at: :func:`round_up` (exact discrete Laplace) or :func:`float_up`
+    (floating-point Laplace) of the exact one — never below it.
+
+    >>> realised(Fraction(1, 3), False) >= Fraction(1, 3), realised(Fraction(7, 2), True)
+    (True, Fraction(7, 2))
+    """
+    return round_up(scale) if discrete else Fraction(float_up(scale))
+
+
+@dataclass(frozen=True)
+class Sanitization(Mechanism):
+    r"""Laplace noise on every component of the sufficient statistics, then thresholding (free) or
+    the truncated Laplace (charged twice): one set's ``s*`` (module docstring, eqs. N1–N6).
+
+    Privacy map: ``ε = f · Σ_g Δ_g / b_g`` with ``f = 1`` for ``threshold`` and ``f = 2`` for
+    ``truncation`` (eq. N4) — computed from the realised scales ``b_g``, so the doubling is part
+    of what a truncated run declares and is charged.
+
+    >>> c = (Component("a", 1, Fraction(1), 0, 10, True), Component("b", 1, Fraction(3), 0, 1, False))
+    >>> split = Sanitization.for_budget(PureDP(1.0), c, "split", "threshold", sets=2)
+    >>> split.scales, split.cost
+    ((Fraction(4, 1), Fraction(12, 1)), PureDP(epsilon=0.5))
+    >>> Sanitization.for_budget(PureDP(1.0), c, "non-split", "truncation", sets=2).scales
+    (Fraction(16, 1), Fraction(16, 1))
+    >>> Sanitization(c, split.scales, "truncation").cost   # truncation at the threshold scales: twice
+    PureDP(epsilon=1.0)
+    """
+
+    components: tuple[Component, ...]
+    scales: tuple[Fraction, ...]
+    post: str = "threshold"
+
+    @classmethod
+    def for_budget(cls, budget: PureDP, components: Sequence[Component], split: str = "split",
+                   post: str = "threshold", sets: int = 1) -> "Sanitization":
+        """The sanitizer of one of ``sets`` sets of ``budget``: ``ε_set = ε/sets`` exactly, scales by
+        eq. N1 (``split``) or N2 (``non-split``), doubled for truncation (N6), rounded up."""
+        post = check_choice("post", post, POSTS)
+        epsilon = to_fraction(budget.epsilon, "epsilon") / sets
+        exact_scales = noise_scales(components, epsilon, split, post)
+        return cls(tuple(components), tuple(realised(b, c.discrete) for b, c in zip(exact_scales, components)), post)
+
+    @property
+    def cost(self) -> PureDP:
+        factor = SCALE_FACTOR[self.post]
+        return PureDP(float(sum((factor * c.sensitivity / b for c, b in zip(self.components, self.scales)), Fraction(0))))
+
+    def randomise(self, answer: Any, rand: Randomness) -> list[np.ndarray]:
+        """``s*``: one array per component (any leading shape), in bounds."""
+        values = list(answer)
+        if len(values) != len(self.components):
+            raise ValueError(f"{len(values)} statistics for {len(self.components)} components")
+        return sanitize(values, self.components, self.scales, self.post, rand)
+
+    def describe(self) -> dict[str, Any]:
+        out = []
+        for c, b in zip(self.components, self.scales):
+            variance = discrete_laplace_variance(b) if c.discrete else 2 * float(b) ** 2
+            out.append({
+                "statistic": c.name,
+                "coordinates": c.size,
+                "distribution": ("discrete Laplace: P(e = z) proportional to exp(-|z| / scale)" if c.discrete
+                                 else "Laplace (continuous, floating point)"),
+                "scale": float(b),
+                "sensitivity": float(c.sensitivity),
+                "variance": variance,
+                "sd": math.sqrt(variance),
+                "bounds": [c.lower, c.upper if math.isfinite(c.upper) else None],
+            })
+        post = ("out-of-bound values clamped to the bounds (post-processing, free)" if self.post == "threshold" else
+                "drawn from the Laplace truncated to the bounds (not post-processing: charged twice, eq. N4)")
+        return {"distribution": "Laplace on each component of the sufficient statistics", "post": post,
+                "privacy_map": f"epsilon = {SCALE_FACTOR[self.post]} * sum over components of sensitivity / scale",
+                "components": out}
+
+    def weakened(self, factor: float) -> "Sanitization":
+        return replace(self, scales=tuple(b * to_fraction(factor) for b in self.scales))
 
 
 # --------------------------------------------------------------------------------------------

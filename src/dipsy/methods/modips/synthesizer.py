@@ -9,17 +9,33 @@ Algorithm (S-003 §3.2, Figure 1; ``METHODS.md`` §2.2). For each set ``l = 1..m
    truncation (charged: scales doubled, eq. N6), giving ``s*_l``;
 3. draw ``θ*_l ~ p(θ | s*_l)`` and ``n`` records ``x*_l ~ f(x | θ*_l)`` (post-processing of ``s*_l``).
 
+How it runs on the measurement core
+-----------------------------------
+``plan`` builds, from the public domain (and ``n`` under substitution) only, ``m`` measurements:
+set ``l``'s is the query "the sufficient statistics" (a
+:class:`~dipsy.privacy.measurement.Statistic` whose ``compute`` reads ``engine.values`` or
+``engine.contingency`` — :class:`SufficientStatistics`) with the mechanism
+:class:`~.noise.Sanitization` (steps 2; its scales computed in its ``for_budget`` only). ``fit``
+runs the ``m`` measurements through the session — each charged before it reads, each with fresh
+noise — and keeps only their outputs ``s*_1..s*_m``. :meth:`ModipsModel.sample` does step 3 for
+set ``k`` from ``s*_k``: post-processing, no read, no spend; ``Model.draw`` refuses a set past the
+``m`` charged.
+
 Privacy
 -------
-Definition: ε-DP. Each set is ``ε/m``-DP (steps 2–3; proofs in :mod:`.noise` and :mod:`.models`)
-and the ``m`` sets, each from fresh noise, are ε-DP together by sequential composition. The model
-refuses to draw more than the ``m`` sets the plan paid for. Neighbouring relation: substitution
-with ``n`` public (all models); add/remove for ``model=multinomial`` (``n`` then private). Public:
-``n`` (under substitution) and the domain — categories and the bounds of numeric columns, from
-which every sensitivity is derived. Counts get exact discrete Laplace noise; real-valued statistics
-floating-point Laplace noise, for which the guarantee holds for the ideal mechanism (Mironov 2012).
-Posterior and record draws are NumPy/SciPy floating-point samplers, as in the other posterior
-methods.
+Definition: ε-DP. Each set is one measurement whose mechanism declares ``ε/m`` — the privacy map
+``f · Σ_g Δ_g/b_g`` of :mod:`.noise` (``f = 2`` under truncation: the doubling is in the declared
+cost), proven there, with the sensitivities ``Δ_g`` proven in :mod:`.models` — and step 3 is
+post-processing. The ``m`` sets, each from fresh noise, are ε-DP together by sequential
+composition; the statement is the sum of the measurements that ran. Neighbouring relation:
+substitution with ``n`` public (all models); add/remove for ``model=multinomial``, where the plan
+gets no ``n`` and needs none (counts' sensitivity 1, bounds ``[0, ∞)``; the records' number is
+``n* = Σ_k y*_k``, a function of the noisy counts, and a noisy total of 0 gives an empty set
+rather than an error). Public: ``n`` (under substitution) and the domain — categories and the
+bounds of numeric columns, from which every sensitivity is derived. Counts get exact discrete
+Laplace noise; real-valued statistics floating-point Laplace noise, for which the guarantee holds
+for the ideal mechanism (Mironov 2012). Posterior and record draws are NumPy/SciPy floating-point
+samplers of post-processing, as in the other posterior methods.
 
 Options
 -------
@@ -41,21 +57,21 @@ Options
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from fractions import Fraction
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ...domain import Column, Domain
-from ...engine import Engine
-from ...errors import DipsyError
+from ...errors import DipsyError, PrivacyError
+from ...privacy.measurement import Measurement, Statistic
+from ...privacy.relation import ADD_REMOVE, SUBSTITUTE
 from ...privacy.rng import Randomness
-from ...privacy.samplers import to_fraction
-from ..base import ADD_REMOVE, SUBSTITUTE, Model, Option, Plan, Synthesizer
+from ...privacy.session import Session
+from ..base import Model, Option, Plan, Synthesizer
 from . import models as M
-from .noise import BUDGETS, POSTS, Component, check_choice, component_loss, noise_scales, sanitize
+from .noise import BUDGETS, POSTS, Component, Sanitization, check_choice, component_loss
 
 MODELS = ("bernoulli", "normal", "multinomial", "mixed")
 DEFAULT_PRIOR = 1 / 3
@@ -82,7 +98,10 @@ def choose_model(domain: Domain) -> str:
 
 @dataclass(frozen=True)
 class Setup:
-    """Everything public a model needs, fixed by the plan before any data are read."""
+    """Everything public a model needs, fixed by the plan before any data are read.
+
+    ``n`` is the public number of rows under substitution, None under add/remove (multinomial only).
+    """
 
     model: str
     n: int | None
@@ -90,10 +109,8 @@ class Setup:
     categorical: tuple[Column, ...]
     numeric: tuple[Column, ...]
     components: tuple[Component, ...]
-    scales: tuple[Fraction, ...]
     post: str
     prior: tuple[float, ...]
-    sets: int
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -116,6 +133,38 @@ class Setup:
         return tuple(c.name for c in self.columns)
 
 
+@dataclass(frozen=True)
+class SufficientStatistics:
+    """``compute`` of the :class:`~dipsy.privacy.measurement.Statistic` every set measures: the
+    model's exact sufficient statistics (private), one array per component of ``setup``.
+
+    Counts come from ``engine.contingency``, the normal and mixed statistics from
+    ``engine.values`` (sorted before summing: the same bits on every engine). Under substitution
+    the rows must be the plan's public ``n``.
+    """
+
+    setup: Setup
+
+    def __call__(self, engine: Any) -> tuple[np.ndarray, ...]:
+        s = self.setup
+        if s.model in ("bernoulli", "multinomial"):
+            counts = np.asarray(engine.contingency(list(s.names), form="dense").counts, dtype=np.int64)
+            stats: tuple[np.ndarray, ...] = (counts[1:2].reshape(()),) if s.model == "bernoulli" else (counts,)
+            rows = int(counts.sum())
+        else:
+            data = engine.values(s.names)
+            rows = len(next(iter(data.values())))
+            if s.model == "normal":
+                stats = tuple(np.asarray(v) for v in M.normal_statistics(data[s.columns[0].name]))
+            else:
+                cells = np.ravel_multi_index(tuple(data[c.name] for c in s.categorical), s.shape) if rows else np.zeros(0, np.int64)
+                y = np.column_stack([data[c.name] for c in s.numeric]) if rows else np.zeros((0, len(s.numeric)))
+                stats = tuple(M.mixed_statistics(cells, y, s.cells, (s.lower + s.upper) / 2))
+        if s.n is not None and rows != s.n:
+            raise DipsyError(f"the plan was made for n = {s.n} rows but the data have {rows}", "plan and fit on the same data")
+        return stats
+
+
 class Modips(Synthesizer):
     """modips (Liu 2016): sanitized Bayesian sufficient statistics, a posterior draw, records; ε-DP.
 
@@ -125,13 +174,14 @@ class Modips(Synthesizer):
     >>> plan = Modips(PureDP(1.0), sets=2, options={"model": "normal"}).plan(100, d)
     >>> [round(c["scale"], 6) for c in plan.parameters["sanitization"].values()]
     [0.4, 4.0]
+    >>> len(plan.measurements), plan.measurements[0].cost
+    (2, PureDP(epsilon=0.5))
     """
 
     name = "modips"
     summary = "Model-based DP synthesis (Liu 2016): Laplace-sanitized Bayesian sufficient statistics, posterior draw, records; ε-DP"
     definition = "pure-DP"
-    neighbouring = SUBSTITUTE
-    neighbourings = (SUBSTITUTE, ADD_REMOVE)
+    relations = (SUBSTITUTE, ADD_REMOVE)
     options = (
         Option("model", _model, "bernoulli | normal | multinomial | mixed (default: chosen from the columns)"),
         Option("budget", lambda v: check_choice("budget", v, BUDGETS), "split (default: ε/m/J per component) or non-split (one scale: the L1 sensitivity of all statistics)"),
@@ -141,16 +191,21 @@ class Modips(Synthesizer):
 
     # -- plan ---------------------------------------------------------------------------------
 
-    def setup(self, n: int, domain: Domain) -> Setup:
-        """Check the columns against the model and derive its components (no data read)."""
+    def setup(self, n: int | None, domain: Domain) -> Setup:
+        """Check the columns against the model and derive its components (no data read).
+
+        ``n`` is used only under substitution; under add/remove (multinomial only) it is None.
+        """
         model = self.settings.get("model") or choose_model(domain)
         cols = domain.columns
-        add_remove = self.neighbouring == ADD_REMOVE
+        add_remove = not self.relation.fixes_n
         if add_remove and model != "multinomial":
             raise DipsyError(
                 f"modips model={model} is private under substitution with n public only",
                 "leave out --neighbouring (or use model=multinomial for add/remove)",
             )
+        if add_remove:
+            n = None
         categorical = tuple(c for c in cols if c.is_categorical)
         numeric = tuple(c for c in cols if not c.is_categorical)
         where = ", ".join(c.name for c in cols)
@@ -158,12 +213,13 @@ class Modips(Synthesizer):
             if len(cols) != 1 or not _is_cell_column(cols[0]) or cols[0].size != 2:
                 raise DipsyError(f"model=bernoulli takes one column with two categories, not {where}", "choose one binary column with --columns")
             categorical, numeric = cols, ()
+            self.require_rows(n)
             components = M.bernoulli_components(n)
         elif model == "multinomial":
             if not all(_is_cell_column(c) for c in cols):
                 raise DipsyError(f"model=multinomial takes categorical columns, not {where}", "leave out numeric columns or use model=mixed")
             categorical, numeric = cols, ()
-            components = M.multinomial_components(None if add_remove else n, domain.cells())
+            components = M.multinomial_components(n, domain.cells())
         elif model == "normal":
             if len(cols) != 1 or cols[0].is_categorical:
                 raise DipsyError(f"model=normal takes one numeric column, not {where}", "choose one numeric column with --columns")
@@ -181,21 +237,19 @@ class Modips(Synthesizer):
             lower = np.array([float(c.lower) for c in numeric])
             upper = np.array([float(c.upper) for c in numeric])
             components = M.mixed_components(n, k, lower, upper, tuple(c.name for c in numeric))
-        if model != "multinomial":
-            self.require_rows(n)
         prior = M.parse_prior(self.settings["prior"], model) if "prior" in self.settings else (() if model == "normal" else (DEFAULT_PRIOR,) * (2 if model == "bernoulli" else 1))
         post = self.settings.get("post", "threshold")
-        epsilon_set = to_fraction(self.budget.epsilon, "epsilon") / self.sets
-        scales = noise_scales(components, epsilon_set, self.settings.get("budget", "split"), post)
-        return Setup(model, None if add_remove else n, cols, categorical, numeric, tuple(components), tuple(scales), post, prior, self.sets)
+        return Setup(model, n, cols, categorical, numeric, tuple(components), post, prior)
 
-    def plan(self, n: int, domain: Domain) -> Plan:
+    def plan(self, n: int | None, domain: Domain) -> Plan:
         s = self.setup(n, domain)
         budget = self.settings.get("budget", "split")
+        sanitizer = Sanitization.for_budget(self.budget, s.components, budget, s.post, sets=self.sets)
         epsilon_set = self.budget.epsilon / self.sets
-        losses = [component_loss(c, b, s.post) for c, b in zip(s.components, s.scales)]
-        if sum(losses) > epsilon_set * (1 + 1e-9):  # a self-check of eqs. N1–N6, never expected to fire
-            raise DipsyError(f"internal error: modips would spend {sum(losses)} > {epsilon_set} per set", "report this bug")
+        losses = [component_loss(c, b, s.post) for c, b in zip(s.components, sanitizer.scales)]
+        # a self-check of eqs. N1–N6, never expected to fire: what each set declares, and its exact loss
+        if sanitizer.cost.epsilon > epsilon_set * (1 + 1e-9) or sum(losses) > sanitizer.cost.epsilon * (1 + 1e-9):
+            raise DipsyError(f"internal error: modips would spend {sanitizer.cost} (exact loss {sum(losses)}) > {epsilon_set} per set", "report this bug")
         sanitization = {
             c.name: {
                 "coordinates": c.size,
@@ -206,7 +260,7 @@ class Modips(Synthesizer):
                 "scale": float(b),
                 "privacy_loss": loss,
             }
-            for c, b, loss in zip(s.components, s.scales, losses)
+            for c, b, loss in zip(s.components, sanitizer.scales, losses)
         }
         names = ", ".join(c.name for c in s.components)
         continuous = any(not c.discrete for c in s.components)
@@ -214,67 +268,58 @@ class Modips(Synthesizer):
             f"modips (Liu 2016; Bowen & Liu 2020), model={s.model}: per set, the Bayesian sufficient statistics ({names}) "
             f"get Laplace noise at their global sensitivities from the public bounds ({budget} budget over {len(s.components)} "
             f"component(s)), out-of-bound values are {'clamped to the bounds' if s.post == 'threshold' else 'avoided by drawing from the Laplace truncated to the bounds (scales doubled)'}, "
-            "then theta* is drawn from the posterior given them and n records from f(x | theta*)"
+            f"then theta* is drawn from the posterior given them and {'n' if s.n is not None else 'n* = sum of the noisy counts'} records from f(x | theta*)"
             + (". Real-valued statistics use floating-point Laplace noise: ε-DP holds for the ideal real-valued mechanism (Mironov 2012)" if continuous else "")
         )
-        public = (("the domain of the released columns (categories and bounds)",) if s.n is None else
-                  (f"n = {n} (the number of rows)", "the domain of the released columns (categories and bounds)"))
         params: dict[str, Any] = {
             "model": s.model,
             "budget": budget,
             "post": s.post,
             "epsilon_per_set": epsilon_set,
             "sanitization": sanitization,
-            "_setup": s,
         }
         if s.prior:
             params["prior"] = ",".join(f"{a:g}" for a in s.prior)
         if s.n is not None:
-            params["n"] = n
-        spends = self.equal_spends(f"sanitized {names}; posterior draw")
-        return Plan(self.statement(n, mechanism, public), spends, params)
+            params["n"] = s.n
+        query = Statistic(f"the Bayesian sufficient statistics of model={s.model}: {names}", SufficientStatistics(s))
+        measurements = tuple(Measurement(label, query, sanitizer, self.relation)
+                             for label in self.per_set_labels(f"sanitized {names}"))
+        return Plan(measurements, self.relation, self.public(s.n), mechanism, self.composition(), params)
 
     # -- fit ----------------------------------------------------------------------------------
 
-    def fit(self, engine: Engine, plan: Plan) -> "ModipsModel":
-        s: Setup = plan.parameters["_setup"]
-        if s.model in ("bernoulli", "multinomial"):
-            counts = engine.contingency([c.name for c in s.columns], form="dense").counts.astype(np.int64)
-            stats = [counts[1:2].reshape(()) if s.model == "bernoulli" else counts]
-            rows = int(counts.sum())
-        else:
-            data = engine.values(s.names)
-            rows = len(next(iter(data.values())))
-            if s.model == "normal":
-                stats = [np.asarray(v) for v in M.normal_statistics(data[s.columns[0].name])]
-            else:
-                cells = np.ravel_multi_index(tuple(data[c.name] for c in s.categorical), s.shape) if rows else np.zeros(0, np.int64)
-                y = np.column_stack([data[c.name] for c in s.numeric]) if rows else np.zeros((0, len(s.numeric)))
-                stats = M.mixed_statistics(cells, y, s.cells, (s.lower + s.upper) / 2)
-        if s.n is not None and rows != s.n:
-            raise DipsyError(f"the plan was made for n = {s.n} rows but the data have {rows}", "plan and fit on the same data")
-        return ModipsModel(s, stats)
+    def fit(self, session: Session, plan: Plan) -> "ModipsModel":
+        """Measure every set's sanitized statistics (fresh noise each); keep only those."""
+        setup = plan.measurements[0].query.compute.setup
+        outputs = tuple(tuple(np.asarray(v) for v in session.measure(m)) for m in plan.measurements)
+        return ModipsModel(setup, outputs)
 
 
 @dataclass(frozen=True, eq=False)
 class ModipsModel(Model):
-    """The exact sufficient statistics (private). Each :meth:`sample` sanitizes them afresh (one set)."""
+    """The sanitized statistics ``s*_k`` of each charged set (measured outputs) and the public setup.
+
+    :meth:`sample` draws set ``k``'s posterior and records from ``s*_k`` only: post-processing.
+    """
 
     setup: Setup
-    statistics: list[np.ndarray]
-    _drawn: list[int] = field(default_factory=lambda: [0])
+    outputs: tuple[tuple[np.ndarray, ...], ...]
 
-    def sanitized(self, rand: Randomness) -> list[np.ndarray]:
-        """``s*``: one noisy, in-bound copy of the statistics (one set's worth of budget)."""
-        s = self.setup
-        if self._drawn[0] >= s.sets:
-            raise DipsyError(f"the plan paid for {s.sets} set(s); a further one would overspend ε", "plan again with more sets")
-        self._drawn[0] += 1
-        return sanitize(self.statistics, s.components, s.scales, s.post, rand)
+    @property
+    def sets(self) -> int:
+        return len(self.outputs)
 
-    def sample(self, rand: Randomness) -> pd.DataFrame:
+    def sanitized(self, k: int) -> tuple[np.ndarray, ...]:
+        """``s*_k``: set ``k``'s noisy, in-bound statistics, one array per component."""
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k < self.sets:
+            raise PrivacyError(f"set {k!r} was not charged: this model holds sets 0..{self.sets - 1}",
+                               "plan the release with more sets (each costs its share of the budget)")
+        return self.outputs[k]
+
+    def sample(self, k: int, rand: Randomness) -> pd.DataFrame:
         s = self.setup
-        noisy = self.sanitized(rand)
+        noisy = self.sanitized(k)
         rng = rand.numpy
         if s.model == "bernoulli":
             theta = M.draw_beta(noisy[0], s.n, s.prior, rng)
@@ -282,6 +327,7 @@ class ModipsModel(Model):
             return M.frame(M.records_from_cells(codes, s.columns, s.shape, rng), s.names)
         if s.model == "multinomial":
             theta = M.draw_dirichlet(noisy[0], s.prior[0], rng)
+            # add/remove: n is private; n* is the noisy counts' total (>= 0: they are in bounds), 0 gives no records
             n = s.n if s.n is not None else int(noisy[0].sum())
             return M.frame(M.records_from_cells(_cells(rng.multinomial(n, theta), rng), s.columns, s.shape, rng), s.names)
         if s.model == "normal":
@@ -291,9 +337,9 @@ class ModipsModel(Model):
             return pd.DataFrame({col.name: M.value_column(x, col)})
         return self._mixed(noisy, rng)
 
-    def _mixed(self, noisy: list[np.ndarray], rng: np.random.Generator) -> pd.DataFrame:
+    def _mixed(self, noisy: tuple[np.ndarray, ...], rng: np.random.Generator) -> pd.DataFrame:
         s = self.setup
-        pi, mu, sigma = M.draw_mixed(noisy, s.n, s.lower, s.upper, s.prior[0], rng)
+        pi, mu, sigma = M.draw_mixed(list(noisy), s.n, s.lower, s.upper, s.prior[0], rng)
         cells = _cells(rng.multinomial(s.n, pi), rng)
         y = M.truncated_mvn(mu[cells], sigma, s.lower, s.upper, rng)
         columns = M.records_from_cells(cells, s.categorical, s.shape, rng)

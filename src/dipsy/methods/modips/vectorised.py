@@ -2,10 +2,12 @@ r"""Array-level modips for simulation studies: sanitize and draw ``θ*`` for ``r
 
 For benchmarks that reproduce Bowen & Liu (S-003 §4; ``METHODS.md`` §2.3), where each of ``reps``
 repetitions has its own original data (its own statistics) and releases ``m`` sets. No DataFrame,
-no engine: the caller passes the statistics. Privacy is exactly that of
-:class:`~dipsy.methods.modips.Modips` (same components, scales and samplers): each of the ``m``
-sets of a repetition spends ``ε/m``, and ``post="truncation"`` doubles the scales (eq. N6 of
-:mod:`.noise`). So modips-truncation at ``ε`` here equals Bowen & Liu's truncation at ``ε/2``.
+no engine, no session: the caller passes the statistics (simulated data, not confidential). The
+noise is exactly :class:`~dipsy.methods.modips.Modips`'s: the same mechanism
+(:class:`~.noise.Sanitization`, built by its ``for_budget`` with the same components, scales and
+samplers) randomises a whole ``(reps, m)`` batch at once, so each of the ``m`` sets of a
+repetition spends ``ε/m``, and ``post="truncation"`` doubles the scales (eq. N6 of :mod:`.noise`).
+So modips-truncation at ``ε`` here equals Bowen & Liu's truncation at ``ε/2``.
 
 The synthetic records themselves are cheap to draw from ``θ*`` (e.g. a set's sample proportion is
 ``Binomial(n, θ*)/n``), so they are left to the caller.
@@ -14,16 +16,16 @@ The synthetic records themselves are cheap to draw from ``θ*`` (e.g. a set's sa
 from __future__ import annotations
 
 from dataclasses import replace
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from ...errors import DipsyError
+from ...privacy.budget import PureDP
 from ...privacy.rng import Randomness
 from ...privacy.samplers import to_fraction
 from . import models as M
-from .noise import POSTS, check_choice, noise_scales, sanitize
+from .noise import POSTS, Component, Sanitization, check_choice
 
 NOISES = ("discrete", "continuous")
 
@@ -37,10 +39,11 @@ def _randomness(rand: Randomness | np.random.Generator | int | None) -> Randomne
     return Randomness.from_seed(rand)
 
 
-def _epsilon_set(epsilon: Any, m: int) -> Fraction:
+def _sanitizer(epsilon: Any, m: int, components: list[Component], budget: str, post: str) -> Sanitization:
+    """The mechanism of one of ``m`` sets of ``epsilon`` (the synthesizer's, for the same components)."""
     if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1:
         raise DipsyError(f"m must be a whole number >= 1, got {m!r}", "e.g. m=10")
-    return to_fraction(epsilon, "epsilon") / int(m)
+    return Sanitization.for_budget(PureDP(float(to_fraction(epsilon, "epsilon"))), components, budget, post, sets=int(m))
 
 
 def _batch(x: Any, reps: int, m: int, dtype: type) -> np.ndarray:
@@ -94,9 +97,9 @@ def bernoulli_sets(
     components = M.bernoulli_components(n)
     if noise == "continuous":
         components = [replace(c, discrete=False) for c in components]
-    scales = noise_scales(components, _epsilon_set(epsilon, m), "split", post)
+    mechanism = _sanitizer(epsilon, m, components, "split", post)
     values = _batch(s, reps, m, np.int64 if noise == "discrete" else float)
-    (s_star,) = sanitize([values], components, scales, post, rand)
+    (s_star,) = mechanism.randomise([values], rand)
     return M.draw_beta(s_star, n, tuple(prior), rand.numpy)
 
 
@@ -125,9 +128,9 @@ def normal_sets(
     post = check_choice("post", post, POSTS)
     rand = _randomness(rand)
     components = M.normal_components(n, lower, upper)
-    scales = noise_scales(components, _epsilon_set(epsilon, m), budget, post)
+    mechanism = _sanitizer(epsilon, m, components, budget, post)
     values = [_batch(xbar, reps, m, float), _batch(s2, reps, m, float)]
-    mean_star, var_star = sanitize(values, components, scales, post, rand)
+    mean_star, var_star = mechanism.randomise(values, rand)
     return M.draw_normal(mean_star, var_star, n, rand.numpy)
 
 
@@ -158,9 +161,9 @@ def multinomial_sets(
     if n is not None and np.any(counts.sum(axis=1) != n):
         raise DipsyError("under substitution every repetition must have the same n", "use add-remove, or equal totals")
     components = M.multinomial_components(n, k)
-    scales = noise_scales(components, _epsilon_set(epsilon, m), "split", post)
+    mechanism = _sanitizer(epsilon, m, components, "split", post)
     values = np.repeat(counts[:, None, :], m, axis=1)
-    (noisy,) = sanitize([values], components, scales, post, rand)
+    (noisy,) = mechanism.randomise([values], rand)
     return M.draw_dirichlet(noisy, alpha, rand.numpy)
 
 
@@ -204,8 +207,8 @@ def mixed_sets(
         raise DipsyError(f"counts have shape {counts.shape}, expected (reps, K)", "give one row of counts per repetition")
     reps, k = counts.shape
     components = M.mixed_components(n, k, lower, upper, tuple(f"y{j + 1}" for j in range(p)))
-    scales = noise_scales(components, _epsilon_set(epsilon, m), budget, post)
+    mechanism = _sanitizer(epsilon, m, components, budget, post)
     values = [np.repeat(a[:, None, ...], m, axis=1) for a in stats[: 1 + p]]
     values += [_batch(a, reps, m, float) for a in stats[1 + p :]]
-    noisy = sanitize(values, components, scales, post, rand)
+    noisy = mechanism.randomise(values, rand)
     return M.draw_mixed(noisy, n, lower, upper, alpha, rand.numpy)
