@@ -140,8 +140,15 @@ def test_existing_folder_is_refused_unless_overwrite(capsys, tmp_path):
     (out / "keep.txt").write_text("x")
     code, _, err = synth(capsys, out)
     assert code == 2 and "already exists" in err and (out / "keep.txt").exists()
-    code, _, err = synth(capsys, out, "--overwrite")
-    assert code == 0 and not (out / "keep.txt").exists() and (out / "release.json").exists()
+    code, _, err = synth(capsys, out, "--overwrite")  # not a release: --overwrite never deletes it
+    assert code == 2 and "not a dipsy release" in err and (out / "keep.txt").exists()
+    (out / "keep.txt").unlink()
+    out.rmdir()
+    assert synth(capsys, out)[0] == 0
+    first = json.loads((out / "release.json").read_text())["release_id"]
+    code, _, err = synth(capsys, out, "--overwrite")  # a release: replaced
+    assert code == 0, err
+    assert json.loads((out / "release.json").read_text())["release_id"] != first
 
 
 def test_ledger_cap_refuses_a_release_that_would_pass_it(capsys, tmp_path):

@@ -1,15 +1,29 @@
-"""The ``dipsy`` command line: ``methods``, ``domain check``, ``synth``, ``budget show``.
+"""The ``dipsy`` command line: ``methods``, ``domain check``, ``synth``, ``evaluate``, ``budget show``.
 
-Bad input ends with one line on standard error, ``error: <problem>; <fix>``, and exit code 2;
-no output folder is left behind.
+Bad input ends with one line on standard error, ``error: <problem>; <fix>``, and exit code 2
+(design rule 5), with no Python traceback, and leaves nothing behind: no output folder, no ledger
+made by the refused command, no temporary folder, no folder made to hold any of them. What can be
+checked before any work is: the budget (:data:`EPSILON_RANGE`, :data:`RHO_RANGE`, δ in (0, 1)),
+the number of sets (:data:`MAX_SETS`), the columns, the domain (its sizes too:
+:data:`~dipsy.domain.MAX_CODES`), and every output path (writable, not a folder where a file goes,
+``--overwrite`` only of a dipsy release). Running out of memory is reported as such. An error
+that is not about the input (a bug) is one line too, with exit code 1; ``DIPSY_TRACEBACK=1``
+shows its traceback.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
+import math
+import os
+import sqlite3
 import sys
+import tempfile
+import traceback
 from pathlib import Path
+from typing import Callable
 
 import click
 from rich.console import Console
@@ -19,31 +33,167 @@ from . import __version__
 from .api import synthesize
 from .domain import Domain
 from .engine import engine_for
-from .errors import DipsyError
+from .errors import DataError, DipsyError, ReleaseError
 from .methods import NEIGHBOURINGS
 from .methods import methods as list_methods
+from .methods.base import MAX_SETS
 from .privacy import Ledger, default_ledger_path
-from .release import FORMATS, check_target
+from .privacy.composition import parse_cap
+from .release import FORMATS, check_target, check_writable_folder
 
 out = Console(highlight=False, soft_wrap=True)
 
+#: The ε a release may have, in total: below 1e-6 the noise swamps any data, above 1e4 there is
+#: no privacy to speak of, and floats misbehave at both ends (e^ε overflows, ε/m underflows).
+EPSILON_RANGE = (1e-6, 1e4)
+#: The ρ of a ρ-zCDP budget, likewise.
+RHO_RANGE = (1e-6, 1e4)
+
+#: What to undo if the running command fails (see :func:`main`); each entry runs once.
+_undo: list[Callable[[], None]] = []
+#: What the running command is doing, for an out-of-memory message.
+_doing = ["running the command"]
+
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the console script; returns the exit code."""
+    """Entry point of the console script; returns the exit code.
+
+    0: done; 2: bad input (one line ``error: <problem>; <fix>``); 1: a bug (one line; set
+    ``DIPSY_TRACEBACK=1`` for the traceback); 130: interrupted. A failed command undoes what it
+    made (see :func:`_undo_all`).
+    """
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s", stream=sys.stderr)
+    _undo.clear()
+    _doing[0] = "running the command"
+    code, message, caught = 0, None, None
     try:
         cli.main(args=argv, prog_name="dipsy", standalone_mode=False)
     except DipsyError as e:
-        click.echo(f"error: {e}", err=True)
-        return 2
-    except click.exceptions.Abort:
-        click.echo("error: interrupted; nothing was released", err=True)
-        return 130
+        code, message, caught = 2, str(e), e
+    except (click.exceptions.Abort, KeyboardInterrupt) as e:
+        code, message, caught = 130, "interrupted; nothing was released", e
     except click.ClickException as e:
-        where = f" (see 'dipsy {e.ctx.command_path.split(' ', 1)[-1]} --help')" if getattr(e, "ctx", None) else ""
-        click.echo(f"error: {e.format_message()}{where}", err=True)
-        return 2
-    return 0
+        if type(e).__name__ == "NoArgsIsHelpError":  # 'dipsy' or 'dipsy domain' alone: show the help
+            click.echo(e.ctx.get_help())
+            return 0
+        code, message, caught = 2, _usage(e), e
+    except MemoryError as e:
+        code, message, caught = 2, (f"out of memory while {_doing[0]}; choose fewer columns (--columns), coarser bins in "
+                                    "the domain file, fewer sets, or a method that works on marginals (see 'dipsy methods')"), e
+    except Exception as e:  # a bug, not bad input: still one line, and nothing left behind
+        if os.environ.get("DIPSY_TRACEBACK"):
+            _undo_all()
+            raise
+        where = _where(e)
+        code, message, caught = 1, (f"internal error: {type(e).__name__}: {_one_line(str(e)) or 'no message'}{where}; this "
+                                    "is a bug in dipsy: please report it with the command (DIPSY_TRACEBACK=1 shows the traceback)"), e
+    if code:
+        # What the failed run still holds (a DuckDB engine and its spill folder of confidential
+        # rows) is held by the frames of the exception's traceback: release it now, not at exit.
+        traceback.clear_frames(caught.__traceback__)
+        caught = None
+        gc.collect(1)
+        _undo_all()
+        click.echo(f"error: {_one_line(message)}", err=True)
+    _undo.clear()
+    return code
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _where(e: BaseException) -> str:
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return f" (at {Path(tb.tb_frame.f_code.co_filename).name}:{tb.tb_lineno})" if tb is not None else ""
+
+
+def _usage(e: click.ClickException) -> str:
+    """A click error in the ``<problem>; <fix>`` form: the fix is the command's --help."""
+    problem = _one_line(e.format_message()).rstrip(".")
+    ctx = getattr(e, "ctx", None)
+    command = ctx.command_path if ctx is not None else "dipsy"
+    return f"{problem}; see '{command} --help'"
+
+
+def _undo_all() -> None:
+    """Run the undo list, newest first; an undo that fails is skipped (never a second error)."""
+    while _undo:
+        step = _undo.pop()
+        try:
+            step()
+        except Exception:  # noqa: BLE001 - best effort: the first error is the one to report
+            pass
+
+
+def _keep_no_new_folders(folder: Path) -> None:
+    """On failure, remove the folders that ``folder`` needs and that do not exist yet, if empty."""
+    missing = []
+    f = Path(folder).absolute()
+    while not f.exists() and not f.is_symlink() and f != f.parent:
+        missing.append(f)
+        f = f.parent
+
+    def undo() -> None:
+        for d in missing:  # deepest first; rmdir removes only an empty folder
+            try:
+                d.rmdir()
+            except OSError:
+                break
+
+    _undo.append(undo)
+
+
+def _keep_no_new_ledger(path: Path) -> None:
+    """On failure, remove a ledger file this command created that records nothing.
+
+    The check and the removal happen under SQLite's exclusive lock, and only when every table is
+    empty, so that no record of any run is ever lost."""
+    if path.exists() or path.is_symlink():
+        return
+    _keep_no_new_folders(path.parent)
+
+    def undo() -> None:
+        if not path.is_file():
+            return
+        with sqlite3.connect(path, timeout=5, isolation_level=None) as db:
+            db.execute("BEGIN EXCLUSIVE")
+            try:
+                tables = [r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+                empty = all(db.execute(f'SELECT 1 FROM "{t}" LIMIT 1').fetchone() is None for t in tables)
+                if empty:
+                    path.unlink()
+                    for suffix in ("-journal", "-wal", "-shm"):
+                        Path(f"{path}{suffix}").unlink(missing_ok=True)
+            finally:
+                db.execute("ROLLBACK")
+        db.close()
+
+    _undo.append(undo)
+
+
+def _number(flag: str, value: str | None, allowed: tuple[float, float] | None = None) -> float | None:
+    """The number given with ``flag``, or a :class:`DipsyError` before any work is done."""
+    if value is None:
+        return None
+    name = flag.lstrip("-")
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        x = math.nan
+    if name == "delta":
+        if not (math.isfinite(x) and 0 < x < 1):
+            raise DipsyError(f"delta must lie in (0, 1), got {value!r}", "pass --delta with e.g. 1e-9 (well below 1/n)")
+        return x
+    if not math.isfinite(x) or x <= 0:
+        raise DipsyError(f"{name} must be a finite number > 0, got {value!r}", f"pass {flag} with a positive number, e.g. 1.0")
+    lo, hi = allowed
+    if not lo <= x <= hi:
+        raise DipsyError(f"{name} must lie between {lo:g} and {hi:g}, got {value}",
+                         f"pass {flag} within that range (a smaller ε or ρ gives noise that swamps the data, a larger one no privacy)")
+    return x
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -68,8 +218,16 @@ def domain() -> None:
 
 
 def _columns(values: tuple[str, ...]) -> list[str] | None:
+    """The names given with --columns (comma-separated or repeated); None when not given."""
+    if not values:
+        return None
     names = [c.strip() for v in values for c in v.split(",") if c.strip()]
-    return names or None
+    if not names:
+        raise DipsyError("--columns was given but names no column", "name columns, e.g. --columns Race,Income, or leave out --columns for all")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise DipsyError(f"--columns names {', '.join(map(repr, twice))} more than once", "name each column once")
+    return names
 
 
 @domain.command("check")
@@ -79,8 +237,19 @@ def _columns(values: tuple[str, ...]) -> list[str] | None:
 @click.option("--on-invalid", type=click.Choice(["error", "drop"]), default="error", show_default=True, help="What to do with rows that do not match.")
 def domain_check(data: Path, domain_path: Path, columns: tuple[str, ...], on_invalid: str) -> None:
     """Check DATA (CSV or Parquet) against a domain file."""
-    scope = Domain.load(domain_path).project(_columns(columns))
-    report = engine_for(data, scope, on_invalid).ensure_valid()
+    chosen = _columns(columns)
+    scope = Domain.load(domain_path).project(chosen)
+    _doing[0] = f"reading {data}"
+    engine = engine_for(data, scope, on_invalid)
+    try:
+        report = engine.ensure_valid()
+    finally:
+        getattr(engine, "close", lambda: None)()
+    if report.rows == 0:  # synth refuses such data: say so here too
+        raise DataError(f"{str(data)!r} has no rows", "write the records below the header")
+    if report.valid_rows == 0:
+        raise DataError(f"none of the {report.rows} rows of {str(data)!r} match the domain: {report.summary()}",
+                        "fix the data or the domain file")
     if report.ok:
         out.print(f"ok: all {report.rows} rows match the domain ({len(scope)} columns)")
     else:
@@ -129,26 +298,42 @@ def synth(
     budget_cap: str | None,
 ) -> None:
     """Synthesize DATA (CSV or Parquet) under differential privacy and write a release to --out."""
+    # Everything that can be checked before any work is checked here, in this order.
+    _number("--epsilon", epsilon, EPSILON_RANGE)
+    _number("--delta", delta)
+    _number("--rho", rho, RHO_RANGE)
+    if sets > MAX_SETS:
+        raise DipsyError(f"sets must be at most {MAX_SETS}, got {sets}", "each set costs ε/m: a few sets (5–50) serve inference")
+    if budget_cap is not None:
+        parse_cap(budget_cap)
+    chosen = _columns(columns)
+    parsed = _options(options)
     check_target(out_dir, overwrite)
-    ledger_path = ledger or default_ledger_path()
+    ledger_path = Path(ledger or default_ledger_path())
+    _check_ledger_path(ledger_path)
+    domain = Domain.load(domain_path)
+    domain.project(chosen)  # an unknown column is refused here, before the data are read
+    _keep_no_new_folders(out_dir.parent)
+    _keep_no_new_ledger(ledger_path)
+    _doing[0] = f"synthesizing from {data}"
     release = synthesize(
         data,
-        domain_path,
+        domain,
         method=method,
         epsilon=epsilon,
         delta=delta,
         rho=rho,
         sets=sets,
-        columns=_columns(columns),
+        columns=chosen,
         seed=seed,
-        options=_options(options),
+        options=parsed,
         ledger=Ledger(ledger_path),
         dataset_id=dataset_id,
         budget_cap=budget_cap,
         on_invalid=on_invalid,
         neighbouring=neighbouring,
         release=kind,
-        progress=True,
+        progress=sys.stderr.isatty(),  # a progress bar only for a person at a terminal, never in a log
         on_release=lambda r: r.save(out_dir, format=fmt, overwrite=overwrite),
     )
     s = release.statement
@@ -164,6 +349,17 @@ def synth(
         out.print(f"note: {release.dropped_rows} row(s) that did not match the domain were dropped (not written to the release)")
     what = "table(s) of" if release.kind == "table" else "set(s) of"
     out.print(f"wrote {len(release.tables)} {what} {len(release.tables[0])} rows to {out_dir} (ledger: {ledger_path})")
+
+
+def _check_ledger_path(path: Path) -> None:
+    """Refuse a ledger path that is a folder, or whose folder cannot take a new file."""
+    if path.is_dir():
+        raise DipsyError(f"the budget ledger {str(path)!r} is a folder", "pass --ledger with a file path")
+    if not path.exists():
+        try:
+            check_writable_folder(path.parent, "--ledger")
+        except ReleaseError as e:
+            raise DipsyError(f"cannot create the budget ledger {str(path)!r}: {e.problem}", "pass --ledger with a writable path") from None
 
 
 def _options(pairs: tuple[str, ...]) -> dict[str, str]:
@@ -191,6 +387,13 @@ def evaluate_command(data: Path, release_dir: Path, domain_path: Path | None, re
     from .evaluation import evaluate, jsonable, load_release, read_original
     from .evaluation.report import write_report
 
+    outputs = {"--json": json_path, "--report": report_path}
+    for flag, path in outputs.items():  # every output is checked before any work
+        if path is not None:
+            _check_output_file(path, flag)
+    if json_path is not None and report_path is not None and json_path.absolute() == report_path.absolute():
+        raise DipsyError(f"--json and --report both name {str(json_path)!r}", "give them different paths")
+    _doing[0] = "evaluating the release"
     metrics = evaluate(data, release_dir, domain_path, formula=formula, model=model, seed=seed)
     marg = metrics["marginals"]
     out.print(f"marginal TVD, mean (worst): 1-way {marg['1-way']['mean_tvd']:.4f} ({marg['1-way']['worst_tvd']:.4f}), "
@@ -200,15 +403,45 @@ def evaluate_command(data: Path, release_dir: Path, domain_path: Path | None, re
     out.print(f"k-marginal score {km['score']:.0f} of 1000 (subsamples of the original: {baselines})")
     logit = metrics["propensity"]["logistic"]
     out.print(f"pMSE (logistic), standardised: {', '.join(f'{z:.2f}' for z in logit['standardised'])}")
-    if json_path:
+    pending = None
+    if json_path:  # written beside its target, and renamed into place once the report is written too
+        _keep_no_new_folders(json_path.parent)
         json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(json.dumps(jsonable(metrics), indent=1, allow_nan=False) + "\n", encoding="utf-8")
-        out.print(f"wrote {json_path}")
+        fd, name = tempfile.mkstemp(prefix=f".{json_path.name}.", dir=json_path.parent)
+        pending = Path(name)
+        _undo.append(lambda: pending.unlink(missing_ok=True))
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(json.dumps(jsonable(metrics), indent=1, allow_nan=False) + "\n")
+        pending.chmod(0o666 & ~_umask())
     if report_path:
+        _keep_no_new_folders(report_path.parent)
+        existed = report_path.exists()
         _, tables, release_domain = load_release(release_dir)
         domain = release_domain if domain_path is None else Domain.load(domain_path).project(release_domain.names)
         write_report(metrics, read_original(data, domain), tables, domain, report_path)
+        if not existed:
+            _undo.append(lambda: report_path.unlink(missing_ok=True))
+    if pending is not None:
+        os.replace(pending, json_path)
+        out.print(f"wrote {json_path}")
+    if report_path:
         out.print(f"wrote {report_path}")
+
+
+def _check_output_file(path: Path, flag: str) -> None:
+    """Refuse an output file path that is a folder, or whose folder cannot take a new file."""
+    if path.is_dir():
+        raise DipsyError(f"{flag} {str(path)!r} is a folder", f"pass {flag} with a file path, e.g. {path / ('metrics.json' if flag == '--json' else 'report.html')}")
+    try:
+        check_writable_folder(path.parent, flag)
+    except ReleaseError as e:
+        raise DipsyError(f"cannot write {flag} {str(path)!r}: {e.problem}", f"pass {flag} with a writable path") from None
+
+
+def _umask() -> int:
+    from .release import _umask as umask
+
+    return umask()
 
 
 @cli.group()
@@ -220,9 +453,14 @@ def budget() -> None:
 @click.option("--ledger", type=click.Path(path_type=Path), default=None, help="Budget ledger; default $DIPSY_LEDGER or the user data folder.")
 @click.option("--dataset-id", default=None, help="Show every spend of this data set.")
 def budget_show(ledger: Path | None, dataset_id: str | None) -> None:
-    """What each data set has spent, in how many releases, against which cap."""
-    path = ledger or default_ledger_path()
-    led = Ledger(path)
+    """What each data set has spent, in how many releases, against which cap (creates nothing)."""
+    path = Path(ledger or default_ledger_path())
+    if path.is_dir():
+        raise DipsyError(f"the budget ledger {str(path)!r} is a folder", "pass --ledger with the ledger's file path")
+    if not path.exists():
+        out.print(f"no ledger at {path}; nothing has been recorded there")
+        return
+    led = Ledger.open_existing(path)
     if dataset_id:
         table = Table("time", "release", "method", "spend", "budget", title=f"data set {dataset_id}")
         for r in led.spends(dataset_id):

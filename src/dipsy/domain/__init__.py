@@ -3,6 +3,8 @@
 from .codec import decode, encode_column, encode_frame, valid_rows
 from .columns import Column
 from .domain import Domain
+from .limits import CELL_LIMIT, MAX_CODES, check_cells
 from .validation import ColumnIssue, ValidationReport
 
-__all__ = ["Column", "ColumnIssue", "Domain", "ValidationReport", "decode", "encode_column", "encode_frame", "valid_rows"]
+__all__ = ["CELL_LIMIT", "Column", "ColumnIssue", "Domain", "MAX_CODES", "ValidationReport", "check_cells", "decode",
+           "encode_column", "encode_frame", "valid_rows"]

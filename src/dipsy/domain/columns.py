@@ -28,6 +28,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..errors import DomainError
+from .limits import MAX_CODES, too_many_codes
 
 KINDS = ("categorical", "ordinal", "integer", "numeric")
 ROLES = ("sensitive", "public")
@@ -85,6 +86,12 @@ class Column:
         bins = spec.get("bins")
         lower, upper = spec.get("lower"), spec.get("upper")
         kind = spec["kind"]
+        if isinstance(labels, (list, tuple)) and any(isinstance(x, bool) or x is None for x in labels):
+            raise DomainError(
+                f"column {name!r} has a label that YAML read as a boolean or as empty (an unquoted yes/no, on/off, "
+                "true/false, ~ or null)",
+                "quote such labels in the domain file, e.g. labels: ['yes', 'no']",
+            )
         if bins is not None and kind in ("integer", "numeric"):
             bins = _edges(name, kind, lower, upper, bins)
         return cls(
@@ -161,8 +168,24 @@ class Column:
         cats = self.categories
         if not isinstance(cats, tuple) or len(cats) == 0:
             raise DomainError(f"{where} ({self.kind}) has no categories", "list them under 'categories:'")
-        if any(c is None or isinstance(c, (bool, Mapping, list, tuple)) for c in cats):
-            raise DomainError(f"{where} has a category that is empty, boolean or nested", "list numbers or strings")
+        if len(cats) > MAX_CODES:
+            raise too_many_codes(where, len(cats), "categories",
+                                 "group the categories into fewer (e.g. by a prefix), or leave the column out with --columns")
+        flag = next((c for c in cats if isinstance(c, bool)), None)
+        if flag is not None:
+            # YAML 1.1 reads unquoted yes/no, on/off, true/false (any case) as booleans.
+            raise DomainError(
+                f"{where} has the category {str(flag).lower()}, which YAML read as a boolean (from an unquoted "
+                "yes/no, on/off or true/false)",
+                "quote such categories in the domain file, e.g. categories: ['yes', 'no']",
+            )
+        if any(c is None for c in cats):
+            raise DomainError(f"{where} has an empty category (YAML reads an unquoted ~, null or nothing as empty)",
+                              "quote it, e.g. 'null', or remove it")
+        if any(isinstance(c, (Mapping, list, tuple, set)) for c in cats):
+            raise DomainError(f"{where} has a category that is a list or mapping", "list numbers or strings")
+        if self.labels is not None and not isinstance(self.labels, tuple):
+            raise DomainError(f"{where} has labels that are not a list", "give a list of labels, one per category")
         keys = [_category_key(c) for c in cats]
         texts = [str(int(c)) if isinstance(c, float) and c.is_integer() else str(c) for c in cats]
         if len(set(keys)) != len(keys) or len(set(texts)) != len(texts):
@@ -207,9 +230,13 @@ def _edges(name: str, kind: str, lower: Any, upper: Any, bins: Any) -> tuple[flo
     if isinstance(bins, int):
         if bins < 1:
             raise DomainError(f"column {name!r} asks for {bins} bins", "give at least one bin")
+        if bins > MAX_CODES:  # refused before the edges are made (10**9 of them would take 8 GB)
+            raise too_many_codes(f"column {name!r}", bins, "bins", "give it fewer, wider bins")
         if not (_is_number(lower) and _is_number(upper)):
             return (bins,)  # bounds are reported by the column's own check
         return tuple(float(e) for e in np.linspace(float(lower), float(upper), bins + 1))
+    if len(bins) - 1 > MAX_CODES:
+        raise too_many_codes(f"column {name!r}", len(bins) - 1, "bins", "give it fewer, wider bins")
     if not all(_is_number(e) for e in bins):
         raise DomainError(f"column {name!r} has a bin edge that is not a number", "list numbers only")
     return tuple(float(e) for e in bins)

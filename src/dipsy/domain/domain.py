@@ -35,6 +35,9 @@ import yaml
 from ..errors import DomainError
 from .columns import Column
 
+#: What refuses a YAML anchor or alias (see :func:`_load_yaml`).
+ANCHOR_FIX = "write the domain without YAML anchors (&) and aliases (*): spell each entry out"
+
 
 @dataclass(frozen=True)
 class Domain:
@@ -127,6 +130,14 @@ class Domain:
         columns = spec["columns"]
         if not isinstance(columns, Mapping):
             raise DomainError("'columns:' is not a mapping of column names", "write one entry per column name")
+        for n in columns:
+            if isinstance(n, bool) or n is None:
+                raise DomainError(
+                    f"a column name was read by YAML as {n!r} (from an unquoted yes/no, on/off, true/false, ~ or null)",
+                    "quote the column name in the domain file, e.g. 'yes':",
+                )
+            if not isinstance(n, (str, int, float)):
+                raise DomainError(f"a column name is a {type(n).__name__}, not a name", "write each column name as text")
         return cls(
             tuple(Column.from_dict(str(n), s) for n, s in columns.items()),
             str(spec.get("name", "")),
@@ -138,16 +149,28 @@ class Domain:
         """Read a domain from a YAML (``.yaml``/``.yml``) or JSON file."""
         path = Path(path)
         try:
-            text = path.read_text(encoding="utf-8")
+            if path.is_dir():
+                raise DomainError(f"domain file {str(path)!r} is a folder", "pass --domain with the path of a domain file")
+            data = path.read_bytes()
         except FileNotFoundError:
             raise DomainError(f"domain file {str(path)!r} does not exist", "pass --domain with the path of a domain file") from None
         except OSError as e:
             raise DomainError(f"domain file {str(path)!r} cannot be read ({e.strerror})", "check its path and permissions") from None
         try:
-            spec = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-        except (yaml.YAMLError, json.JSONDecodeError) as e:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as e:
+            raise DomainError(
+                f"domain file {str(path)!r} is not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})",
+                "save it as UTF-8 (e.g. iconv -f latin1 -t utf-8 FILE > NEW); a domain file is YAML or JSON text",
+            ) from None
+        try:
+            spec = json.loads(text) if path.suffix.lower() == ".json" else _load_yaml(text, path)
+        except (yaml.YAMLError, ValueError) as e:  # JSONDecodeError is a ValueError; so is a bad YAML date
             first = str(e).splitlines()[0] if str(e) else type(e).__name__
             raise DomainError(f"domain file {str(path)!r} is malformed: {first}", "fix its syntax (see the README)") from None
+        except RecursionError:
+            raise DomainError(f"domain file {str(path)!r} is nested too deeply to be a domain",
+                              "write it as in the README: columns, each with its kind and categories or bounds") from None
         return cls.from_dict(spec)
 
     def to_dict(self) -> dict[str, Any]:
@@ -170,3 +193,20 @@ class Domain:
         """Fingerprint of the domain (canonical JSON), recorded with every release."""
         canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), default=str)
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class _DomainLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """The safe loader (C-accelerated where libyaml is present)."""
+
+
+def _load_yaml(text: str, path: Path) -> Any:
+    """YAML without anchors or aliases: a few hundred bytes of nested aliases expand to billions of
+    characters (a "billion laughs"), so a domain file may not use them. The events are checked
+    before anything is built; only a text holding '&' or '*' needs the check."""
+    if "&" in text or "*" in text:
+        for event in yaml.parse(text, Loader=_DomainLoader):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+                mark = getattr(event, "start_mark", None)
+                where = f" (line {mark.line + 1})" if mark is not None else ""
+                raise DomainError(f"domain file {str(path)!r} uses a YAML anchor or alias{where}", ANCHOR_FIX)
+    return yaml.load(text, Loader=_DomainLoader)  # noqa: S506 - a safe loader

@@ -18,7 +18,7 @@ from typing import Iterable, Literal
 
 import numpy as np
 
-from ..domain import Domain, ValidationReport
+from ..domain import CELL_LIMIT, Domain, ValidationReport
 from ..errors import DataError
 
 Form = Literal["auto", "dense", "sparse"]
@@ -95,10 +95,11 @@ class CountTable:
 
 
 def check_dense(cells: int) -> None:
-    if cells > DENSE_LIMIT * 16:
+    """Refuse a dense table of more than the domain's :data:`~dipsy.domain.CELL_LIMIT` cells."""
+    if cells > CELL_LIMIT:
         raise DataError(
-            f"a dense table of {cells:,} cells does not fit in memory",
-            "choose fewer columns (--columns) or coarser bins in the domain file",
+            f"a dense table of {cells:,} cells does not fit in memory (the limit is {CELL_LIMIT:,})",
+            "choose fewer columns (--columns), coarser bins in the domain file, or a method that works on marginals",
         )
 
 

@@ -34,6 +34,7 @@ from ..domain.codec import _as_text
 from ..domain.validation import EXAMPLES, MISSING, OUTSIDE, WRONG_TYPE
 from ..errors import DataError
 from .base import Engine
+from .owner import mark, sweep
 
 CSV_SUFFIXES = (".csv", ".csv.gz")
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -58,6 +59,11 @@ NUMBER_RE = r"(?:[ \t\n\v\f\r]*[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?
 _INF_RE = r"[+-]?(?i:inf|infinity)"
 # A line of spaces and tabs only, which pandas skips (skip_blank_lines=True).
 _BLANK_RE = r"[ \t]+"
+
+#: Columns of more bins than this find their bin by binary search, not one comparison per edge.
+SEARCH_FROM = 32
+#: Columns of more categories than this look their codes up in a table, not a CASE arm each.
+LOOKUP_FROM = 64
 
 #: DuckDB CSV reader options, tried in turn (see DuckDBEngine._next_csv_mode).
 _CSV_MODES = ("null_padding = true", "null_padding = false", "null_padding = true, parallel = false")
@@ -104,9 +110,16 @@ class DuckDBEngine(Engine):
             raise DataError(f"data file {str(self.path)!r} is not a file", "pass the path of a CSV or Parquet file")
         # Spilled rows are confidential: DuckDB spills into a private folder (mode 0700), not the
         # current directory, and the folder goes with the engine.
+        # A run that is killed leaves its folder behind: the next engine sweeps those whose
+        # process is gone (see .owner).
+        sweep(Path(tempfile.gettempdir()), "dipsy-duckdb-*")
         spill = tempfile.mkdtemp(prefix="dipsy-duckdb-")
+        self._spill = Path(spill)
+        mark(self._spill)
         self._con = duckdb.connect(config={"threads": 2, "temp_directory": spill})
         self._finalizer = weakref.finalize(self, _cleanup, self._con, spill)
+        #: Lookup tables made for long category lists and bin edges (see _lookup, _edges_table).
+        self._tables: dict[tuple, str] = {}
         #: The file's column (as named in the view ``src``) of each domain column it has.
         self._sql: dict[str, str] = {}
         #: How pandas types each such column. CSV: str, bool, int, float, or number (int or
@@ -116,10 +129,14 @@ class DuckDBEngine(Engine):
         self._metadata: dict = {}
         self._queries = 0
         self._materialized = False
-        if self.format == "csv":
-            self._open_csv()
-        else:
-            self._open_parquet()
+        try:
+            if self.format == "csv":
+                self._open_csv()
+            else:
+                self._open_parquet()
+        except BaseException:
+            self._finalizer()  # a file that cannot be opened leaves no spill folder behind
+            raise
 
     def _codes_table(self) -> str:
         """``codes``: the code of every domain column (INTEGER) for the valid rows, made once.
@@ -154,18 +171,12 @@ class DuckDBEngine(Engine):
 
     def _open_csv(self) -> None:
         skip, header = self._csv_header()
+        _refuse_repeated(header, self.domain, f"the header of {str(self.path)!r}")
         names = _dedup_names(header)
         inner = [f"c{i}" for i in range(len(names))]
-        columns = "{" + ", ".join(f"'{c}': 'VARCHAR'" for c in inner) + "}"
-        compression = "gzip" if self.path.name.lower().endswith(".gz") else "none"
-        # Nothing is sniffed: the options are pandas.read_csv's defaults and every value is read as
-        # text. NULL is only a padded field (nullstr is a line break, which no unquoted field holds),
-        # so empty fields stay '' and missing-value markers are handled in SQL.
-        self._csv_source = (
-            f"read_csv({_text(str(self.path))}, auto_detect = false, header = true, skip = {skip}, "
-            f"delim = ',', quote = '\"', escape = '\"', comment = '', columns = {columns}, "
-            f"nullstr = E'\\n', allow_quoted_nulls = false, compression = '{compression}', "
-        )
+        self._csv_skip, self._csv_columns = skip, "{" + ", ".join(f"'{c}': 'VARCHAR'" for c in inner) + "}"
+        self._csv_read = self.path
+        self._csv_source = self._csv_reader()
         # pandas skips lines of blanks. DuckDB skips empty lines but reads one of spaces and tabs
         # as a row whose first field holds them and whose other fields are padded.
         blank = f"regexp_full_match(c0, '{_BLANK_RE}')"
@@ -177,6 +188,18 @@ class DuckDBEngine(Engine):
         for i, name in enumerate(names):
             if name in self.domain.names and name not in self._sql:
                 self._sql[name] = inner[i]
+
+    def _csv_reader(self) -> str:
+        """The read_csv call over ``_csv_read`` (the file, or its copy with line ends made one kind)."""
+        compression = "gzip" if self._csv_read.name.lower().endswith(".gz") else "none"
+        # Nothing is sniffed: the options are pandas.read_csv's defaults and every value is read as
+        # text. NULL is only a padded field (nullstr is a line break, which no unquoted field holds),
+        # so empty fields stay '' and missing-value markers are handled in SQL.
+        return (
+            f"read_csv({_text(str(self._csv_read))}, auto_detect = false, header = true, skip = {self._csv_skip}, "
+            f"delim = ',', quote = '\"', escape = '\"', comment = '', columns = {self._csv_columns}, "
+            f"nullstr = E'\\n', allow_quoted_nulls = false, compression = '{compression}', "
+        )
 
     def _create_csv_view(self) -> None:
         options = _CSV_MODES[self._csv_mode]
@@ -193,6 +216,16 @@ class DuckDBEngine(Engine):
             return False
         if (self._csv_mode == 0 and "quoted new lines" in message) or (self._csv_mode == 1 and "null_padding=true" in message):
             self._csv_mode += 1
+            self._create_csv_view()
+            return True
+        if "invalid state" in message and self._csv_read == self.path:
+            # Line ends of more than one kind (CRLF and LF, or CR), which pandas reads and DuckDB's
+            # reader refuses: read a copy with every line end outside quotes written as LF, made
+            # in the engine's private spill folder (the copy is confidential) and removed with it.
+            self._csv_read = self._spill / "lines.csv"
+            _normalize_line_ends(self.path, self._csv_read)
+            self._csv_source = self._csv_reader()
+            self._csv_mode = 0
             self._create_csv_view()
             return True
         return False
@@ -217,6 +250,7 @@ class DuckDBEngine(Engine):
             schema = pq.read_schema(self.path)
         except (OSError, pa.ArrowException) as e:
             raise DataError(f"cannot read Parquet file {str(self.path)!r}: {_reason(e)}", _fix("parquet")) from None
+        _refuse_repeated(schema.names, self.domain, f"the columns of {str(self.path)!r}")
         self._metadata = schema.pandas_metadata or {}
         # pandas.read_parquet turns the stored index back into the index, not a column.
         index = {c for c in self._metadata.get("index_columns", []) if isinstance(c, str)}
@@ -232,6 +266,9 @@ class DuckDBEngine(Engine):
         while True:
             try:
                 return self._con.execute(sql)
+            except duckdb.OutOfMemoryException as e:
+                raise DataError(f"out of memory while reading {str(self.path)!r} ({_reason(e)})",
+                                "choose fewer columns (--columns) or coarser bins, or free memory for the run") from None
             except duckdb.Error as e:
                 if self._next_csv_mode(str(e)):
                     continue
@@ -363,8 +400,15 @@ class DuckDBEngine(Engine):
         first number ``y``, the number ``x`` and text ``t`` pandas would see, and the code ``k``:
         each costly step (casts, pattern matches) runs once per row. ``keep`` keeps ``m``, ``x``
         and ``r`` in the result.
+
+        A column of more than :data:`SEARCH_FROM` bins finds its bin by binary search over its
+        edges (one select per halving, ``b{j}``) instead of one comparison per edge; a column of
+        more than :data:`LOOKUP_FROM` categories looks its code up in a table (a hash join) instead
+        of a CASE arm per category. Both give the same codes, at a cost that does not grow with
+        the number of bins or categories (up to the domain's limit of a million).
         """
         raw, first, seen, coded = [], [], [], []
+        searched: list[tuple[int, str, int]] = []  # (j, edges column, number of interior edges)
         for j, c in enumerate(columns):
             name, q = c.name, self._sql[c.name]
             kind = self._kinds[name]
@@ -375,13 +419,56 @@ class DuckDBEngine(Engine):
             text = _text_categories(c) and kind not in ("float", "float32")
             if text:
                 seen.append(f"{self._as_text(kind, r)} AS t{j}")
-            coded.append(f"CAST({self._code(c, m, f't{j}' if text else x)} AS BIGINT) AS k{j}")
+            binned = None
+            if c.bins is not None and len(c.bins) - 2 > SEARCH_FROM:
+                searched.append((j, self._edges_table(c), len(c.bins) - 2))
+                binned = f"b{j}"
+            coded.append(f"CAST({self._code(c, m, f't{j}' if text else x, binned)} AS BIGINT) AS k{j}")
             if keep:
                 coded += [m, x, r]
         sql = "src"
-        for level in (raw, first, seen, coded):
+        for level in (raw, first, seen):
             sql = f"SELECT {', '.join(level)} FROM " + (sql if sql == "src" else f"({sql})")
-        return sql
+        if searched:
+            # b = #{interior edges <= x}, found by binary lifting over the sorted edges (1-based).
+            tables = ", ".join(f"(SELECT edges AS e{j} FROM {table}) AS s{j}" for j, table, _ in searched)
+            sql = f"SELECT *, {', '.join(f'0 AS b{j}' for j, _, _ in searched)} FROM ({sql}), {tables}"
+            step = 1 << max(n for _, _, n in searched).bit_length()
+            while step > 1:
+                step //= 2
+                steps = [
+                    f"b{j} + CASE WHEN b{j} + {step} <= {n} AND x{j} >= e{j}[b{j} + {step}] THEN {step} ELSE 0 END AS b{j}"
+                    for j, _, n in searched if step <= n
+                ]
+                sql = f"SELECT * REPLACE ({', '.join(steps)}) FROM ({sql})"
+        return f"SELECT {', '.join(coded)} FROM ({sql})"
+
+    def _edges_table(self, column: Column) -> str:
+        """A one-row table holding the interior bin edges of ``column`` as a DOUBLE list."""
+        key = ("edges", column.name, column.bins)
+        if key not in self._tables:
+            name = f"dipsy_edges_{len(self._tables)}"
+            self._create(name, pa.table({"edges": pa.array([list(column.bins[1:-1])], type=pa.list_(pa.float64()))}))
+            self._tables[key] = name
+        return self._tables[key]
+
+    def _lookup(self, column: Column, keys: list, codes: list[int], dtype: pa.DataType) -> str:
+        """A table of (key, code) pairs, each key once, for matching a long list of categories."""
+        key = ("codes", column.name, str(dtype))
+        if key not in self._tables:
+            name = f"dipsy_codes_{len(self._tables)}"
+            self._create(name, pa.table({"key": pa.array(keys, type=dtype), "code": pa.array(codes, type=pa.int64())}))
+            self._tables[key] = name
+        return self._tables[key]
+
+    def _create(self, name: str, table: pa.Table) -> None:
+        """A temporary table ``name`` holding ``table`` (public values: categories, edges)."""
+        self._con.execute("SELECT 1").fetchall()  # finish any open result: registering needs an idle connection
+        self._con.register(f"{name}_arrow", table)
+        try:
+            self._run(f"CREATE TEMP TABLE {name} AS SELECT * FROM {name}_arrow")
+        finally:
+            self._con.unregister(f"{name}_arrow")
 
     def _missing(self, name: str) -> str:
         """True where pandas would hold NaN or None: an empty or padded field, a marker, a NaN."""
@@ -428,18 +515,27 @@ class DuckDBEngine(Engine):
             return f"CAST({r} AS VARCHAR)"
         return r
 
-    def _code(self, column: Column, m: str, v: str) -> str:
-        """The codec's ``encode_column`` for one row, from its missing flag ``m`` and value ``v``."""
+    def _code(self, column: Column, m: str, v: str, binned: str | None = None) -> str:
+        """The codec's ``encode_column`` for one row, from its missing flag ``m`` and value ``v``
+        (``binned``: the bin of ``v`` found by binary search, for a column of many bins)."""
         if _text_categories(column):
             cats = list(column.category_texts)
             kind = self._kinds[column.name]
             if kind in ("float", "float32"):
                 # A float reads as text without a whole number's '.0': match each category's number.
-                arms = [(k, _float_for_text(c, kind)) for k, c in enumerate(cats)]
-                match = " ".join(f"WHEN {_double(d)} THEN {k}" for k, d in arms if d is not None)
+                arms = [(k, d) for k, d in ((k, _float_for_text(c, kind)) for k, c in enumerate(cats)) if d is not None]
+                if len(arms) > LOOKUP_FROM:
+                    table = self._lookup(column, [d for _, d in arms], [k for k, _ in arms], pa.float64())
+                    found = f"(SELECT code FROM {table} WHERE key = {v})"
+                else:
+                    match = " ".join(f"WHEN {_double(d)} THEN {k}" for k, d in arms)
+                    found = f"CASE {v} {match} END" if match else "NULL"
+            elif len(cats) > LOOKUP_FROM:
+                table = self._lookup(column, cats, list(range(len(cats))), pa.string())
+                found = f"(SELECT code FROM {table} WHERE key = {v})"
             else:
                 match = " ".join(f"WHEN {_text(c)} THEN {k}" for k, c in enumerate(cats))
-            found = f"CASE {v} {match} END" if match else "NULL"
+                found = f"CASE {v} {match} END" if match else "NULL"
             return f"CASE WHEN {m} THEN {_MISSING} ELSE coalesce({found}, {_OUTSIDE}) END"
 
         arms = [f"WHEN {m} THEN {_MISSING}", f"WHEN {v} IS NULL THEN {_WRONG}"]
@@ -447,11 +543,17 @@ class DuckDBEngine(Engine):
             arms.append(f"WHEN {v} <> floor({v}) THEN {_WRONG}")
         if column.is_categorical:
             keys = [(k, float(c)) for k, c in enumerate(column.categories) if not math.isnan(float(c))]
-            found = f"CASE {v} " + " ".join(f"WHEN {_double(d)} THEN {k}" for k, d in keys) + " END" if keys else "NULL"
+            if len(keys) > LOOKUP_FROM:
+                table = self._lookup(column, [d for _, d in keys], [k for k, _ in keys], pa.float64())
+                found = f"(SELECT code FROM {table} WHERE key = {v})"
+            else:
+                found = f"CASE {v} " + " ".join(f"WHEN {_double(d)} THEN {k}" for k, d in keys) + " END" if keys else "NULL"
             arms.append(f"ELSE coalesce({found}, {_OUTSIDE})")
         else:
             arms.append(f"WHEN NOT ({v} >= {_double(column.lower)} AND {v} <= {_double(column.upper)}) THEN {_OUTSIDE}")
-            if column.bins is not None:
+            if binned is not None:
+                code = binned
+            elif column.bins is not None:
                 # k = #{interior edges <= v}
                 code = " + ".join(f"CAST({v} >= {_double(e)} AS BIGINT)" for e in column.bins[1:-1]) or "0"
             elif column.kind == "integer":
@@ -512,6 +614,42 @@ def _parquet_kind(dtype: str) -> str:
 def _text_categories(column: Column) -> bool:
     """Whether the codec matches the column's values as text."""
     return column.is_categorical and not column.numeric_categories
+
+
+def _refuse_repeated(names: list[str], domain: Domain, where: str) -> None:
+    """Refuse a column of ``domain`` that the file names more than once (which one would be read?)."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen and name in domain.names:
+            raise DataError(f"{where} names the column {name!r} more than once",
+                            "give each column of the data a distinct name")
+        seen.add(name)
+
+
+def _normalize_line_ends(source: Path, target: Path) -> None:
+    """Copy a CSV file (gzip or plain) with every CRLF or CR outside quotes written as LF.
+
+    pandas ends a line at LF, CRLF or CR alike and keeps line breaks inside quotes as they are;
+    so does this copy, which DuckDB then reads as one kind of line end. Quotes are tracked as the
+    CSV grammar has them (a doubled quote inside quotes toggles twice).
+    """
+    opener = gzip.open if source.name.lower().endswith(".gz") else open
+    quoted, held = False, b""
+    with opener(source, "rb") as f, open(target, "wb") as out:
+        while True:
+            chunk = f.read(1 << 22)
+            if not chunk:
+                break
+            chunk, held = held + chunk, b""
+            if chunk.endswith(b"\r"):  # a CR at the end may be half of a CRLF
+                chunk, held = chunk[:-1], b"\r"
+            for i, part in enumerate(chunk.split(b'"')):
+                if i:
+                    out.write(b'"')
+                    quoted = not quoted
+                out.write(part if quoted else part.replace(b"\r\n", b"\n").replace(b"\r", b"\n"))
+        if held:
+            out.write(held if quoted else b"\n")
 
 
 def _dedup_names(names: list[str]) -> list[str]:

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from ..domain import Domain, ValidationReport, encode_frame, valid_rows
+from ..errors import DataError
 from .base import Engine
 
 
@@ -20,6 +21,10 @@ class NumpyEngine(Engine):
 
     def __init__(self, frame: pd.DataFrame, domain: Domain, on_invalid: str = "error") -> None:
         super().__init__(domain, on_invalid)
+        repeated = sorted({str(n) for n in frame.columns[frame.columns.duplicated()] if n in domain.names})
+        if repeated:
+            raise DataError(f"the data name the column(s) {', '.join(map(repr, repeated))} more than once",
+                            "give each column of the DataFrame a distinct name")
         self.frame = frame
         self._codes: dict[str, np.ndarray] | None = None
 

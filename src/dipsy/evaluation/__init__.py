@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from pyarrow import ArrowException
 
 from ..domain import Domain
 from ..errors import DataError, DipsyError
@@ -31,19 +32,36 @@ def load_release(release: Release | str | Path) -> tuple[dict[str, Any], list[pd
     if isinstance(release, Release):
         return release.metadata(), release.tables, release.domain
     folder = Path(release)
+    if not folder.is_dir():
+        raise DataError(f"the release folder {str(folder)!r} does not exist" if not folder.exists()
+                        else f"{str(folder)!r} is not a folder", "pass the --out folder of 'dipsy synth'")
     try:
         meta = json.loads((folder / "release.json").read_text(encoding="utf-8"))
-        domain = Domain.load(folder / "domain.yaml")
-    except (OSError, json.JSONDecodeError) as e:
-        raise DataError(f"{str(folder)!r} is not a dipsy release folder ({e})", "pass the --out folder of 'dipsy synth'") from None
+    except (OSError, ValueError) as e:  # a JSON or UTF-8 error is a ValueError
+        why = getattr(e, "strerror", None) or str(e).splitlines()[0]
+        raise DataError(f"{str(folder)!r} is not a dipsy release folder (release.json: {why})", "pass the --out folder of 'dipsy synth'") from None
+    sets = meta.get("sets") if isinstance(meta, dict) else None
+    if isinstance(sets, bool) or not isinstance(sets, int) or not 1 <= sets <= 100_000:
+        raise DataError(f"the release.json in {str(folder)!r} does not say how many sets it holds",
+                        "pass the --out folder of 'dipsy synth', as it wrote it")
+    domain = Domain.load(folder / "domain.yaml")
     if meta.get("release") == "table":
         raise DipsyError("evaluate compares records, and this release is a table", "evaluate a release made with --release records")
     tables = []
-    for k in range(1, meta["sets"] + 1):
+    for k in range(1, sets + 1):
         path = next(iter(sorted(folder.glob(f"synthetic_{k}.*"))), None)
         if path is None:
             raise DataError(f"the release folder {str(folder)!r} has no synthetic_{k} file", "pass a complete release folder")
-        tables.append(pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path))
+        try:
+            tables.append(pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path))
+        except (OSError, ValueError, ArrowException) as e:  # ArrowInvalid, ParserError, EmptyDataError, UnicodeDecodeError
+            why = getattr(e, "strerror", None) or (str(e).splitlines() or [type(e).__name__])[0]
+            raise DataError(f"the release file {str(path)!r} cannot be read ({why})",
+                            "the release is damaged: write it again with 'dipsy synth', or restore the folder") from None
+        missing = [n for n in domain.names if n not in tables[-1].columns]
+        if missing:
+            raise DataError(f"the release file {str(path)!r} lacks the column(s) {', '.join(map(repr, missing))} of its domain",
+                            "the release is damaged: write it again with 'dipsy synth', or restore the folder")
     return meta, tables, domain
 
 
@@ -53,8 +71,13 @@ def read_original(data: pd.DataFrame | str | Path, domain: Domain) -> pd.DataFra
         path = Path(data)
         try:
             data = pd.read_parquet(path) if path.suffix in (".parquet", ".pq") else pd.read_csv(path)
-        except (OSError, ValueError) as e:
-            raise DataError(f"cannot read {str(path)!r} ({e})", "pass the original CSV or Parquet file") from None
+        except (OSError, ValueError, ArrowException) as e:
+            why = getattr(e, "strerror", None) or (str(e).splitlines() or [type(e).__name__])[0]
+            raise DataError(f"cannot read {str(path)!r} ({why})", "pass the original CSV or Parquet file") from None
+        if data.columns.duplicated().any():
+            dupes = sorted({str(c) for c in data.columns[data.columns.duplicated()]})
+            raise DataError(f"{str(path)!r} names the column(s) {', '.join(map(repr, dupes))} more than once",
+                            "give each column of the data a distinct name")
     _, valid = encode_valid(data, domain, "the original")
     return data.loc[valid, list(domain.names)].reset_index(drop=True)
 
