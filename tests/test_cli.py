@@ -37,12 +37,13 @@ def test_methods_lists_the_registry(capsys):
 
 def test_ce_race_release(capsys, tmp_path):
     out = tmp_path / "rel"
-    code, text, err = synth(capsys, out, "--columns", "Race", "--seed", "123")
+    code, text, err = synth(capsys, out, "--columns", "Race")
     assert code == 0, err
-    assert "alpha = 6.742953" in text
+    assert "alpha = 6.742953" in text and "test release" not in text
     meta = json.loads((out / "release.json").read_text())
-    assert meta["method"] == "dirichlet-multinomial" and meta["seed"] == 123
-    assert meta["privacy"]["definition"] == "pure-DP"
+    assert meta["method"] == "dirichlet-multinomial" and meta["seed"] is None
+    assert meta["privacy"]["definition"] == "pure-DP" and meta["privacy"]["differentially_private"] is True
+    assert meta["privacy"]["relation"] == {"kind": "substitute", "unit": "record", "theta": 1}
     assert meta["privacy"]["epsilon_total"] == 5.0 == meta["privacy"]["epsilon_per_set"]
     assert "n = 994" in meta["privacy"]["public"][0] and "one row" in meta["privacy"]["neighbouring"]
     assert meta["rows"] == [994] and meta["columns"] == ["Race"]
@@ -51,6 +52,16 @@ def test_ce_race_release(capsys, tmp_path):
     assert len(table) == 994 and set(table["Race"]) <= set(range(1, 7))
     assert dipsy.Domain.load(out / "domain.yaml").names == ("Race",)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ledger.sqlite", "rel"]  # no temporary folder left
+
+
+def test_a_seeded_release_says_on_the_terminal_that_it_is_a_test_release(capsys, tmp_path):
+    out = tmp_path / "rel"
+    code, text, err = synth(capsys, out, "--columns", "Race", "--seed", "123")
+    assert code == 0, err
+    assert "TEST RELEASE" in text and "not differentially private" in text
+    meta = json.loads((out / "release.json").read_text())
+    assert meta["seed"] == 123 and meta["privacy"]["differentially_private"] is False
+    assert meta["privacy"]["if_unseeded"]["epsilon_total"] == 5.0
 
 
 def test_sets_and_csv_format(capsys, tmp_path):
@@ -125,13 +136,14 @@ def test_bad_files_exit_2(capsys, tmp_path, bad_data):
         assert not out.exists()
 
 
-def test_invalid_rows_can_be_dropped_and_the_release_says_so(capsys, tmp_path, bad_data):
+def test_invalid_rows_can_be_dropped_and_only_the_terminal_says_how_many(capsys, tmp_path, bad_data):
     out = tmp_path / "rel"
     code, text, err = run(capsys, "synth", bad_data, "--domain", CE_DOMAIN, "--epsilon", "1", "--out", out, "--on-invalid", "drop")
     assert code == 0, err
     assert "3 row(s) that did not match the domain were dropped" in text
     meta = json.loads((out / "release.json").read_text())
-    assert meta["rows"] == [991] and "dropped" in meta["notes"][0]
+    assert meta["rows"] == [991] and "notes" not in meta  # the count is the operator's, never the release's
+    assert "dropped" in meta["on_invalid"] and "3" not in meta["on_invalid"]
 
 
 def test_existing_folder_is_refused_unless_overwrite(capsys, tmp_path):
@@ -182,7 +194,7 @@ def test_domain_check(capsys, bad_data):
 def test_api_mirrors_the_cli(tmp_path):
     frame = pd.read_csv(CE_DATA)
     release = dipsy.synthesize(frame, CE_DOMAIN, epsilon=5.0, columns=["Race"], seed=1, ledger=tmp_path / "l.sqlite")
-    assert release.statement.to_dict()["epsilon_total"] == 5.0 and len(release.tables) == 1
+    assert release.statement.claim()["epsilon_total"] == 5.0 and len(release.tables) == 1
     assert release.parameters["alpha"] == pytest.approx(6.742953, abs=1e-6)
     release.save(tmp_path / "rel", format="csv")
     assert (tmp_path / "rel" / "synthetic_1.csv").exists()

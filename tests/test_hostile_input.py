@@ -249,7 +249,7 @@ CASES = [
     ("10^9 bins", lambda p, s: synth(p, s, "--epsilon", "1", domain=p.bins_bomb), "1,000,000,000 bins"),
     ("10^6 + 1 categories", lambda p, s: check(p, s, domain=p.many_cats), "1,000,001 categories"),
     pytest.param("10^10 cells", lambda p, s: synth(p, s, "--epsilon", "1", data=p.cells_data, domain=p.cells_domain),
-                 "cross-tabulation", marks=XFAIL_METHODS, id="10^10 cells"),
+                 "cross-tabulation", id="10^10 cells"),
     pytest.param("perturbed-histogram bins=10^10",
                  lambda p, s: synth(p, s, "--epsilon", "1", "--method", "perturbed-histogram", "--option", "bins=10000000000"),
                  "more than the 1,000,000", marks=XFAIL_METHODS, id="perturbed-histogram bins=10^10"),
@@ -521,8 +521,7 @@ def test_spill_folders_of_killed_runs_are_swept(quiet_temp):
     "args",
     [
         pytest.param(["--epsilon", str(EPSILON_RANGE[0]), "--sets", "10"], id="dirichlet-multinomial at the least ε"),
-        pytest.param(["--epsilon", str(EPSILON_RANGE[1])], id="dirichlet-multinomial at the greatest ε",
-                     marks=pytest.mark.xfail(strict=True, reason="needs the method-side fix: minimum_alpha overflows e^(ε/m) past ε/m ≈ 709")),
+        pytest.param(["--epsilon", str(EPSILON_RANGE[1])], id="dirichlet-multinomial at the greatest ε"),
         pytest.param(["--method", "laplace-sanitizer", "--epsilon", str(EPSILON_RANGE[1])], id="laplace-sanitizer at the greatest ε"),
     ],
 )

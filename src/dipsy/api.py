@@ -186,6 +186,8 @@ def _release(data, domain, method, epsilon, sets, *, delta, rho, columns, seed, 
         if ledger is not None and not visible:
             ledger.cancel(release_id)
         raise
+    finally:
+        getattr(engine, "close", lambda: None)()
     if ledger is not None:
         ledger.confirm(release_id)
     return result
@@ -251,6 +253,7 @@ class _progress:
             MofNCompleteColumn(),
             TimeElapsedColumn(),
             console=Console(stderr=True),
+            transient=True,
             disable=not enabled,
         )
         self.total = total

@@ -37,17 +37,13 @@ from .errors import DataError, DipsyError, ReleaseError
 from .methods import NEIGHBOURINGS
 from .methods import methods as list_methods
 from .methods.base import MAX_SETS
+from .privacy.budget import EPSILON_RANGE, RHO_RANGE
 from .privacy import Ledger, default_ledger_path
 from .privacy.composition import parse_cap
 from .release import FORMATS, check_target, check_writable_folder
 
 out = Console(highlight=False, soft_wrap=True)
 
-#: The ε a release may have, in total: below 1e-6 the noise swamps any data, above 1e4 there is
-#: no privacy to speak of, and floats misbehave at both ends (e^ε overflows, ε/m underflows).
-EPSILON_RANGE = (1e-6, 1e4)
-#: The ρ of a ρ-zCDP budget, likewise.
-RHO_RANGE = (1e-6, 1e4)
 
 #: What to undo if the running command fails (see :func:`main`); each entry runs once.
 _undo: list[Callable[[], None]] = []
@@ -276,6 +272,7 @@ def domain_check(data: Path, domain_path: Path, columns: tuple[str, ...], on_inv
 @click.option("--ledger", type=click.Path(path_type=Path), default=None, help="Budget ledger (SQLite); default $DIPSY_LEDGER or the user data folder.")
 @click.option("--dataset-id", default=None, help="Name of the data set in the ledger; default the SHA-256 of DATA.")
 @click.option("--budget-cap", default=None, help="What this data set may ever spend: ε, 'ε,δ' or 'rho=ρ' (stored in the ledger).")
+@click.option("--raise-cap", is_flag=True, help="Let --budget-cap raise or redefine a stored cap (recorded in the ledger).")
 def synth(
     data: Path,
     domain_path: Path,
@@ -296,6 +293,7 @@ def synth(
     ledger: Path | None,
     dataset_id: str | None,
     budget_cap: str | None,
+    raise_cap: bool,
 ) -> None:
     """Synthesize DATA (CSV or Parquet) under differential privacy and write a release to --out."""
     # Everything that can be checked before any work is checked here, in this order.
@@ -330,6 +328,7 @@ def synth(
         ledger=Ledger(ledger_path),
         dataset_id=dataset_id,
         budget_cap=budget_cap,
+        raise_cap=raise_cap,
         on_invalid=on_invalid,
         neighbouring=neighbouring,
         release=kind,
@@ -340,11 +339,17 @@ def synth(
     params = ", ".join(f"{k} = {v:.6f}" if isinstance(v, float) else f"{k} = {v}" for k, v in release.parameters.items() if not isinstance(v, dict))
     out.print(f"{release.method}: {params}")
     noise = release.parameters.get("noise")
-    if noise:
-        out.print(f"noise: {noise['distribution']}, scale {noise['scale']}, sd {noise['sd']:.4g}; {noise['post_processing']}")
+    if isinstance(noise, dict) and {"distribution", "scale", "sd"} <= set(noise):
+        post = f"; {noise['post_processing']}" if noise.get("post_processing") else ""
+        out.print(f"noise: {noise['distribution']}, scale {noise['scale']}, sd {noise['sd']:.4g}{post}")
     equivalent = s.equivalent()
     also = f" (so (ε, δ)-DP with ε = {equivalent[0]:.4g}, δ = {equivalent[1]:g})" if equivalent else ""
-    out.print(f"privacy: {s.definition}, {s.total} in total{also}, {s.per_set} per set, {s.sets} set(s); {s.neighbouring}")
+    claim = f"{s.definition}, {s.total} in total{also}, {s.per_set} per set, {s.sets} set(s); {s.neighbouring}"
+    if s.private:
+        out.print(f"privacy: {claim}")
+    else:
+        out.print(f"[bold red]TEST RELEASE[/bold red] (seed {release.seed}): not differentially private — its noise can be "
+                  f"regenerated from the recorded seed; never publish it. Unseeded it would be: {claim}")
     if release.dropped_rows:
         out.print(f"note: {release.dropped_rows} row(s) that did not match the domain were dropped (not written to the release)")
     what = "table(s) of" if release.kind == "table" else "set(s) of"

@@ -50,7 +50,7 @@ import math
 
 import numpy as np
 
-from ..domain import Domain
+from ..domain import Domain, check_cells
 from ..errors import DipsyError
 from ..privacy import PureDP
 from ..privacy.budget import positive
@@ -66,13 +66,25 @@ MECHANISM = (
 )
 
 
+#: The least prior any method uses: a positive float whose logarithm (≈ −690.8) is exact enough.
+TINY = 1e-300
+
+
+def log_ratio(n: float, a: float) -> float:
+    """``log((n + a)/a)``, accurate both for tiny ε (log1p) and for a prior near :data:`TINY`."""
+    ratio = n / a
+    return math.log1p(ratio) if math.isfinite(ratio) else math.log(n + a) - math.log(a)
+
+
 def minimum_alpha(n: int, epsilon: float) -> float:
     """The least flat prior that makes one set ε-DP: ``n / (e^ε - 1)`` (S-000 eq. 13).
 
     >>> round(minimum_alpha(994, 5.0), 6)   # the CE Race example of S-000
     6.742953
     """
-    return n / math.expm1(epsilon)
+    # n e^{-ε}/(1 - e^{-ε}): the same value without overflow at large ε; floored at TINY, where
+    # log((n + α)/α) is still below ε (TINY binds only when n e^{-ε} < TINY)
+    return max(n * math.exp(-epsilon) / -math.expm1(-epsilon), TINY)
 
 
 def draw_predictive(y: np.ndarray, alpha: float | np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -88,7 +100,7 @@ def dirichlet_draw(n: int, epsilon: float, alpha: float, name: str = "Dirichlet-
     return PosteriorDraw(
         name, epsilon, alpha,
         draw=lambda y, a, rand: draw_predictive(y, a, rand.numpy),
-        bound=lambda a: math.log1p(n / a),
+        bound=lambda a: log_ratio(n, a),
         details=(("n", n), ("privacy map", "epsilon = log((n + alpha) / alpha), S-000 eqs. 11-13"), ("draws", "NumPy floating-point gamma and multinomial")),
     )
 
@@ -135,6 +147,7 @@ class DirichletMultinomial(Synthesizer):
 
     def plan(self, n: int | None, domain: Domain) -> Plan:
         self.check_domain(domain)
+        check_cells(domain)
         self.require_rows(n)
         epsilon = self.budget.epsilon / self.sets
         alpha = self.at_least("alpha", minimum_alpha(n, epsilon), "n/(e^(ε/m) - 1)")

@@ -37,12 +37,13 @@ import math
 
 import numpy as np
 
-from ..domain import Domain
+from ..domain import Domain, check_cells
 from ..privacy.budget import positive
 from ..privacy.measurement import Measurement, PosteriorDraw, Table
 from ..privacy.rng import Randomness
 from ..privacy.session import Session
 from .base import Option, Plan, Synthesizer
+from .dirichlet_multinomial import TINY, log_ratio
 from .counts import CountModel
 
 
@@ -52,7 +53,8 @@ def minimum_prior(n: int, epsilon: float) -> float:
     >>> round(minimum_prior(100, 1.0), 3)
     99.501
     """
-    return 1 / math.expm1(epsilon / n)
+    x = epsilon / n
+    return max(math.exp(-x) / -math.expm1(-x), TINY)  # 1/(e^x − 1) without overflow
 
 
 def log_likelihood(ystar: np.ndarray, y: np.ndarray, a: float) -> np.ndarray:
@@ -82,6 +84,7 @@ class DPPrior(Synthesizer):
     options = (Option("prior", lambda v: positive("option prior", v), "flat prior per cell; default and least value 1/(e^(ε/n) - 1)"),)
 
     def plan(self, n: int | None, domain: Domain) -> Plan:
+        check_cells(domain)
         self.require_rows(n)
         epsilon = self.budget.epsilon
         prior = self.at_least("prior", minimum_prior(n, epsilon), "1/(e^(ε/n) - 1)")
@@ -90,7 +93,7 @@ class DPPrior(Synthesizer):
             "released columns, with a >= 1/(exp(epsilon/n) - 1) (derived in dipsy.methods.dp_prior)"
         )
         draw = PosteriorDraw("multinomial draw from the posterior mean", epsilon, prior, draw=draw_from_mean,
-                             bound=lambda a: n * math.log1p(1 / a),
+                             bound=lambda a: n * log_ratio(1, a),
                              details=(("n", n), ("privacy map", "epsilon = n log((1 + a)/a), derived in dipsy.methods.dp_prior")))
         m = Measurement(f"{self.name}: y* ~ Multinomial(n; posterior mean)", Table(domain.names), draw, self.relation)
         return Plan((m,), self.relation, self.public(n), mechanism, self.composition(),

@@ -46,13 +46,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..domain import Domain, encode_frame
+from ..domain import Domain, check_cells, encode_frame
 from ..errors import DipsyError
 from ..privacy.budget import positive
 from ..privacy.measurement import Measurement, PosteriorDraw, Table
 from ..privacy.rng import Randomness
 from ..privacy.session import Session
 from .base import Option, Plan, Synthesizer
+from .dirichlet_multinomial import TINY, log_ratio
 from .counts import CountModel
 
 EXPOSURE = "exposure"
@@ -83,7 +84,8 @@ def read_exposures(path: str | Path, domain: Domain) -> np.ndarray:
 
 def least_strength(n: int, epsilon: float, rate: float, exposures: np.ndarray) -> float:
     """The least prior strength ``c`` that makes one set ε-DP: ``n / ((e^ε - 1) r min E)``."""
-    return n / (math.expm1(epsilon) * rate * float(np.min(exposures)))
+    least = n * math.exp(-epsilon) / -math.expm1(-epsilon)  # n/(e^ε − 1) without overflow
+    return max(least, TINY) / (rate * float(np.min(exposures)))
 
 
 class GammaPoisson(Synthesizer):
@@ -102,6 +104,7 @@ class GammaPoisson(Synthesizer):
     def plan(self, n: int | None, domain: Domain) -> Plan:
         if "exposures" not in self.settings:
             raise DipsyError(f"{self.name} needs the public exposures of the cells", "pass --option exposures=FILE.csv")
+        check_cells(domain)
         self.require_rows(n)
         exposures = read_exposures(self.settings["exposures"], domain)
         rate = self.settings.get("rate", n / float(exposures.sum()))
@@ -116,7 +119,7 @@ class GammaPoisson(Synthesizer):
         smallest = rate * float(exposures.min())
         draw = PosteriorDraw("Gamma-Poisson posterior predictive given the total", epsilon, strength,
                              draw=lambda y, c, rand: predictive_given_total(y, c, rate, exposures, rand),
-                             bound=lambda c: math.log1p(n / (c * smallest)),
+                             bound=lambda c: log_ratio(n, c * smallest),
                              details=(("n", n), ("privacy map", "epsilon = log((n + c r min E)/(c r min E)), S-000 eqs. 10-11")))
         query = Table(domain.names)
         draws = tuple(Measurement(label, query, draw, self.relation)

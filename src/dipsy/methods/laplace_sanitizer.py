@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from ..domain import Domain
+from ..domain import Domain, check_cells
 from ..errors import DipsyError
 from ..privacy import PureDP
 from ..privacy.measurement import DiscreteLaplace, Measurement, Table, Total, discrete_laplace_variance
@@ -78,6 +78,7 @@ class LaplaceSanitizer(Synthesizer):
     )
 
     def plan(self, n: int | None, domain: Domain) -> Plan:
+        check_cells(domain)
         post = self.settings.get("post", "threshold")
         if post == "raw" and self.release == "records":
             raise DipsyError("post=raw keeps negative counts, which records cannot have", "use post=threshold, or --release table")

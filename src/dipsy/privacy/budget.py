@@ -21,6 +21,12 @@ from typing import Any, ClassVar
 
 from ..errors import BudgetError, DipsyError
 
+#: The ε a release may have, in total: below 1e-6 the noise swamps any data, above 1e4 there is
+#: no privacy to speak of, and floats misbehave at both ends (e^ε overflows, ε/m underflows).
+EPSILON_RANGE = (1e-6, 1e4)
+#: The ρ of a ρ-zCDP budget, likewise.
+RHO_RANGE = (1e-6, 1e4)
+
 #: Relative slack when comparing a sum of spends with a budget: it absorbs the float rounding of
 #: ε/m added m times, and is far below any difference that matters for privacy.
 TOLERANCE = 1e-9

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from ..errors import BudgetError, DipsyError
-from .budget import ZCDP, ApproxDP, Budget, PureDP, positive
+from .budget import EPSILON_RANGE, RHO_RANGE, ZCDP, ApproxDP, Budget, PureDP, positive
 from .conversions import approx_to_zcdp, zcdp_to_epsilon
 from .relation import ADD_REMOVE, SUBSTITUTE, Relation, convert, group_factor, group_privacy, individual
 
@@ -57,6 +57,10 @@ def requested_budget(definition: str, epsilon=None, delta=None, rho=None) -> tup
     given = {k for k, v in {"epsilon": epsilon, "delta": delta, "rho": rho}.items() if v is not None}
     if delta is not None:
         delta = _delta(delta)
+    for name, value, (lo, hi) in (("epsilon", epsilon, EPSILON_RANGE), ("rho", rho, RHO_RANGE)):
+        if value is not None and not lo <= positive(name, value, f"--{name}") <= hi:
+            raise DipsyError(f"{name} must lie between {lo:g} and {hi:g}, got {value}",
+                             f"pass --{name} within that range (a smaller one gives noise that swamps the data, a larger one no privacy)")
     if definition == "pure-DP":
         if given - {"epsilon"}:
             raise DipsyError("this method is ε-DP (pure): it takes --epsilon only", "leave out --delta and --rho")
