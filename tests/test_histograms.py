@@ -23,8 +23,8 @@ from scipy.special import gammaln, logsumexp
 import dipsy
 from dipsy.domain import Column, Domain
 from dipsy.domain.codec import encode_column
-from dipsy.engine import NumpyEngine
-from dipsy.errors import DipsyError
+from dipsy.engine import NumpyEngine, engine_for
+from dipsy.errors import DipsyError, PrivacyError
 from dipsy.methods import REGISTRY
 from dipsy.methods.dp_prior import minimum_prior
 from dipsy.methods.exponential_ecdf import (
@@ -32,12 +32,15 @@ from dipsy.methods.exponential_ecdf import (
     ExponentialECDF,
     candidate_paths,
     ecdf_cells,
+    exponential_choice,
+    ks_levels,
     number_of_candidates,
 )
 from dipsy.methods.histograms import PerturbedHistogram, SmoothedHistogram, equal_bins, least_delta
 from dipsy.privacy import PureDP
 from dipsy.privacy.audit import compositions, largest_privacy_loss, neighbours
 from dipsy.privacy.rng import Randomness
+from dipsy.privacy.session import Session
 from dipsy.privacy.samplers import discrete_laplace
 
 from conftest import CE_DATA, CE_DOMAIN
@@ -53,11 +56,17 @@ def one_column(edges, kind="numeric", name="x") -> Domain:
     return Domain((Column(name, kind, lower=edges[0], upper=edges[-1], bins=tuple(float(e) for e in edges)),))
 
 
-def fitted(method, data: pd.DataFrame, domain: Domain):
-    """Plan and fit a configured method on a DataFrame, as the API does."""
-    engine = NumpyEngine(data, domain)
-    plan = method.plan(engine.num_rows(), domain)
-    return plan, method.fit(engine, plan)
+def fitted(method, data, domain: Domain, seed: int = 0):
+    """Plan and fit a configured method on a DataFrame (or file), as the API does: through a session."""
+    engine = engine_for(data, domain)
+    plan = method.plan(engine.num_rows() if method.relation.fixes_n else None, domain)
+    session = Session(engine, plan.declared(method.budget), plan.relation, Randomness.from_seed(seed), plan.measurements)
+    return plan, method.fit(session, plan)
+
+
+def exact_counts(data, cells: Domain) -> np.ndarray:
+    """What a measurement of ``cells`` reads (for the tests only)."""
+    return NumpyEngine(data, cells).contingency(cells.names, form="dense").counts
 
 
 def bin_of(values: np.ndarray, edges) -> np.ndarray:
@@ -138,25 +147,23 @@ def ce():
 def test_perturbed_counts_are_the_true_counts_plus_exact_noise_fresh_for_every_set(ce, neighbouring, sensitivity):
     data, domain = ce
     sets, eps = 4, Fraction(2)
-    plan, model = fitted(PerturbedHistogram(PureDP(2.0), sets=sets, neighbouring=neighbouring), data, domain)
+    method = PerturbedHistogram(PureDP(2.0), sets=sets, neighbouring=neighbouring)
+    plan, model = fitted(method, data, domain, seed=11)
     truth = NumpyEngine(data, domain).contingency().dense().ravel()
     eps_table = eps / sets * (Fraction(9, 10) if neighbouring == "add-remove" else 1)
     assert plan.parameters["noise"]["scale"] == str(sensitivity / eps_table)
-    rand, again = Randomness.from_seed(11), Randomness.from_seed(11)
-    for _ in range(2):  # two sets: each reproduced from the same stream, with its own noise
-        table, n_set = model.measure(rand)
+    assert len(plan.measurements) == sets * (2 if neighbouring == "add-remove" else 1)
+    again = Randomness.from_seed(11)
+    for k in range(sets):  # every set reproduced from the same stream, each with its own noise
         noisy = truth + discrete_laplace(sensitivity / eps_table, truth.size, again)
         n = len(data)
         if neighbouring == "add-remove":
             n = max(n + int(discrete_laplace(1 / (eps / sets / 10), 1, again)[0]), 0)
-        assert table.tolist() == np.maximum(noisy, 0).tolist() and n_set == n
-    # a record set: one such measurement, then n cells from the normalised table
-    drawn = model.draw_counts(rand)
-    noisy = np.maximum(truth + discrete_laplace(sensitivity / eps_table, truth.size, again), 0)
-    n = len(data)
-    if neighbouring == "add-remove":
-        n = max(n + int(discrete_laplace(1 / (eps / sets / 10), 1, again)[0]), 0)
-    assert drawn.tolist() == again.numpy.multinomial(n, noisy / noisy.sum()).tolist()
+        assert model.outputs[k].tolist() == noisy.tolist() and model.totals[k] == n
+    # a record set: n cells from the normalised, thresholded table (post-processing only)
+    rand, replay = Randomness.from_seed(3), Randomness.from_seed(3)
+    noisy = np.maximum(model.outputs[0], 0)
+    assert model.counts(0, rand).tolist() == replay.numpy.multinomial(model.totals[0], noisy / noisy.sum()).tolist()
 
 
 def test_m_sets_spend_epsilon_over_m_each(ce):
@@ -177,7 +184,7 @@ def test_perturbed_records_have_n_rows_inside_the_bounds_and_their_cells(ce, opt
     plan, model = fitted(method, data, domain)
     cells = equal_bins(domain, options.get("bins"))
     rand = Randomness.from_seed(5)
-    drawn = model.sample(rand)
+    drawn = model.draw(rand)
     records = drawn if isinstance(drawn, pd.DataFrame) else dipsy.domain.decode(drawn, domain, rand.numpy)
     assert isinstance(drawn, pd.DataFrame) == bool(options)  # the caller cannot decode bins it does not know
     assert len(records) == len(data) and list(records.columns) == ["Income", "Expenditure"]
@@ -185,7 +192,7 @@ def test_perturbed_records_have_n_rows_inside_the_bounds_and_their_cells(ce, opt
         assert records[c.name].between(c.lower, c.upper).all()
     # decoded inside their cells: re-encoding the records gives back the drawn cells
     again = Randomness.from_seed(5)
-    counts = model.draw_counts(again)
+    counts = model.counts(0, again)
     codes = {c.name: encode_column(records[c.name], c).codes for c in cells.columns}
     cell = np.ravel_multi_index((codes["Income"], codes["Expenditure"]), cells.shape())
     assert np.bincount(cell, minlength=counts.size).tolist() == counts.tolist()
@@ -199,7 +206,21 @@ def test_perturbed_refuses_what_it_cannot_do(ce):
     with pytest.raises(DipsyError, match="total_share"):
         PerturbedHistogram(PureDP(1.0), options={"total_share": 1})
     with pytest.raises(DipsyError, match="numeric without bins"):
-        PerturbedHistogram(PureDP(1.0)).plan(10, Domain((Column("x", "numeric", lower=0, upper=1),)))
+        PerturbedHistogram(PureDP(1.0)).plan(None, Domain((Column("x", "numeric", lower=0, upper=1),)))
+    with pytest.raises(DipsyError, match="more than the 1,000,000"):
+        PerturbedHistogram(PureDP(1.0), options={"bins": 10**10}).plan(None, one_column([0, 1]))
+
+
+def test_perturbed_plans_without_n_under_add_remove_and_models_refuse_a_further_set(ce):
+    data, domain = ce
+    method = PerturbedHistogram(PureDP(1.0), sets=2)
+    plan = method.plan(None, domain)
+    assert not any(p.startswith("n =") for p in plan.public) and "n" not in plan.parameters
+    _, model = fitted(method, data, domain)
+    rand = Randomness.from_seed(1)
+    model.draw(rand), model.draw(rand)
+    with pytest.raises(PrivacyError):
+        model.draw(rand)
 
 
 # -- smoothed histogram --------------------------------------------------------------------------------------
@@ -276,12 +297,16 @@ def test_equal_bins_give_eq6_and_the_dp_prior(n, epsilon, cells):
 def test_smoothed_cell_masses_mix_the_histogram_with_the_box_volume():
     domain = grid_domain(GRIDS["4 unequal"])
     data = pd.DataFrame({"x0": [0.1, 0.2, 5.0, 9.0, 10.0]})
-    plan, model = fitted(SmoothedHistogram(PureDP(3.0)), data, domain)
+    plan, model = fitted(SmoothedHistogram(PureDP(3.0)), data, domain, seed=2)
     delta = plan.parameters["delta"]
     expected = (1 - delta) * np.array([2, 0, 1, 2]) / 5 + delta * np.array([0.05, 0.35, 0.2, 0.4])
-    assert model.probabilities == pytest.approx(expected, abs=1e-15)
+    replay = Randomness.from_seed(2).numpy.multinomial(5, expected / expected.sum())
+    assert model.outputs[0].tolist() == replay.tolist()  # the measurement is the n draws of eq. 5
+    mechanism = plan.measurements[0].mechanism
+    draws = np.array([mechanism.randomise(np.array([2, 0, 1, 2]), Randomness.from_seed(s)) for s in range(4000)])
+    assert draws.mean(axis=0) / 5 == pytest.approx(expected, abs=0.02)
     assert plan.parameters["v_min"] == pytest.approx(0.05)
-    records = dipsy.domain.decode(model.sample(Randomness.from_seed(2)), domain, np.random.default_rng(0))
+    records = dipsy.domain.decode(model.draw(Randomness.from_seed(2)), domain, np.random.default_rng(0))
     assert len(records) == 5 and records["x0"].between(0, 10).all()
 
 
@@ -347,9 +372,11 @@ def test_exponential_ecdf_draws_follow_exp_of_epsilon_u_over_two_delta():
         key = tuple(np.bincount(multiset, minlength=4))
         expected[key] = math.exp(epsilon * -ks / (2 / 3))
         wrong[key] = math.exp(epsilon * -ks / (1 / 3))  # a sensitivity half the true one
-    paths, _ = model.candidates()
+    paths = candidate_paths(3, 4)
+    levels = ks_levels(paths, np.cumsum(exact_counts(data, plan.measurements[0].query.domain)))
     observed = dict.fromkeys(expected, 0)
-    for r in model.draw(Randomness.from_seed(8), draws):
+    gamma = plan.measurements[0].mechanism.gamma
+    for r in exponential_choice(levels, gamma, draws, Randomness.from_seed(8)):
         observed[tuple(np.diff(np.concatenate(([0], paths[r], [3]))))] += 1
     keys = list(expected)
     obs = np.array([observed[k] for k in keys])
@@ -363,7 +390,9 @@ def test_exponential_ecdf_releases_n_records_on_the_grid():
     data = pd.DataFrame({"k": [5, 5, 7, 0]})
     domain = Domain((Column("k", "integer", lower=0, upper=10, bins=(0, 5, 10)),))
     plan, model = fitted(ExponentialECDF(PureDP(1.0), options={"grid": 3}), data, domain)
-    assert model.cumulative.tolist() == [1, 3, 4]  # #{x <= 0}, #{x <= 5}, #{x <= 10}
+    cells = plan.measurements[0].query.domain
+    assert np.cumsum(exact_counts(data, cells)).tolist() == [1, 3, 4]  # #{x <= 0}, #{x <= 5}, #{x <= 10}
+    assert model.outputs[0].shape == (2,) and plan.measurements[0].cost == PureDP(1.0)
     release = dipsy.synthesize(data, domain, method="exponential-ecdf", epsilon=1.0, sets=3, seed=4)
     assert [len(t) for t in release.tables] == [4, 4, 4]
     assert all(set(t["k"]) <= {0, 5, 10} and t["k"].dtype.kind == "i" for t in release.tables)
@@ -420,7 +449,8 @@ def test_other_bins_are_read_from_files_too(tmp_path):
     domain = one_column([0, 0.25, 0.5, 1])
     method = ExponentialECDF(PureDP(1.0))
     plan = method.plan(5, domain)
-    from dipsy.engine import engine_for
 
-    from_file = method.fit(engine_for(path, domain), plan)
-    assert from_file.cumulative.tolist() == fitted(method, data, domain)[1].cumulative.tolist() == [1, 3, 4, 5]
+    query = plan.measurements[0].query
+    from_file = np.cumsum(query.answer(engine_for(path, domain)))
+    assert from_file.tolist() == np.cumsum(query.answer(NumpyEngine(data, domain))).tolist() == [1, 3, 4, 5]
+    assert fitted(method, path, domain)[1].outputs[0].tolist() == fitted(method, data, domain)[1].outputs[0].tolist()

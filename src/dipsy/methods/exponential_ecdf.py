@@ -58,19 +58,21 @@ when there would be more than :data:`MAX_CANDIDATES` = 2·10⁶ candidates or mo
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..domain import Column, Domain
-from ..engine import Engine
 from ..errors import DipsyError
+from ..privacy import PureDP
+from ..privacy.measurement import Measurement, Mechanism, Table
 from ..privacy.rng import Randomness
 from ..privacy.samplers import bernoulli_exp, to_fraction
-from .base import SUBSTITUTE, Model, Option, Plan, Synthesizer, whole
-from .histograms import count_cells
+from ..privacy.session import Session
+from .base import Model, Option, Plan, Synthesizer, whole
 
 #: Most candidate ECDFs the method enumerates.
 MAX_CANDIDATES = 2_000_000
@@ -198,6 +200,36 @@ def exponential_choice(levels: np.ndarray, gamma: Fraction, size: int, rand: Ran
     return out
 
 
+@dataclass(frozen=True)
+class ExponentialChoice(Mechanism):
+    r"""The exponential mechanism over the ECDFs of ``n`` points on ``points`` grid points (eq. 7).
+
+    The answer is the data's counts on the grid's cells; the release is the chosen candidate's
+    cumulative counts, drawn with ``Pr(c) ∝ exp(−γ j(D, c))``, ``j = n · KS`` of sensitivity 1, so
+    the privacy map is ε = 2γ (McSherry & Talwar 2007; the class docstring's proof).
+    """
+
+    n: int
+    points: int
+    gamma: Fraction
+
+    @property
+    def cost(self) -> PureDP:
+        return PureDP(float(2 * self.gamma))
+
+    def randomise(self, answer: Any, rand: Randomness) -> np.ndarray:
+        paths = candidate_paths(self.n, self.points)
+        levels = ks_levels(paths, np.cumsum(np.asarray(answer, dtype=np.int64)))
+        return paths[exponential_choice(levels, self.gamma, 1, rand)[0]].astype(np.int64)
+
+    def describe(self) -> dict[str, Any]:
+        return {"distribution": "exponential mechanism: Pr(c) proportional to exp(-gamma * n * KS(data, c))",
+                "gamma": str(self.gamma), "candidates": number_of_candidates(self.n, self.points), "sensitivity": "1 (of n · KS)"}
+
+    def weakened(self, factor: float) -> "ExponentialChoice":
+        return replace(self, gamma=self.gamma / to_fraction(factor))
+
+
 class ExponentialECDF(Synthesizer):
     """Exponential mechanism over the ECDFs of ``n`` points on a public grid (eq. 7); ε-DP, n public.
 
@@ -210,7 +242,6 @@ class ExponentialECDF(Synthesizer):
     name = "exponential-ecdf"
     summary = "Exponential mechanism over all ECDFs of n points on a public grid, KS utility (Wasserman & Zhou 2010); one column, small n; ε-DP, n public"
     definition = "pure-DP"
-    neighbouring = SUBSTITUTE
     options = (Option("grid", whole("grid", 2), "G equally spaced grid points over the bounds, instead of the column's bin edges"),)
 
     def plan(self, n: int, domain: Domain) -> Plan:
@@ -235,47 +266,35 @@ class ExponentialECDF(Synthesizer):
             "to the original ECDF on the grid, sensitivity 1/n; records are the chosen ECDF's grid points"
         )
         public = (f"n = {n} (the number of rows)", "the domain (bounds of the released column)", f"the grid of {points} points")
-        params = {"grid": grid.tolist(), "candidates": candidates, "sensitivity": f"1/{n}", "n": n,
-                  "_column": column, "_gamma": eps_set / 2}
-        return Plan(self.statement(n, mechanism, public), self.equal_spends(f"exponential mechanism over {candidates} ECDFs"), params)
+        choice = ExponentialChoice(n, points, eps_set / 2)
+        query = Table((column.name,), Domain((ecdf_cells(column, grid),), domain.name, domain.description))
+        draws = tuple(Measurement(label, query, choice, self.relation)
+                      for label in self.per_set_labels(f"exponential mechanism over {candidates} ECDFs"))
+        params = {"grid": grid.tolist(), "candidates": candidates, "sensitivity": f"1/{n}", "n": n}
+        return Plan(draws, self.relation, public, mechanism, self.composition(), params)
 
-    def fit(self, engine: Engine, plan: Plan) -> "ExponentialECDFModel":
-        p = plan.parameters
-        column: Column = p["_column"]
-        grid = np.asarray(p["grid"], dtype=float)
-        counts, _, _ = count_cells(engine, Domain((ecdf_cells(column, grid),)))
-        return ExponentialECDFModel(column, grid, np.cumsum(counts), p["_gamma"])
+    def fit(self, session: Session, plan: Plan) -> "ExponentialECDFModel":
+        column = session.domain.columns[0]
+        return ExponentialECDFModel(column, np.asarray(plan.parameters["grid"], dtype=float), plan.parameters["n"],
+                                    tuple(session.measure(m) for m in plan.measurements))
 
 
 @dataclass(frozen=True, eq=False)
 class ExponentialECDFModel(Model):
-    """The data's ECDF on the grid (private) and, once enumerated, every candidate's KS level."""
+    """The chosen ECDFs (cumulative counts on the grid), one per set: what the measurements released."""
 
     column: Column
     grid: np.ndarray
-    cumulative: np.ndarray
-    gamma: Fraction
-    _cache: dict = field(default_factory=dict)
+    n: int
+    outputs: tuple[np.ndarray, ...]
 
     @property
-    def n(self) -> int:
-        return int(self.cumulative[-1])
+    def sets(self) -> int:
+        return len(self.outputs)
 
-    def candidates(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every candidate's cumulative counts and its level ``j = n · KS`` (enumerated once)."""
-        if not self._cache:
-            paths = candidate_paths(self.n, self.grid.size)
-            self._cache.update(paths=paths, levels=ks_levels(paths, self.cumulative))
-        return self._cache["paths"], self._cache["levels"]
-
-    def draw(self, rand: Randomness, size: int = 1) -> np.ndarray:
-        """Indices of ``size`` independent draws of the mechanism (eq. 7): ``Pr(c) ∝ exp(-ε j/2)``."""
-        return exponential_choice(self.candidates()[1], self.gamma, size, rand)
-
-    def sample(self, rand: Randomness) -> pd.DataFrame:
-        paths, _ = self.candidates()
-        chosen = paths[self.draw(rand)[0]].astype(np.int64)
-        counts = np.diff(np.concatenate(([0], chosen, [self.n])))
+    def sample(self, k: int, rand: Randomness) -> pd.DataFrame:
+        chosen = self.outputs[k]
+        counts = np.diff(np.concatenate(([0], chosen, [self.n])))  # the last grid point holds all n
         values = np.repeat(self.grid, counts)
         rand.numpy.shuffle(values)
         if self.column.kind == "integer":

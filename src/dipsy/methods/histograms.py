@@ -38,15 +38,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..domain import Column, Domain, decode
-from ..engine import Engine
+from ..domain import MAX_CODES, Column, Domain, check_cells, decode
+from ..domain.limits import too_many_codes
 from ..errors import DipsyError
-from ..privacy import PureDP, Spend
+from ..privacy.measurement import DiscreteLaplace, Measurement, PosteriorDraw, Table, Total
+from ..privacy.relation import ADD_REMOVE, SUBSTITUTE
 from ..privacy.rng import Randomness
 from ..privacy.samplers import to_fraction
-from .base import ADD_REMOVE, SUBSTITUTE, Option, Plan, Synthesizer, whole
+from ..privacy.session import Session
+from .base import Option, Plan, Synthesizer, whole
 from .counts import CountModel
-from .laplace_sanitizer import SanitizerModel, _share, discrete_laplace_variance
+from .laplace_sanitizer import _share
 
 # -- shared: bins, engines over other bins, cell shares ---------------------------------------------------
 
@@ -60,6 +62,8 @@ def equal_bins(domain: Domain, k: int | None) -> Domain:
     """
     if k is None:
         return domain
+    if k > MAX_CODES:  # before np.linspace allocates k + 1 edges
+        raise too_many_codes("option bins", k, "bins", "give fewer bins, e.g. --option bins=50")
     columns = tuple(
         replace(c, bins=tuple(float(e) for e in np.linspace(c.lower, c.upper, k + 1))) if c.kind == "numeric" else c
         for c in domain.columns
@@ -67,15 +71,18 @@ def equal_bins(domain: Domain, k: int | None) -> Domain:
     return Domain(columns, domain.name, domain.description)
 
 
-def count_cells(engine: Engine, domain: Domain) -> tuple[np.ndarray, tuple[str, ...], tuple[int, ...]]:
-    """Exact counts of the cells of ``domain`` (dense, C order), read through ``engine``'s source."""
-    over = engine.rebinned(domain)
-    try:
-        table = over.contingency(domain.names, form="dense")
-    finally:
-        if over is not engine and hasattr(over, "close"):
-            over.close()
-    return table.counts, table.columns, table.shape
+def cells_of(domain: Domain, k: int | None) -> Domain:
+    """The cells a histogram counts: ``domain`` re-binned by option ``bins``, refused when every
+    column cannot be cut into cells or the table is too large (from declared sizes only)."""
+    cells = equal_bins(domain, k)
+    cells.shape()  # every column must have cells (bins, whole numbers or categories)
+    check_cells(cells)
+    return cells
+
+
+def table_of(cells: Domain, domain: Domain) -> Table:
+    """The query counting ``cells``: over the engine's own bins, or re-binned."""
+    return Table(cells.names, None if cells == domain else cells)
 
 
 def column_shares(column: Column) -> np.ndarray:
@@ -159,8 +166,8 @@ class PerturbedHistogram(Synthesizer):
 
     How it differs from the Laplace sanitizer
     -----------------------------------------
-    The noise, thresholding and multinomial draw are the sanitizer's own
-    (:class:`~dipsy.methods.laplace_sanitizer.SanitizerModel`, reused here). The differences:
+    The noise (a :class:`~dipsy.privacy.measurement.DiscreteLaplace` measurement per set),
+    thresholding and multinomial draw are the sanitizer's. The differences:
     m sets, each with fresh noise and ``ε/m`` (the sanitizer releases one); cells are the bins of
     numeric columns, decoded uniformly inside them (option ``bins=K`` re-bins); add/remove is the
     default neighbouring (the sanitizer's is substitution); and records only (a noisy table is the
@@ -170,72 +177,71 @@ class PerturbedHistogram(Synthesizer):
     name = "perturbed-histogram"
     summary = "Exact discrete Laplace noise on the counts of the bins, negatives to 0, records uniform inside bins (Wasserman & Zhou 2010); ε-DP, m sets of ε/m"
     definition = "pure-DP"
-    neighbouring = ADD_REMOVE
-    neighbourings = (ADD_REMOVE, SUBSTITUTE)
+    relations = (ADD_REMOVE, SUBSTITUTE)
     options = (
         Option("bins", whole("bins", 1), "K equal-width bins over the public bounds of every numeric column, instead of the domain's"),
         Option("total_share", _share, "share of each set's ε for its noisy total n under add/remove (default 0.1)"),
     )
 
-    def plan(self, n: int, domain: Domain) -> Plan:
-        if self.neighbouring == SUBSTITUTE:
-            self.require_rows(n)
-        cells = equal_bins(domain, self.settings.get("bins"))
-        cells.shape()  # every column must have cells (bins, whole numbers or categories)
+    def plan(self, n: int | None, domain: Domain) -> Plan:
+        self.require_rows(n)
+        cells = cells_of(domain, self.settings.get("bins"))
         eps_set = to_fraction(self.budget.epsilon) / self.sets
-        add_remove = self.neighbouring == ADD_REMOVE
+        add_remove = self.relation == ADD_REMOVE
         sensitivity = 1 if add_remove else 2
         eps_table, eps_total = eps_set, None
         if add_remove:
             share = to_fraction(self.settings.get("total_share", 0.1))
             eps_total, eps_table = eps_set * share, eps_set * (1 - share)
-        scale = sensitivity / eps_table
-        spends: list[Spend] = []
+        noise = DiscreteLaplace(sensitivity / eps_table, to_fraction(sensitivity))
+        query = table_of(cells, domain)
+        measurements = []
         for k in range(1, self.sets + 1):
-            spends.append(Spend(f"{self.name}: set {k} of {self.sets}, noisy bin counts, discrete Laplace scale {scale} "
-                                f"(sensitivity {sensitivity})", PureDP(float(eps_table))))
+            measurements.append(Measurement(f"{self.name}: set {k} of {self.sets}, noisy bin counts, discrete Laplace scale "
+                                            f"{noise.scale} (sensitivity {sensitivity})", query, noise, self.relation))
             if eps_total is not None:
-                spends.append(Spend(f"{self.name}: set {k} of {self.sets}, noisy total n, discrete Laplace scale {1 / eps_total}",
-                                    PureDP(float(eps_total))))
-        variance = discrete_laplace_variance(scale)
-        noise = {
-            "distribution": "discrete Laplace: P(e = z) proportional to exp(-|z| / scale), fresh for every set",
-            "scale": str(scale),
-            "scale_value": float(scale),
-            "variance": variance,
-            "sd": math.sqrt(variance),
-            "post_processing": "negative counts set to 0, then n records from Multinomial(n; normalised counts), uniform inside their bins",
-        }
+                total = DiscreteLaplace(1 / eps_total)
+                measurements.append(Measurement(f"{self.name}: set {k} of {self.sets}, noisy total n, discrete Laplace scale "
+                                                f"{total.scale}", Total(), total, self.relation))
         mechanism = (
             f"perturbed histogram (Wasserman & Zhou 2010; Bowen & Liu 2016 eq. 4): exact discrete Laplace noise of scale "
             f"{sensitivity}/epsilon_set on every cell count of the released columns' bins, negatives to 0, "
             "records drawn by cell and uniformly inside it" + ("; n measured per set as a noisy total" if add_remove else "")
         )
-        public = ("the domain (categories, bounds and bins of the released columns)",)
-        if not add_remove:
-            public = (f"n = {n} (the number of rows)", *public)
-        params: dict[str, Any] = {"sensitivity": sensitivity, "noise": noise, "cells": cells.cells(), "bins": _bins_used(cells),
-                                  "_cells": cells, "_scale": scale, "_total_scale": None if eps_total is None else 1 / eps_total}
+        described = {**noise.describe(), "distribution": noise.describe()["distribution"] + ", fresh for every set",
+                     "post_processing": "negative counts set to 0, then n records from Multinomial(n; normalised counts), uniform inside their bins"}
+        params: dict[str, Any] = {"sensitivity": sensitivity, "noise": described, "cells": cells.cells(), "bins": _bins_used(cells)}
         if not add_remove:
             params["n"] = n
-        return Plan(self.statement(n, mechanism, public), tuple(spends), params)
+        return Plan(tuple(measurements), self.relation, self.public(n), mechanism, self.composition(), params)
 
-    def fit(self, engine: Engine, plan: Plan) -> "PerturbedHistogramModel":
-        p = plan.parameters
-        cells: Domain = p["_cells"]
-        counts, columns, shape = count_cells(engine, cells)
-        return PerturbedHistogramModel(columns, shape, counts, p["_scale"], p["_total_scale"], "threshold", p["noise"],
-                                       decode_domain=None if cells == engine.domain else cells)
+    def fit(self, session: Session, plan: Plan) -> "PerturbedHistogramModel":
+        outputs = [session.measure(m) for m in plan.measurements]
+        query = plan.measurements[0].query
+        cells = query.domain or session.domain
+        if self.relation == ADD_REMOVE:  # (table, total) per set; a noisy total below 0 releases no records
+            tables, totals = outputs[0::2], tuple(max(int(t[0]), 0) for t in outputs[1::2])
+        else:
+            tables, totals = outputs, (plan.parameters["n"],) * self.sets
+        return PerturbedHistogramModel(cells.names, cells.shape(), tuple(tables), totals, query.domain)
 
 
 @dataclass(frozen=True, eq=False)
-class PerturbedHistogramModel(SanitizerModel):
-    """The sanitizer's model, measured afresh for every set (each set is its own ε/m measurement)."""
+class PerturbedHistogramModel(CountModel):
+    """Each set's noisy bin counts and its n (public, or its own noisy total); records decoded
+    against the bins actually used (``decode_domain``, when ``bins=K`` re-binned)."""
 
+    totals: tuple[int, ...]
     decode_domain: Domain | None = None
 
-    def sample(self, rand: Randomness) -> "dict[str, np.ndarray] | pd.DataFrame":
-        return _records(super().sample(rand), self.decode_domain, rand)
+    def counts(self, k: int, rand: Randomness) -> np.ndarray:
+        table = np.maximum(self.outputs[k], 0)
+        total = table.sum()
+        p = table / total if total > 0 else np.full(table.size, 1 / table.size)
+        return rand.numpy.multinomial(self.totals[k], p)
+
+    def sample(self, k: int, rand: Randomness) -> "dict[str, np.ndarray] | pd.DataFrame":
+        return _records(super().sample(k, rand), self.decode_domain, rand)
 
 
 # -- smoothed histogram ---------------------------------------------------------------------------------------
@@ -318,17 +324,15 @@ class SmoothedHistogram(Synthesizer):
     name = "smoothed-histogram"
     summary = "Histogram mixed with the uniform on the public box, δ the least weight for ε-DP, n draws (Wasserman & Zhou 2010); ε-DP, one set, n public"
     definition = "pure-DP"
-    neighbouring = SUBSTITUTE
     multiple_sets = False
     options = (
         Option("bins", whole("bins", 1), "K equal-width bins over the public bounds of every numeric column, instead of the domain's"),
         Option("delta", _delta, "weight of the uniform; default and least value 1/(1 + n v_min (e^(ε/n) - 1))"),
     )
 
-    def plan(self, n: int, domain: Domain) -> Plan:
+    def plan(self, n: int | None, domain: Domain) -> Plan:
         self.require_rows(n)
-        cells = equal_bins(domain, self.settings.get("bins"))
-        cells.shape()
+        cells = cells_of(domain, self.settings.get("bins"))
         v_min = smallest_share(cells)
         least = least_delta(n, self.budget.epsilon, v_min)
         delta = self.at_least("delta", least, "1/(1 + n v_min (e^(ε/n) - 1))")
@@ -337,34 +341,39 @@ class SmoothedHistogram(Synthesizer):
             "delta * uniform on the box of the public bounds, delta >= 1/(1 + n v_min (exp(epsilon/n) - 1)) with v_min the "
             "smallest cell's share of the box (derived in dipsy.methods.histograms)"
         )
-        spends = self.equal_spends(f"n draws from the smoothed histogram, delta = {delta:.6g}")
-        params = {"delta": delta, "least_delta": least, "v_min": v_min, "n": n, "cells": cells.cells(),
-                  "bins": _bins_used(cells), "_cells": cells}
-        return Plan(self.statement(n, mechanism), spends, params)
+        shares = cell_shares(cells)
+        draw = PosteriorDraw(
+            "n draws from the smoothed histogram (1 - delta) * histogram + delta * uniform", self.budget.epsilon, delta,
+            draw=lambda counts, d, rand: smoothed_draw(counts, d, shares, rand),
+            bound=lambda d: n * math.log1p((1 - d) / (n * d * v_min)),
+            details=(("n", n), ("v_min", v_min), ("privacy map", "epsilon = n log(1 + (1 - delta)/(n delta v_min)), derived in dipsy.methods.histograms")),
+        )
+        m = Measurement(f"{self.name}: n draws from the smoothed histogram, delta = {delta:.6g}", table_of(cells, domain), draw, self.relation)
+        params = {"delta": delta, "least_delta": least, "v_min": v_min, "n": n, "cells": cells.cells(), "bins": _bins_used(cells)}
+        return Plan((m,), self.relation, self.public(n), mechanism, self.composition(), params)
 
-    def fit(self, engine: Engine, plan: Plan) -> "SmoothedHistogramModel":
-        p = plan.parameters
-        cells: Domain = p["_cells"]
-        counts, columns, shape = count_cells(engine, cells)
-        n, delta = int(counts.sum()), p["delta"]
-        probabilities = (1 - delta) * counts / n + delta * cell_shares(cells)  # eq. 5, cell by cell
-        return SmoothedHistogramModel(columns, shape, probabilities / probabilities.sum(), n,
-                                      None if cells == engine.domain else cells)
+    def fit(self, session: Session, plan: Plan) -> "SmoothedHistogramModel":
+        m = plan.measurements[0]
+        cells = m.query.domain or session.domain
+        return SmoothedHistogramModel(cells.names, cells.shape(), (session.measure(m),), m.query.domain)
+
+
+def smoothed_draw(counts: np.ndarray, delta: float, shares: np.ndarray, rand: Randomness) -> np.ndarray:
+    """Cells of ``n`` draws from the smoothed histogram: ``Multinomial(n; (1 - δ) n_k/n + δ v_k)`` (eq. 5)."""
+    n = int(counts.sum())
+    p = (1 - delta) * counts / max(n, 1) + delta * shares
+    return rand.numpy.multinomial(n, p / p.sum())
 
 
 @dataclass(frozen=True, eq=False)
 class SmoothedHistogramModel(CountModel):
-    """The cell masses ``p_k`` of the smoothed histogram (private: they carry the exact counts)."""
+    """The drawn cells of the smoothed histogram (the measurement's output); records decoded
+    against the bins actually used."""
 
-    probabilities: np.ndarray
-    n: int
     decode_domain: Domain | None = None
 
-    def draw_counts(self, rand: Randomness) -> np.ndarray:
-        return rand.numpy.multinomial(self.n, self.probabilities)
-
-    def sample(self, rand: Randomness) -> "dict[str, np.ndarray] | pd.DataFrame":
-        return _records(super().sample(rand), self.decode_domain, rand)
+    def sample(self, k: int, rand: Randomness) -> "dict[str, np.ndarray] | pd.DataFrame":
+        return _records(super().sample(k, rand), self.decode_domain, rand)
 
 
-__all__ = ["PerturbedHistogram", "SmoothedHistogram", "least_delta", "equal_bins", "cell_shares", "smallest_share"]
+__all__ = ["PerturbedHistogram", "SmoothedHistogram", "least_delta", "equal_bins", "cells_of", "cell_shares", "smallest_share", "table_of"]

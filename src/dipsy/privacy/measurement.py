@@ -80,7 +80,11 @@ class Table(Query):
 
     def answer(self, engine: Any) -> np.ndarray:
         source = engine if self.domain is None else engine.rebinned(self.domain)
-        return np.asarray(source.contingency(self.columns, form="dense").counts, dtype=np.int64)
+        try:
+            return np.asarray(source.contingency(self.columns, form="dense").counts, dtype=np.int64)
+        finally:
+            if source is not engine and hasattr(source, "close"):
+                source.close()
 
     def describe(self) -> str:
         return f"the counts of the {' × '.join(self.columns)} table" if self.columns else "the number of rows"
