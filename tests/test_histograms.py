@@ -24,7 +24,7 @@ import dipsy
 from dipsy.domain import Column, Domain
 from dipsy.domain.codec import encode_column
 from dipsy.engine import NumpyEngine, engine_for
-from dipsy.errors import DipsyError, PrivacyError
+from dipsy.errors import DipsyError, DomainError, PrivacyError
 from dipsy.methods import REGISTRY
 from dipsy.methods.dp_prior import minimum_prior
 from dipsy.methods.exponential_ecdf import (
@@ -36,7 +36,8 @@ from dipsy.methods.exponential_ecdf import (
     ks_levels,
     number_of_candidates,
 )
-from dipsy.methods.histograms import PerturbedHistogram, SmoothedHistogram, equal_bins, least_delta
+from dipsy.methods import histograms
+from dipsy.methods.histograms import MAX_CELLS, PerturbedHistogram, SmoothedDraw, SmoothedHistogram, equal_bins, least_delta
 from dipsy.privacy import PureDP
 from dipsy.privacy.audit import compositions, largest_privacy_loss, neighbours
 from dipsy.privacy.rng import Randomness
@@ -211,6 +212,73 @@ def test_perturbed_refuses_what_it_cannot_do(ce):
         PerturbedHistogram(PureDP(1.0), options={"bins": 10**10}).plan(None, one_column([0, 1]))
 
 
+def test_sizes_are_refused_from_what_is_declared_before_anything_is_allocated(ce, monkeypatch):
+    """The audit's ``bins=10000000000`` allocated 74.5 GiB; now every size is refused from the
+    declared numbers, before a single bin edge exists."""
+    data, domain = ce
+
+    def no_bins(*args, **kwargs):
+        raise AssertionError("bins were built before the sizes were checked")
+
+    monkeypatch.setattr(histograms, "equal_bins", no_bins)
+    with pytest.raises(DomainError, match="more than the 1,000,000"):
+        PerturbedHistogram(PureDP(1.0), options={"bins": 10**10}).plan(None, domain)
+    with pytest.raises(DomainError, match=f"10,000 × 10,000.*more than the {MAX_CELLS:,}"):
+        PerturbedHistogram(PureDP(1.0), options={"bins": 10**4}).plan(None, domain)
+    with pytest.raises(DomainError, match=f"more than the {MAX_CELLS:,}"):
+        SmoothedHistogram(PureDP(1.0), options={"bins": 10**4}).plan(len(data), domain)
+    with pytest.raises(DomainError, match="300 sets of 1,000,000 noisy cell counts.*fewer sets"):  # each set keeps its own
+        PerturbedHistogram(PureDP(1.0), sets=300, options={"bins": 10**6}).plan(None, domain.project(["Income"]))
+    with pytest.raises(DomainError) as refused:  # through the API too: one line, the problem and its fix
+        dipsy.synthesize(data, domain, method="perturbed-histogram", epsilon=1.0, options={"bins": 10_000_000_000})
+    assert refused.value.problem and refused.value.fix
+
+
+@pytest.mark.parametrize("method, sets", [("perturbed-histogram", 3), ("smoothed-histogram", 1), ("exponential-ecdf", 2)])
+def test_each_model_refuses_a_draw_past_its_charged_sets(ce, method, sets):
+    if method == "exponential-ecdf":
+        data, options = pd.DataFrame({"k": [5, 5, 7, 0]}), {"grid": 3}
+        domain = Domain((Column("k", "integer", lower=0, upper=10, bins=(0, 5, 10)),))
+    else:
+        (data, domain), options = ce, {"bins": 4}
+    plan, model = fitted(REGISTRY[method](PureDP(1.0), sets=sets, options=options), data, domain)
+    assert model.sets == sets
+    rand = Randomness.from_seed(3)
+    for _ in range(sets):
+        model.draw(rand)
+    with pytest.raises(PrivacyError, match=f"charged for {sets} set"):
+        model.draw(rand)
+
+
+def test_under_add_remove_no_plan_receives_n(ce, monkeypatch):
+    """n reaches the plan only under substitution; under add/remove each set measures its own total."""
+    data, domain = ce
+    seen = []
+    real = PerturbedHistogram.plan
+    monkeypatch.setattr(PerturbedHistogram, "plan", lambda self, n, d: seen.append(n) or real(self, n, d))
+    added = dipsy.synthesize(data, domain, method="perturbed-histogram", epsilon=1.0, sets=3, seed=1, options={"bins": 5})
+    substituted = dipsy.synthesize(data, domain, method="perturbed-histogram", epsilon=1.0, sets=3, seed=1,
+                                   options={"bins": 5}, neighbouring="substitute")
+    assert seen == [None, len(data)]
+    assert not any(p.startswith("n =") for p in added.statement.public) and "n" not in added.parameters
+    table = "the counts of the Income × Expenditure table"
+    assert [m["query"] for m in added.statement.measurements] == [table, "the number of rows"] * 3
+    assert [m["query"] for m in substituted.statement.measurements] == [table] * 3
+    assert substituted.parameters["n"] == len(data) and all(len(t) == len(data) for t in substituted.tables)
+
+
+def test_a_noisy_total_at_or_below_zero_gives_an_empty_set_not_a_crash():
+    data, domain = pd.DataFrame({"x": [0.5]}), one_column([0, 0.5, 1])
+    for seed in range(60):  # a total of noise scale 80 around n = 1: about half the sets come out <= 0
+        release = dipsy.synthesize(data, domain, method="perturbed-histogram", epsilon=0.05, sets=2, seed=seed,
+                                   options={"total_share": 0.5})
+        assert all(list(t.columns) == ["x"] and t["x"].between(0, 1).all() for t in release.tables)
+        if any(len(t) == 0 for t in release.tables):
+            break
+    else:
+        pytest.fail("no set had a noisy total <= 0")
+
+
 def test_perturbed_plans_without_n_under_add_remove_and_models_refuse_a_further_set(ce):
     data, domain = ce
     method = PerturbedHistogram(PureDP(1.0), sets=2)
@@ -275,6 +343,15 @@ def test_smoothed_histogram_is_epsilon_dp_at_the_derived_delta_and_not_below(gri
     assert loss == pytest.approx(epsilon, abs=1e-9)  # attained: no smaller δ is private
     below = delta - 1e-4 * (1 - delta)
     assert largest_privacy_loss(smoothed_log_pmf(below, shares), n, cells) > epsilon
+    # the measurement's privacy map is that exact worst case; it refuses a weight below δ*, and the
+    # audit's weakened variant (δ/2, the same stated cost) is not ε-DP
+    mechanism = SmoothedHistogram(PureDP(epsilon)).plan(n, domain).measurements[0].mechanism
+    assert mechanism.cost == PureDP(epsilon) and mechanism.bound(delta) == pytest.approx(loss, abs=1e-9)
+    with pytest.raises(ValueError, match="more than"):
+        SmoothedDraw(epsilon, below, n, domain)
+    broken = mechanism.weakened(0.5)
+    assert broken.delta == delta / 2 and broken.cost == mechanism.cost
+    assert largest_privacy_loss(smoothed_log_pmf(broken.delta, shares), n, cells) > epsilon
 
 
 @pytest.mark.parametrize("n", [2, 5])
@@ -374,16 +451,22 @@ def test_exponential_ecdf_draws_follow_exp_of_epsilon_u_over_two_delta():
         wrong[key] = math.exp(epsilon * -ks / (1 / 3))  # a sensitivity half the true one
     paths = candidate_paths(3, 4)
     levels = ks_levels(paths, np.cumsum(exact_counts(data, plan.measurements[0].query.domain)))
-    observed = dict.fromkeys(expected, 0)
-    gamma = plan.measurements[0].mechanism.gamma
-    for r in exponential_choice(levels, gamma, draws, Randomness.from_seed(8)):
-        observed[tuple(np.diff(np.concatenate(([0], paths[r], [3]))))] += 1
+    mechanism = plan.measurements[0].mechanism
+    assert mechanism.gamma == Fraction(epsilon) / 2 and mechanism.cost == PureDP(epsilon)
+    # the audit's variant: twice the real loss (the session still charges, and the statement states,
+    # the planned measurement's cost)
+    broken = mechanism.weakened(0.5)
+    assert broken.gamma == 2 * mechanism.gamma and broken.cost == PureDP(2 * epsilon)
     keys = list(expected)
-    obs = np.array([observed[k] for k in keys])
-    for weights, accept in ((expected, True), (wrong, False)):
-        p = np.array([weights[k] for k in keys])
-        pvalue = stats.chisquare(obs, draws * p / p.sum()).pvalue
-        assert (pvalue > 1e-3) if accept else (pvalue < 1e-9)
+    for gamma, right, other in ((mechanism.gamma, expected, wrong), (broken.gamma, wrong, expected)):
+        observed = dict.fromkeys(expected, 0)
+        for r in exponential_choice(levels, gamma, draws, Randomness.from_seed(8)):
+            observed[tuple(np.diff(np.concatenate(([0], paths[r], [3]))))] += 1
+        obs = np.array([observed[k] for k in keys])
+        for weights, accept in ((right, True), (other, False)):
+            p = np.array([weights[k] for k in keys])
+            pvalue = stats.chisquare(obs, draws * p / p.sum()).pvalue
+            assert (pvalue > 1e-3) if accept else (pvalue < 1e-9)
 
 
 def test_exponential_ecdf_releases_n_records_on_the_grid():

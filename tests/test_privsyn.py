@@ -476,7 +476,7 @@ def test_cli_privsyn_release_and_budget_show(adult, tmp_path, capsys, private_le
                  "--format", "csv"])
     captured = capsys.readouterr()
     assert code == 0, captured.err
-    assert "privacy: zCDP" in captured.out and "δ = 1e-09" in captured.out
+    assert "TEST RELEASE" in captured.out and "zCDP" in captured.out and "δ = 1e-09" in captured.out
     meta = json.loads((out / "release.json").read_text())
     privacy = meta["privacy"]["if_unseeded"]  # seeded (--seed 1): a test release stating the unseeded guarantee
     assert meta["method"] == "privsyn" and privacy["definition"] == "zCDP"

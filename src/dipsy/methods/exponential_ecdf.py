@@ -24,8 +24,13 @@ For ONE numeric (or integer) column with public bounds ``[lower, upper]``:
    **Every synthetic value is a grid point** — the release is the chosen ECDF, a step function on
    the grid, not values spread inside bins.
 
-``m`` sets are ``m`` independent draws with ``ε/m`` each; the chosen ECDF is random, so sets show
-its uncertainty (Bowen & Liu §3.1.2).
+``m`` sets are ``m`` independent draws with ``ε/m`` each, each its own measurement; the chosen ECDF
+is random, so sets show its uncertainty (Bowen & Liu §3.1.2).
+
+Steps 3–4 are the measurement (:class:`ExponentialChoice`): its query is the counts of the grid
+cells ``{t_0}, (t_0, t_1], …`` (:func:`ecdf_cells`; their running sums are ``a_i``), and it releases
+the chosen candidate's cumulative counts. Step 5 is post-processing of those
+(:meth:`ExponentialECDFModel.sample`); the candidates depend only on the public ``n`` and grid.
 
 Privacy
 -------
@@ -58,7 +63,7 @@ when there would be more than :data:`MAX_CANDIDATES` = 2·10⁶ candidates or mo
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
@@ -205,26 +210,46 @@ class ExponentialChoice(Mechanism):
     r"""The exponential mechanism over the ECDFs of ``n`` points on ``points`` grid points (eq. 7).
 
     The answer is the data's counts on the grid's cells; the release is the chosen candidate's
-    cumulative counts, drawn with ``Pr(c) ∝ exp(−γ j(D, c))``, ``j = n · KS`` of sensitivity 1, so
-    the privacy map is ε = 2γ (McSherry & Talwar 2007; the class docstring's proof).
+    cumulative counts, drawn exactly (:func:`exponential_choice`) with ``Pr(c) ∝ exp(−γ j(D, c))``,
+    ``j = n · KS`` of sensitivity 1, so the privacy map is ε = 2γ (McSherry & Talwar 2007; the
+    module's proof). :meth:`weakened` divides γ by ``factor``: 0.5 doubles the real loss while the
+    stated cost stays (the audit's broken variant).
+
+    The candidates depend only on the public ``n`` and grid: one mechanism serves every set's
+    measurement, and enumerates them once (``cache``: public values, no part of the value).
+
+    >>> c = ExponentialChoice(3, 2, Fraction(1, 4))
+    >>> c.cost, c.weakened(0.5).cost, c.weakened(0.5).gamma
+    (PureDP(epsilon=0.5), PureDP(epsilon=1.0), Fraction(1, 2))
     """
 
     n: int
     points: int
     gamma: Fraction
+    cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def cost(self) -> PureDP:
         return PureDP(float(2 * self.gamma))
 
+    def candidates(self) -> np.ndarray:
+        """Every candidate's cumulative counts at the first ``G - 1`` grid points (public; enumerated once)."""
+        if "paths" not in self.cache:
+            self.cache["paths"] = candidate_paths(self.n, self.points)
+        return self.cache["paths"]
+
     def randomise(self, answer: Any, rand: Randomness) -> np.ndarray:
-        paths = candidate_paths(self.n, self.points)
-        levels = ks_levels(paths, np.cumsum(np.asarray(answer, dtype=np.int64)))
-        return paths[exponential_choice(levels, self.gamma, 1, rand)[0]].astype(np.int64)
+        cumulative = np.cumsum(np.asarray(answer, dtype=np.int64))
+        if int(cumulative[-1]) != self.n:  # n is public under substitution: the candidates have the planned n points
+            raise ValueError(f"the exponential ECDF was planned for n = {self.n} rows; the data have another number")
+        paths = self.candidates()
+        return paths[exponential_choice(ks_levels(paths, cumulative), self.gamma, 1, rand)[0]].astype(np.int64)
 
     def describe(self) -> dict[str, Any]:
         return {"distribution": "exponential mechanism: Pr(c) proportional to exp(-gamma * n * KS(data, c))",
-                "gamma": str(self.gamma), "candidates": number_of_candidates(self.n, self.points), "sensitivity": "1 (of n · KS)"}
+                "gamma": str(self.gamma), "candidates": number_of_candidates(self.n, self.points), "sensitivity": "1 (of n · KS)",
+                "privacy map": "epsilon = 2 * gamma * sensitivity (McSherry & Talwar 2007)",
+                "sampling": "exact: uniform proposals kept with probability exp(-gamma (j - j_min)) (CKS 2020 Algorithm 1)"}
 
     def weakened(self, factor: float) -> "ExponentialChoice":
         return replace(self, gamma=self.gamma / to_fraction(factor))

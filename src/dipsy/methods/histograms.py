@@ -22,10 +22,14 @@ Bins
 ----
 The cells come from the public domain (design rule 1): every released column needs bins, or must be
 integer or categorical. Option ``bins=K`` replaces the bins of every *numeric* column by ``K``
-equal-width bins over its public bounds; that is data-independent and costs nothing. Scott's rule
-``h = 3.49 s n^(-1/3)``, which Bowen & Liu use in study 2, is **not** offered: it reads the sample
-standard deviation ``s`` off the confidential data, so it would need a DP estimate of the spread
-(and a share of ε) that the published method does not account for.
+equal-width bins over its public bounds; that is data-independent and costs nothing. Sizes are
+refused from what is declared, before anything is allocated (:func:`cells_of`): ``K`` above
+:data:`~dipsy.domain.MAX_CODES` (10⁶, as for a column of the domain file), more than
+:data:`MAX_CELLS` = 2²⁶ cells, or more than :data:`MAX_STORED` = 2²⁸ noisy counts over the
+perturbed histogram's sets (each set keeps its own vector). Scott's rule ``h = 3.49 s n^(-1/3)``,
+which Bowen & Liu use in study 2, is **not** offered: it reads the sample standard deviation ``s``
+off the confidential data, so it would need a DP estimate of the spread (and a share of ε) that the
+published method does not account for.
 """
 
 from __future__ import annotations
@@ -38,10 +42,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..domain import MAX_CODES, Column, Domain, check_cells, decode
+from ..domain import MAX_CODES, Column, Domain, decode
 from ..domain.limits import too_many_codes
-from ..errors import DipsyError
-from ..privacy.measurement import DiscreteLaplace, Measurement, PosteriorDraw, Table, Total
+from ..errors import DipsyError, DomainError
+from ..privacy import PureDP
+from ..privacy.measurement import DiscreteLaplace, Measurement, Mechanism, Table, Total
 from ..privacy.relation import ADD_REMOVE, SUBSTITUTE
 from ..privacy.rng import Randomness
 from ..privacy.samplers import to_fraction
@@ -49,6 +54,13 @@ from ..privacy.session import Session
 from .base import Option, Plan, Synthesizer, whole
 from .counts import CountModel
 from .laplace_sanitizer import _share
+
+#: The most cells a histogram method works over: 2**26 (67 million; 512 MiB per vector of int64
+#: counts or float64 masses, of which a measurement holds a few at once).
+MAX_CELLS = 2**26
+#: The most noisy counts the perturbed histogram keeps over all its sets (one vector per set):
+#: 2**28, 2 GiB of int64.
+MAX_STORED = 2**28
 
 # -- shared: bins, engines over other bins, cell shares ---------------------------------------------------
 
@@ -71,13 +83,39 @@ def equal_bins(domain: Domain, k: int | None) -> Domain:
     return Domain(columns, domain.name, domain.description)
 
 
-def cells_of(domain: Domain, k: int | None) -> Domain:
-    """The cells a histogram counts: ``domain`` re-binned by option ``bins``, refused when every
-    column cannot be cut into cells or the table is too large (from declared sizes only)."""
-    cells = equal_bins(domain, k)
-    cells.shape()  # every column must have cells (bins, whole numbers or categories)
-    check_cells(cells)
-    return cells
+def cells_of(domain: Domain, k: int | None, sets: int = 1) -> Domain:
+    """The cells a histogram counts: ``domain`` re-binned by option ``bins``.
+
+    Refused from the declared sizes only (Python integers; nothing is allocated, not even the
+    bins' edges) when a column cannot be cut into cells (numeric without bins and no ``k``), ``k``
+    passes :data:`~dipsy.domain.MAX_CODES`, the cells pass :data:`MAX_CELLS`, or ``sets`` vectors
+    of them pass :data:`MAX_STORED`.
+
+    >>> d = Domain((Column("x", "numeric", lower=0, upper=1), Column("y", "numeric", lower=0, upper=1)))
+    >>> cells_of(d, 10).cells()
+    100
+    >>> cells_of(d, 10_000)
+    Traceback (most recent call last):
+    ...
+    dipsy.errors.DomainError: the histogram of x × y has 100,000,000 cells (10,000 × 10,000), more than the 67,108,864 it may have; use fewer bins (option bins=K, or coarser bins in the domain file) or fewer columns (--columns)
+    """
+    if k is not None and k > MAX_CODES:
+        raise too_many_codes("option bins", k, "bins", "give fewer bins, e.g. --option bins=50")
+    sizes = [k if k is not None and c.kind == "numeric" else domain.shape([c.name])[0] for c in domain.columns]
+    cells = math.prod(sizes)
+    if cells > MAX_CELLS:
+        raise DomainError(
+            f"the histogram of {' × '.join(domain.names)} has {cells:,} cells ({' × '.join(f'{s:,}' for s in sizes)}), "
+            f"more than the {MAX_CELLS:,} it may have",
+            "use fewer bins (option bins=K, or coarser bins in the domain file) or fewer columns (--columns)",
+        )
+    if cells * sets > MAX_STORED:
+        raise DomainError(
+            f"{sets} sets of {cells:,} noisy cell counts each are {cells * sets:,} counts, more than the "
+            f"{MAX_STORED:,} a release may hold",
+            "use fewer sets, or fewer bins (option bins=K)",
+        )
+    return equal_bins(domain, k)
 
 
 def table_of(cells: Domain, domain: Domain) -> Table:
@@ -138,16 +176,17 @@ class PerturbedHistogram(Synthesizer):
     -----------------
     1. Count the records in every cell: ``n_k`` (eq. 3).
     2. ``ñ_k = n_k + e_k`` with exact discrete Laplace noise, ``P(e_k = z) ∝ exp(-|z| ε_set/Δ)``
-       (:func:`dipsy.privacy.samplers.discrete_laplace`); counts are integers, so integer noise
-       loses nothing and escapes the floating-point attack (Mironov 2012).
+       (a :class:`~dipsy.privacy.measurement.DiscreteLaplace` measurement of the bin counts); counts
+       are integers, so integer noise loses nothing and escapes the floating-point attack (Mironov 2012).
     3. Negative counts to 0 (Barak et al. 2007): ``p̃_k = max(ñ_k, 0)/Σ_j max(ñ_j, 0)``, so the
        density is ``f̃(x) = Σ_k p̃_k 1{x ∈ B_k}/μ(B_k)`` (eq. 4); uniform over the cells if every
        noisy count is 0.
     4. ``n`` records: cells from ``Multinomial(n; p̃)``, each decoded uniformly inside its bins.
 
-    ``m`` sets (``--sets``; Bowen & Liu release 10) each repeat steps 2–4 with their own noise and
-    ``ε_set = ε/m``: f̃ is random, so the spread between sets carries the noise's uncertainty into
-    the combining rules (Bowen & Liu §3.1.2).
+    ``m`` sets (``--sets``; Bowen & Liu release 10) each repeat steps 2–4 with their own
+    measurements (their own noise) and ``ε_set = ε/m``; steps 3–4 are post-processing of the set's
+    noisy counts, in :meth:`PerturbedHistogramModel.sample`. f̃ is random, so the spread between
+    sets carries the noise's uncertainty into the combining rules (Bowen & Liu §3.1.2).
 
     Privacy
     -------
@@ -160,9 +199,11 @@ class PerturbedHistogram(Synthesizer):
     ε-DP by sequential composition.
 
     What is public: the domain (with its bins). Under substitution ``n`` is public too. Under
-    add/remove ``n`` is not, and each set measures it as a noisy total with discrete Laplace noise
-    of scale ``1/ε_n``, ``ε_n = total_share · ε_set`` (default share 0.1), the table getting the
-    rest — sequential composition inside the set, as the Laplace sanitizer does.
+    add/remove ``n`` is not (the plan never receives it), and each set measures it as a noisy total
+    (sensitivity 1) with discrete Laplace noise of scale ``1/ε_n``, ``ε_n = total_share · ε_set``
+    (default share 0.1), the table getting the rest — sequential composition inside the set, as the
+    Laplace sanitizer does. A set whose noisy total comes out ``<= 0`` has no records (its
+    measured size is nothing; post-processing, so nothing fails and nothing more is spent).
 
     How it differs from the Laplace sanitizer
     -----------------------------------------
@@ -185,7 +226,7 @@ class PerturbedHistogram(Synthesizer):
 
     def plan(self, n: int | None, domain: Domain) -> Plan:
         self.require_rows(n)
-        cells = cells_of(domain, self.settings.get("bins"))
+        cells = cells_of(domain, self.settings.get("bins"), self.sets)
         eps_set = to_fraction(self.budget.epsilon) / self.sets
         add_remove = self.relation == ADD_REMOVE
         sensitivity = 1 if add_remove else 2
@@ -252,15 +293,91 @@ def least_delta(n: int, epsilon: float, v_min: float) -> float:
 
     ``δ* = 1 / (1 + n v_min (e^{ε/n} - 1))``, derived in :class:`SmoothedHistogram`; with ``K`` equal
     cells (``v_min = 1/K``) it is Bowen & Liu's eq. 6, ``K/(K + n(e^{ε/n} - 1))``. The float result is
-    nudged up (by ulps) until ``n log(1 + (1 - δ)/(n δ v_min)) <= ε`` holds in floating point too.
+    nudged up (by ulps) until :func:`smoothed_epsilon` ``<= ε`` holds in floating point too.
 
     >>> round(least_delta(100, 1.0, 1 / 10), 6)   # eq. 6 with K = 10: 10/(10 + 100(e^0.01 - 1))
     0.908676
     """
     delta = 1 / (1 + n * v_min * math.expm1(epsilon / n))
-    while delta < 1 and n * math.log1p((1 - delta) / (n * delta * v_min)) > epsilon:
+    while delta < 1 and smoothed_epsilon(n, delta, v_min) > epsilon:
         delta = math.nextafter(delta, 1.0)
     return delta
+
+
+def smoothed_epsilon(n: int, delta: float, v_min: float) -> float:
+    r"""The privacy map of ``n`` draws from the smoothed histogram at weight ``δ``:
+    ``ε(δ) = n log(1 + (1 - δ)/(n δ v_min))``, derived (and shown attained) in :class:`SmoothedHistogram`.
+
+    >>> smoothed_epsilon(5, 1.0, 0.1)
+    0.0
+    >>> round(smoothed_epsilon(100, least_delta(100, 1.0, 0.1), 0.1), 9)
+    1.0
+    """
+    return n * math.log1p((1 - delta) / (n * delta * v_min))
+
+
+@dataclass(frozen=True)
+class SmoothedDraw(Mechanism):
+    r"""``n`` draws from the smoothed histogram over ``cells``: the smoothed histogram's measurement.
+
+    The answer is the exact cell counts ``n_k`` (they never leave the measurement); the release is
+    the drawn cells' counts ``c ~ Multinomial(n; p)``, ``p_k = (1 - δ) n_k/n + δ v_k`` (eq. 5,
+    :meth:`masses`). The privacy map is :func:`smoothed_epsilon` at ``δ``; as
+    :class:`~dipsy.privacy.measurement.PosteriorDraw` does, the constructor refuses a ``δ`` whose map
+    exceeds the ``epsilon`` it states, so a plan cannot state less than its draw costs.
+    :meth:`weakened` shrinks ``δ`` by ``factor`` (the audit's broken variant, which keeps the
+    stated ε).
+    """
+
+    epsilon: float
+    delta: float
+    n: int
+    cells: Domain
+
+    def __post_init__(self) -> None:
+        if not 0 < self.delta <= 1 or self.bound(self.delta) > self.epsilon * (1 + 1e-9):
+            raise ValueError(f"smoothed histogram: delta = {self.delta:g} gives ε = {self.bound(self.delta):g}, "
+                             f"more than the {self.epsilon:g} stated")
+
+    @property
+    def v_min(self) -> float:
+        return smallest_share(self.cells)
+
+    def bound(self, delta: float) -> float:
+        """The exact worst-case log ratio of the release at weight ``delta``."""
+        return smoothed_epsilon(self.n, delta, self.v_min)
+
+    @property
+    def cost(self) -> PureDP:
+        return PureDP(self.epsilon)
+
+    def masses(self, counts: np.ndarray) -> np.ndarray:
+        """The smoothed histogram's cell masses ``p_k = (1 - δ) n_k/n + δ v_k`` (eq. 5, cell by cell)."""
+        counts = np.asarray(counts, dtype=np.int64)
+        p = (1 - self.delta) * counts / max(int(counts.sum()), 1) + self.delta * cell_shares(self.cells)
+        return p / p.sum()
+
+    def randomise(self, answer: Any, rand: Randomness) -> np.ndarray:
+        counts = np.asarray(answer, dtype=np.int64)
+        if int(counts.sum()) != self.n:  # n is public under substitution: the map holds for the planned n only
+            raise ValueError(f"the smoothed histogram was planned for n = {self.n} rows; the data have another number")
+        return rand.numpy.multinomial(self.n, self.masses(counts))
+
+    def describe(self) -> dict[str, Any]:
+        return {"distribution": "cells of n draws from (1 - delta) * histogram + delta * uniform on the box: "
+                                "Multinomial(n; (1 - delta) n_k / n + delta v_k), v_k cell k's share of the box",
+                "prior": "the uniform density on the box of the public bounds, mixed in with weight delta",
+                "delta": self.delta, "n": self.n, "v_min": self.v_min,
+                "privacy map": "epsilon = n log(1 + (1 - delta) / (n delta v_min)), derived in dipsy.methods.histograms",
+                "draws": "NumPy floating-point multinomial"}
+
+    def weakened(self, factor: float) -> "SmoothedDraw":
+        # bypasses the check on purpose: the broken variant states a cost it does not have
+        broken = object.__new__(SmoothedDraw)
+        for f in ("epsilon", "n", "cells"):
+            object.__setattr__(broken, f, getattr(self, f))
+        object.__setattr__(broken, "delta", min(1.0, self.delta * factor))
+        return broken
 
 
 def _delta(value: Any) -> float:
@@ -284,7 +401,8 @@ class SmoothedHistogram(Synthesizer):
 
     and ``k = n`` independent draws from it. On cell ``B_k``, ``f*`` is uniform with mass
     ``p_k = (1 - δ) n_k/n + δ v_k``, so the draws are made exactly as cells from
-    ``Multinomial(n; p)``, each decoded uniformly inside its bins. One set: given ε, ``δ`` and
+    ``Multinomial(n; p)`` — that draw is the release's one measurement (:class:`SmoothedDraw`) —
+    each then decoded uniformly inside its bins (post-processing). One set: given ε, ``δ`` and
     hence ``f*`` are fixed, so further sets would add no uncertainty (Bowen & Liu §3.1.2).
 
     Privacy (a derivation for unequal bins; METHODS.md eq. 6 is the equal-bin case)
@@ -303,14 +421,14 @@ class SmoothedHistogram(Synthesizer):
 
     ``v_min`` the smallest cell's share of the box. Hence the ratio is at most ``R^{c_a} <= R^n``,
     and the same bound holds for ``D'/D`` (the relation is symmetric): ``n`` draws are ε-DP when
-    ``n log R <= ε``, i.e.
+    ``n log R <= ε`` (:func:`smoothed_epsilon`, :class:`SmoothedDraw`'s privacy map), i.e.
 
         δ >= δ* = 1 / (1 + n v_min (e^{ε/n} - 1)).
 
     The bound is attained: with ``n_a = 1`` in the smallest cell, ``D'`` moving that record away
     (``p'_a = δ v_a``) and every draw in ``B_a``, the ratio is exactly ``R^n``; so below ``δ*`` the
     release is not ε-DP, and ``δ*`` is the least weight (the default; option ``delta`` may raise it,
-    never lower it). With ``K`` equal cells ``v_min = 1/K`` and ``δ* = K/(K + n(e^{ε/n} - 1))``
+    never lower it; :class:`SmoothedDraw` refuses a weight whose map exceeds ε). With ``K`` equal cells ``v_min = 1/K`` and ``δ* = K/(K + n(e^{ε/n} - 1))``
     (eq. 6); on equal cells the method is then the DP-prior synthesizer with ``a = 1/(e^{ε/n} - 1)``
     (``δ = K a/(n + K a)``). Unequal bins pay for their smallest cell: a narrow bin makes ``v_min``
     small and ``δ*`` close to 1. As ``n`` grows, ``n(e^{ε/n} - 1) → ε`` and ``δ* → 1/(1 + ε v_min)``:
@@ -341,13 +459,7 @@ class SmoothedHistogram(Synthesizer):
             "delta * uniform on the box of the public bounds, delta >= 1/(1 + n v_min (exp(epsilon/n) - 1)) with v_min the "
             "smallest cell's share of the box (derived in dipsy.methods.histograms)"
         )
-        shares = cell_shares(cells)
-        draw = PosteriorDraw(
-            "n draws from the smoothed histogram (1 - delta) * histogram + delta * uniform", self.budget.epsilon, delta,
-            draw=lambda counts, d, rand: smoothed_draw(counts, d, shares, rand),
-            bound=lambda d: n * math.log1p((1 - d) / (n * d * v_min)),
-            details=(("n", n), ("v_min", v_min), ("privacy map", "epsilon = n log(1 + (1 - delta)/(n delta v_min)), derived in dipsy.methods.histograms")),
-        )
+        draw = SmoothedDraw(self.budget.epsilon, delta, n, cells)
         m = Measurement(f"{self.name}: n draws from the smoothed histogram, delta = {delta:.6g}", table_of(cells, domain), draw, self.relation)
         params = {"delta": delta, "least_delta": least, "v_min": v_min, "n": n, "cells": cells.cells(), "bins": _bins_used(cells)}
         return Plan((m,), self.relation, self.public(n), mechanism, self.composition(), params)
@@ -356,13 +468,6 @@ class SmoothedHistogram(Synthesizer):
         m = plan.measurements[0]
         cells = m.query.domain or session.domain
         return SmoothedHistogramModel(cells.names, cells.shape(), (session.measure(m),), m.query.domain)
-
-
-def smoothed_draw(counts: np.ndarray, delta: float, shares: np.ndarray, rand: Randomness) -> np.ndarray:
-    """Cells of ``n`` draws from the smoothed histogram: ``Multinomial(n; (1 - δ) n_k/n + δ v_k)`` (eq. 5)."""
-    n = int(counts.sum())
-    p = (1 - delta) * counts / max(n, 1) + delta * shares
-    return rand.numpy.multinomial(n, p / p.sum())
 
 
 @dataclass(frozen=True, eq=False)
@@ -376,4 +481,5 @@ class SmoothedHistogramModel(CountModel):
         return _records(super().sample(k, rand), self.decode_domain, rand)
 
 
-__all__ = ["PerturbedHistogram", "SmoothedHistogram", "least_delta", "equal_bins", "cells_of", "cell_shares", "smallest_share", "table_of"]
+__all__ = ["PerturbedHistogram", "SmoothedHistogram", "SmoothedDraw", "least_delta", "smoothed_epsilon", "equal_bins", "cells_of",
+           "cell_shares", "smallest_share", "table_of", "MAX_CELLS", "MAX_STORED"]
