@@ -226,6 +226,11 @@ class ExponentialChoice(Mechanism):
     n: int
     points: int
     gamma: Fraction
+
+    @classmethod
+    def for_epsilon(cls, n: int, points: int, epsilon: Any) -> "ExponentialChoice":
+        """γ = ε/2 for an ε-DP choice (sensitivity 1 of n · KS), exactly."""
+        return cls(n, points, to_fraction(epsilon) / 2)
     cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -291,7 +296,7 @@ class ExponentialECDF(Synthesizer):
             "to the original ECDF on the grid, sensitivity 1/n; records are the chosen ECDF's grid points"
         )
         public = (f"n = {n} (the number of rows)", "the domain (bounds of the released column)", f"the grid of {points} points")
-        choice = ExponentialChoice(n, points, eps_set / 2)
+        choice = ExponentialChoice.for_epsilon(n, points, eps_set)
         query = Table((column.name,), Domain((ecdf_cells(column, grid),), domain.name, domain.description))
         draws = tuple(Measurement(label, query, choice, self.relation)
                       for label in self.per_set_labels(f"exponential mechanism over {candidates} ECDFs"))

@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 from functools import reduce
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -234,14 +234,14 @@ class PerturbedHistogram(Synthesizer):
         if add_remove:
             share = to_fraction(self.settings.get("total_share", 0.1))
             eps_total, eps_table = eps_set * share, eps_set * (1 - share)
-        noise = DiscreteLaplace(sensitivity / eps_table, to_fraction(sensitivity))
+        noise = DiscreteLaplace.for_epsilon(eps_table, sensitivity)
         query = table_of(cells, domain)
         measurements = []
         for k in range(1, self.sets + 1):
             measurements.append(Measurement(f"{self.name}: set {k} of {self.sets}, noisy bin counts, discrete Laplace scale "
                                             f"{noise.scale} (sensitivity {sensitivity})", query, noise, self.relation))
             if eps_total is not None:
-                total = DiscreteLaplace(1 / eps_total)
+                total = DiscreteLaplace.for_epsilon(eps_total)
                 measurements.append(Measurement(f"{self.name}: set {k} of {self.sets}, noisy total n, discrete Laplace scale "
                                                 f"{total.scale}", Total(), total, self.relation))
         mechanism = (
@@ -333,6 +333,7 @@ class SmoothedDraw(Mechanism):
     delta: float
     n: int
     cells: Domain
+    exact: ClassVar[bool] = False  # NumPy's floating-point multinomial
 
     def __post_init__(self) -> None:
         if not 0 < self.delta <= 1 or self.bound(self.delta) > self.epsilon * (1 + 1e-9):

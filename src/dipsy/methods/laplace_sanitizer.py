@@ -88,10 +88,10 @@ class LaplaceSanitizer(Synthesizer):
         measurements = []
         if add_remove and self.release == "records":
             share = to_fraction(self.settings.get("total_share", 0.1))
-            total = DiscreteLaplace(1 / (epsilon * share))
+            total = DiscreteLaplace.for_epsilon(epsilon * share)
             measurements.append(Measurement(f"{self.name}: noisy total n, discrete Laplace scale {total.scale}", Total(), total, self.relation))
             epsilon *= 1 - share
-        noise = DiscreteLaplace(sensitivity / epsilon, to_fraction(sensitivity))
+        noise = DiscreteLaplace.for_epsilon(epsilon, sensitivity)
         measurements.insert(0, Measurement(f"{self.name}: noisy table, discrete Laplace scale {noise.scale} (sensitivity {sensitivity})",
                                            Table(domain.names), noise, self.relation))
         mechanism = (

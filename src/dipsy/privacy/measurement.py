@@ -37,7 +37,7 @@ import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 
@@ -122,6 +122,11 @@ class Statistic(Query):
 class Mechanism(ABC):
     """Randomises a query's answer; declares what that costs (its privacy map)."""
 
+    #: Whether the noise comes from an exact sampler (integer arithmetic on exact uniform integers,
+    #: :mod:`dipsy.privacy.samplers`); False for floating-point draws (NumPy's gamma, multinomial,
+    #: Laplace), whose guarantee is for the ideal distribution (Mironov 2012's caveat).
+    exact: ClassVar[bool] = True
+
     @property
     @abstractmethod
     def cost(self) -> Budget:
@@ -169,7 +174,12 @@ class DiscreteLaplace(Mechanism):
 
     @classmethod
     def for_budget(cls, budget: PureDP, sensitivity: Any = 1) -> "DiscreteLaplace":
-        return cls(to_fraction(sensitivity) / to_fraction(budget.epsilon), to_fraction(sensitivity))
+        return cls.for_epsilon(budget.epsilon, sensitivity)
+
+    @classmethod
+    def for_epsilon(cls, epsilon: Any, sensitivity: Any = 1) -> "DiscreteLaplace":
+        """Scale Δ₁/ε exactly, for an ε given as a number, its text or a Fraction (ε/7 stays exact)."""
+        return cls(to_fraction(sensitivity) / to_fraction(epsilon), to_fraction(sensitivity))
 
     @property
     def cost(self) -> PureDP:
@@ -245,6 +255,7 @@ class Laplace(Mechanism):
 
     scale: float
     sensitivity: float = 1.0
+    exact: ClassVar[bool] = False
 
     @classmethod
     def for_budget(cls, budget: PureDP, sensitivity: float) -> "Laplace":
@@ -282,6 +293,7 @@ class PosteriorDraw(Mechanism):
     draw: Callable[[Any, float, Randomness], Any] = field(compare=False)
     bound: Callable[[float], float] = field(compare=False)
     details: tuple[tuple[str, Any], ...] = ()
+    exact: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         if self.bound(self.strength) > self.epsilon * (1 + 1e-9):
@@ -351,4 +363,4 @@ class Measurement:
 
     def describe(self) -> dict[str, Any]:
         return {"label": self.label, "query": self.query.describe(), "relation": self.relation.to_dict(),
-                "noise": self.mechanism.describe(), **self.cost.to_dict()}
+                "noise": {**self.mechanism.describe(), "exact_sampler": self.mechanism.exact}, **self.cost.to_dict()}

@@ -322,6 +322,11 @@ class Sanitization(Mechanism):
         return cls(tuple(components), tuple(realised(b, c.discrete) for b, c in zip(exact_scales, components)), post)
 
     @property
+    def exact(self) -> bool:  # type: ignore[override]
+        """Exact only when every statistic gets discrete noise (counts); real sums get float Laplace."""
+        return all(c.discrete for c in self.components)
+
+    @property
     def cost(self) -> PureDP:
         factor = SCALE_FACTOR[self.post]
         return PureDP(float(sum((factor * c.sensitivity / b for c, b in zip(self.components, self.scales)), Fraction(0))))
