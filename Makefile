@@ -55,6 +55,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/md_scale.py
 	$(BIN)/python benchmarks/noise.py
 	$(BIN)/python benchmarks/privacy_audit.py
+	$(BIN)/python benchmarks/audit.py
 	$(BIN)/python benchmarks/bowen_liu.py
 
 # Hours of CPU: dipsy beside SmartNoise and OpenDP on Adult (each peer in its own venv, made here),
