@@ -177,7 +177,7 @@ def lower_bound(k1: int, k0: int, n: int, delta: float = 0.0, alpha: float = ALP
     """``log((CP_lower(k₁) − δ)/CP_upper(k₀))`` at α/2 each (−inf when the numerator is not positive).
 
     >>> round(lower_bound(500, 50, 1000), 3)
-    1.968
+    1.969
     """
     low = stats.beta.ppf(alpha / 2, k1, n - k1 + 1) if k1 > 0 else 0.0
     high = stats.beta.ppf(1 - alpha / 2, k0 + 1, n - k0) if k0 < n else 1.0
