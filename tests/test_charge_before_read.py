@@ -39,7 +39,6 @@ from dipsy.methods import REGISTRY, Model, Plan, Synthesizer
 from dipsy.privacy import ApproxDP, Ledger, PureDP, Spend
 from dipsy.privacy.measurement import DiscreteLaplace, Measurement, Total
 from dipsy.privacy.relation import ADD_REMOVE
-from dipsy.privacy.composition import requested_budget
 
 from conftest import CE_DATA, CE_DOMAIN
 

@@ -21,7 +21,7 @@ from dipsy.engine import NumpyEngine
 from dipsy.errors import DipsyError
 from dipsy.methods.dp_prior import minimum_prior
 from dipsy.methods.gamma_poisson import least_strength
-from dipsy.methods.laplace_sanitizer import discrete_laplace_variance
+from dipsy.privacy.measurement import discrete_laplace_variance
 from dipsy.privacy.rng import Randomness
 from dipsy.privacy.samplers import discrete_laplace
 
@@ -85,7 +85,6 @@ def test_dp_prior_releases_one_set():
 def test_dp_prior_sampler_matches_its_pmf():
     y = np.array([4, 1, 0])
     a = minimum_prior(5, 2.0)
-    data = pd.DataFrame({"x": np.repeat(np.arange(3), y)})
     domain = dipsy.Domain.from_sizes({"x": 3})
     outputs = compositions(5, 3)
     index = {tuple(o): k for k, o in enumerate(outputs)}

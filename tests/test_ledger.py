@@ -13,7 +13,6 @@ under each relation, with every expected value worked out by hand from the rules
 
 from __future__ import annotations
 
-import math
 import multiprocessing
 import sqlite3
 from pathlib import Path

@@ -28,7 +28,7 @@ from dipsy.privacy.session import Session
 from dipsy.engine import engine_for
 
 from conftest import CE_DATA, CE_DOMAIN
-from test_charge_before_read import ADD_REMOVE_CONFIGS, METHODS, config
+from test_charge_before_read import METHODS, config
 
 TRUE_RACE = [816, 109, 7, 39, 6, 17]  # CE's Race counts
 

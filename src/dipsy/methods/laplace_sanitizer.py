@@ -35,8 +35,7 @@ import numpy as np
 
 from ..domain import Domain, check_cells
 from ..errors import DipsyError
-from ..privacy import PureDP
-from ..privacy.measurement import DiscreteLaplace, Measurement, Table, Total, discrete_laplace_variance
+from ..privacy.measurement import DiscreteLaplace, Measurement, Table, Total
 from ..privacy.relation import ADD_REMOVE, SUBSTITUTE
 from ..privacy.rng import Randomness
 from ..privacy.samplers import to_fraction

@@ -366,7 +366,7 @@ class DPSynModel(Model):
 
     def sample(self, k: int, rand: Randomness) -> dict[str, np.ndarray]:
         r, s, names, sizes = self.regime, self.settings, self.names, list(self.sizes)
-        group_idx, rest = self.group_idx, self.rest
+        group_idx = self.group_idx
         multiple = s.multiple or (10 if r.name == "public" else 100)
         group_sizes = post_process_groups(self.noisy_groups, s.least, multiple)
 

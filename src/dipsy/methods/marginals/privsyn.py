@@ -158,7 +158,7 @@ class PrivSyn(Synthesizer):
         names = domain.names
         sizes = domain.shape(names)  # every column needs cells: numeric columns need bins
         theta = self.relation.theta
-        d, rho = len(names), self.budget.rho
+        rho = self.budget.rho
         pairs = list(itertools.combinations(names, 2))
         shares = self.settings.get("shares", SHARES) if pairs else (1.0, 0.0, 0.0)
         measurements = [
