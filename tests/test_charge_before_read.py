@@ -156,9 +156,9 @@ def exposures(tmp: Path) -> str:
     return str(path)
 
 
-def public_half(columns):
+def public_half(columns, name="public.csv"):
     def make(tmp: Path) -> str:
-        path = tmp / "public.csv"
+        path = tmp / name
         pd.read_csv(CE_DATA)[columns].iloc[::2].to_csv(path, index=False)  # stands in for a public data set
         return str(path)
     return make
@@ -183,6 +183,8 @@ CONFIGS: dict[str, Config] = {
     # ρ directly: converting (ε, δ) to ρ is slow and not what is tested here
     "privsyn": Config(ce(MIXED), ce_domain(MIXED), lambda t: {"rho": 0.05, "delta": 1e-9, "options": {"iterations": 5}}),
     "dpsyn": Config(ce(MIXED), ce_domain(MIXED), lambda t: {"epsilon": 1.0, "delta": 1e-9, "options": {"public": public_half(MIXED)(t)}}),
+    "rdt": Config(ce(["UrbanRural", "Race"]), ce_domain(["UrbanRural", "Race"]),
+                  lambda t: {"epsilon": 1.0, "options": {"sensitive": "Race", "structure": public_half(["UrbanRural", "Race"])(t), "n_b": 50}}),
 }
 
 #: What a method the table does not know gets: categorical CE columns and its definition's budget.
@@ -192,6 +194,10 @@ BUDGETS = {"pure-DP": {"epsilon": 5.0}, "zCDP": {"epsilon": 5.0, "delta": 1e-9},
 #: Where the add/remove relation needs another invocation than the default one.
 ADD_REMOVE_CONFIGS: dict[str, Config] = {
     "modips": Config(ce(["Race"]), ce_domain(["Race"]), lambda t: {"epsilon": 5.0, "options": {"model": "multinomial"}}),
+    # targets from a public file: the confidential records' own public columns would show who is in the data
+    "rdt": Config(ce(["UrbanRural", "Race"]), ce_domain(["UrbanRural", "Race"]),
+                  lambda t: {"epsilon": 1.0, "options": {"sensitive": "Race", "structure": public_half(["UrbanRural", "Race"])(t),
+                                                         "targets": public_half(["UrbanRural"], "targets.csv")(t), "n_b": 50}}),
 }
 
 

@@ -215,7 +215,7 @@ def _public_options(synthesizer: Synthesizer, given: Mapping[str, Any] | None) -
     files = {o.name for o in synthesizer.options if o.public_file}
     out = {}
     for name, value in dict(given or {}).items():
-        if name in files:
+        if name in files and isinstance(synthesizer.settings.get(name), Path):  # not e.g. rdt's structure=random
             path = Path(str(value))
             out[name] = {"file": path.name, "sha256": fingerprint(path)}
         else:

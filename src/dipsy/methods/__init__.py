@@ -15,12 +15,13 @@ from .laplace_sanitizer import LaplaceSanitizer
 from .marginals.dpsyn import DPSyn
 from .marginals.privsyn import PrivSyn
 from .modips import Modips
+from .rdt import RandomDecisionTrees
 
 REGISTRY: dict[str, type[Synthesizer]] = {
     cls.name: cls
     for cls in (
         DirichletMultinomial, BetaBinomial, DPPrior, GammaPoisson, LaplaceSanitizer,
-        PerturbedHistogram, SmoothedHistogram, ExponentialECDF, Modips, PrivSyn, DPSyn,
+        PerturbedHistogram, SmoothedHistogram, ExponentialECDF, Modips, PrivSyn, DPSyn, RandomDecisionTrees,
     )
 }
 

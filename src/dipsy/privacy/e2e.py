@@ -96,6 +96,12 @@ CASES: dict[str, Case] = {c.method: c for c in (
                                                      "iterations": 5}},
          "add/remove one record in the cell (0, 0); a public file of the same domain",
          {"public.csv": _frame(x=[0, 1, 1, 0], y=[1, 0, 1, 1])}),
+    Case("rdt", PAIRS, _frame(x=[1], y=[1]), _frame(x=[0, 1], y=[0, 1]),
+         {"epsilon": 2.0, "neighbouring": "add-remove",
+          "options": {"sensitive": "y", "structure": "structure.csv", "targets": "targets.csv", "trees": 1, "n_b": 1,
+                      "depth": 1, "leaf_min": 0, "structure_seed": 0}},
+         "add/remove one record in the leaf x = 0 (label 0); fifty public targets in that leaf read its noisy distribution",
+         {"structure.csv": _frame(x=[0, 0, 1, 1], y=[0, 1, 0, 1]), "targets.csv": _frame(x=[0] * 50)}),
 )}
 
 
@@ -166,11 +172,18 @@ def _features(a: np.ndarray) -> list[tuple[str, np.ndarray]]:
 
 
 def _events(a: np.ndarray, b: np.ndarray):
-    """Every event {feature >= t} and {feature <= t}, as boolean columns over the runs of a and b."""
+    """Every event {feature >= t} and {feature <= t}: its key, and its indicator over the runs of a and b."""
     for (name, fa), (_, fb) in zip(_features(a), _features(b)):
         for t in np.unique(np.concatenate([fa, fb])):
-            yield f"{name} >= {t}", fa >= t, fb >= t
-            yield f"{name} <= {t}", fa <= t, fb <= t
+            yield (name, ">=", t), fa >= t, fb >= t
+            yield (name, "<=", t), fa <= t, fb <= t
+
+
+def _event(a: np.ndarray, b: np.ndarray, key: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """The event ``key`` chosen on other runs, over the runs of a and b (its threshold need not occur here)."""
+    name, op, t = key
+    fa, fb = dict(_features(a))[name], dict(_features(b))[name]
+    return (fa >= t, fb >= t) if op == ">=" else (fa <= t, fb <= t)
 
 
 def lower_bound(k1: int, k0: int, n: int, delta: float = 0.0, alpha: float = ALPHA) -> float:
@@ -188,17 +201,17 @@ def bound_from(a: np.ndarray, b: np.ndarray, delta: float) -> tuple[float, str]:
     """Pick the event and direction on the first half of the runs, bound it on the second."""
     half = len(a) // 2
     best, choice = -math.inf, None
-    for name, ea, eb in _events(a[:half], b[:half]):
+    for key, ea, eb in _events(a[:half], b[:half]):
         for first, second, direction in ((ea, eb, "D over D'"), (eb, ea, "D' over D")):
             found = lower_bound(int(first.sum()), int(second.sum()), half, delta)  # the bound it would give
             if found > best or choice is None:
-                best, choice = found, (name, direction)
-    name, direction = choice
-    events = {n: (ea, eb) for n, ea, eb in _events(a[half:], b[half:])}
-    ea, eb = events.get(name, (np.zeros(len(a) - half, bool), np.zeros(len(b) - half, bool)))
+                best, choice = found, (key, direction)
+    key, direction = choice
+    ea, eb = _event(a[half:], b[half:], key)
     first, second = (ea, eb) if direction == "D over D'" else (eb, ea)
     n = len(a) - half
-    return lower_bound(int(first.sum()), int(second.sum()), n, delta), f"{name} ({direction})"
+    name, op, t = key
+    return lower_bound(int(first.sum()), int(second.sum()), n, delta), f"{name} {op} {t} ({direction})"
 
 
 def audit(method: str, runs: int = 2000, broken: bool = False, seed: int = 0, folder: Path | None = None,

@@ -24,6 +24,7 @@ mechanism                     released                                      cost
 :class:`DiscreteGaussian`     ``q(x) + Z``, ``P(Z = z) ∝ exp(−z²/2σ²)``      ρ = Δ₂²/(2σ²)
 :class:`Laplace`              ``q(x) + Lap(s)`` (floats)                    ε = Δ₁/s
 :class:`PosteriorDraw`        a draw from a posterior (predictive)          proven per method
+:class:`DeclaredPublic`       values declared public, as they are           0 (see the class)
 ============================  ============================================  =====================
 
 The audit's broken variants (:meth:`Mechanism.weakened`) halve the noise or the prior while the
@@ -317,6 +318,38 @@ class PosteriorDraw(Mechanism):
             object.__setattr__(broken, f, getattr(self, f))
         object.__setattr__(broken, "strength", self.strength * factor)
         return broken
+
+
+@dataclass(frozen=True)
+class DeclaredPublic(Mechanism):
+    r"""No noise: values the statement declares public, released as they are (cost zero).
+
+    This is not a privacy mechanism but a declaration, made visible: a method that repeats some
+    columns of the confidential records (e.g. the random decision trees, which label the records'
+    own public columns) reads them through this measurement, so the read is listed in the
+    statement beside the noisy ones, and the statement names the columns under ``public``. Its
+    cost is zero *because* the guarantee is stated for neighbouring data sets that agree on these
+    values: one record's other (sensitive) values change, these do not. The method must say so in
+    its statement and refuse a relation under which neighbours could differ in them.
+
+    >>> DeclaredPublic(PureDP(0.0)).cost
+    PureDP(epsilon=0.0)
+    """
+
+    zero: Budget
+
+    @property
+    def cost(self) -> Budget:
+        return self.zero
+
+    def randomise(self, answer: Any, rand: Randomness) -> Any:
+        return answer
+
+    def describe(self) -> dict[str, Any]:
+        return {"distribution": "none: declared public and released as they are"}
+
+    def weakened(self, factor: float) -> "DeclaredPublic":
+        return self  # there is no noise to weaken
 
 
 # -- the measurement ----------------------------------------------------------------------------

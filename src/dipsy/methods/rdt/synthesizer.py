@@ -1,0 +1,479 @@
+r"""Random decision trees that synthesize sensitive columns beside public ones (S-004; METHODS.md §5).
+
+The use (S-004 §2): an agency publishes the non-sensitive columns of every record (age, education,
+occupation…) and adds synthetic values of the sensitive ones (sex, then race) whose joint
+distribution with the public columns follows the confidential data.
+
+Data roles
+----------
+- the confidential records (the data file): public and sensitive columns;
+- the *structure file* (``structure=PATH``): public records used only to decide the trees' splits
+  (S-004's SD, a public synthetic file); or ``structure=random``: no file, Jagannathan et al.'s
+  data-independent random structure;
+- the *targets* (``targets=PATH``): public records to label; by default the confidential records'
+  own public columns (S-004's BD), which the release then repeats as they are.
+
+Algorithm
+---------
+For each sensitive column ``S_j`` in order, an ensemble of ``E`` trees over the public columns and
+``S_1 … S_{j−1}`` (race trees split on sex: on the confidential sex for the leaf counts, on the
+synthetic sex for the targets, S-004 §2):
+
+1. *Structure* (:mod:`.trees`), from public inputs only: the Duke variable-depth tree splits a node
+   while its structure-file count is ≥ ``n_b`` and its depth < ``depth``, on an attribute drawn
+   with ``weights`` from those unused on its path, one child per (collapsed) category; or the
+   random tree of fixed depth. Its randomness comes from ``structure_seed`` — public, recorded.
+2. *Leaves*: the counts of ``S_j``'s labels among the confidential records reaching each leaf,
+   plus exact discrete Laplace noise of scale ``Δ/ε_tree`` on every (leaf, label) cell.
+3. *Post-processing*: negative counts to 0, pooled upwards; a leaf below ``leaf_min`` structure
+   records, or with no counts left, takes its nearest qualifying ancestor's distribution
+   (:func:`.trees.leaf_distributions`).
+4. *Synthesis*: each target follows its branch in every tree; its label is drawn from the average of
+   the E leaf distributions (``combine=average``) or from one tree drawn at random
+   (``combine=random-tree``).
+
+Privacy
+-------
+Definition ε-DP. One tree's query is the histogram of (leaf, label) over the confidential records:
+every record reaches exactly one leaf, so the cells are disjoint and one record changes the
+histogram by Δ₁ = 1 under add/remove (one count up or down) and Δ₁ = 2 under substitution (one
+down, one up — also when the record's sex moves it to another leaf of a race tree). Exact discrete
+Laplace noise of scale Δ₁/ε_tree makes one tree ε_tree-DP (:class:`~dipsy.privacy.measurement.
+DiscreteLaplace`: Ghosh et al. 2009; parallel composition over the leaves, McSherry 2009); the
+``m × S × E`` trees compose sequentially: ε = m·S·E·ε_tree (S-004 §3: "an ensemble of E trees costs
+E × ε"). The structure reads no confidential data (it is a function of public files and a public
+seed, so it is public itself and release.json describes it), and everything after the noise is
+post-processing.
+
+When the targets are the confidential records' own public columns, those values are released as
+they are: the statement declares them public and the guarantee protects the sensitive columns —
+neighbouring data sets differ in one record's sensitive values (substitution, Δ₁ = 2). A record's
+presence is then visible in the release, so add/remove is refused unless ``targets=PATH`` names a
+separate public file.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from ...domain import Domain
+from ...domain.codec import decode_column
+from ...engine import engine_for
+from ...errors import DipsyError
+from ...privacy.budget import PureDP
+from ...privacy.measurement import DeclaredPublic, DiscreteLaplace, Measurement, Query, Statistic
+from ...privacy.relation import ADD_REMOVE, SUBSTITUTE
+from ...privacy.rng import Randomness
+from ...privacy.samplers import to_fraction
+from ...privacy.session import Session
+from ..base import Model, Option, Plan, Synthesizer, whole
+from .features import Features, codes_of, grouping
+from .trees import Tree, grow_public, grow_random, leaf_distributions
+
+COMBINE = ("average", "random-tree")
+#: S-004's defaults: n_B = 1000, six node attributes (depth 6), five trees.
+DEFAULTS = {"n_b": 1000, "depth": 6, "trees": 5, "leaf_min": 100}
+
+
+# -- options ------------------------------------------------------------------------------------
+
+
+def _names(option: str):
+    def parse(value: Any) -> tuple[str, ...]:
+        names = tuple(x.strip() for x in (value.split(",") if isinstance(value, str) else value) if str(x).strip())
+        if not names or len(set(names)) < len(names):
+            raise DipsyError(f"option {option} must name distinct columns, got {value!r}", f"e.g. {option}=sex,race")
+        return names
+    return parse
+
+
+def _pairs(option: str, least: float, integer: bool = False):
+    """``col:number,...`` (e.g. ``weights=occupation:60,age:1``)."""
+    def parse(value: Any) -> dict[str, float]:
+        items = value.items() if isinstance(value, Mapping) else (x.rsplit(":", 1) for x in str(value).split(",") if x.strip())
+        out = {}
+        for item in items:
+            try:
+                name, number = item
+                x = float(number)
+                ok = x >= least and np.isfinite(x) and (not integer or x == int(x))
+            except (TypeError, ValueError):
+                ok = False
+            if not ok:
+                raise DipsyError(f"option {option} must be column:number pairs with numbers >= {least:g}, got {value!r}",
+                                 f"e.g. {option}=occupation:{60 if option == 'weights' else 200}")
+            out[str(name).strip()] = int(x) if integer else x
+        return out
+    return parse
+
+
+def _structure(value: Any) -> Path | str:
+    if str(value) == "random":
+        return "random"
+    path = Path(str(value)).expanduser()
+    if not path.is_file():
+        raise DipsyError(f"the structure file {str(path)!r} does not exist", "pass structure=PATH of public records, or structure=random")
+    return path
+
+
+def _targets(value: Any) -> Path:
+    path = Path(str(value)).expanduser()
+    if not path.is_file():
+        raise DipsyError(f"the targets file {str(path)!r} does not exist", "pass targets=PATH of the public records to label")
+    return path
+
+
+def _positive(option: str):
+    def parse(value: Any) -> float:
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            x = float("nan")
+        if not (np.isfinite(x) and x > 0):
+            raise DipsyError(f"option {option} must be a number > 0, got {value!r}", f"e.g. {option}=10")
+        return x
+    return parse
+
+
+def _choice(value: Any) -> str:
+    if value not in COMBINE:
+        raise DipsyError(f"option combine={value!r} is unknown", f"use one of {', '.join(COMBINE)}")
+    return value
+
+
+# -- the leaf measurement -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class LeafCounts(Query):
+    """The (leaf, label) histogram of one tree over the confidential records (flat, C order).
+
+    Each record reaches exactly one leaf: the cells are disjoint and a record counts once (the
+    sensitivity argument of the module docstring).
+    """
+
+    name: str
+    tree: Tree
+    features: Features
+    label: str
+
+    def answer(self, engine: Any) -> np.ndarray:
+        domain = engine.domain
+        values = engine.values(tuple(dict.fromkeys((*self.features.columns, self.label))))
+        labels = codes_of(values[self.label], domain[self.label])
+        rows = len(labels)
+        leaf = np.searchsorted(self.tree.leaves, self.tree.route(self.features.matrix(self.features.inputs(values, domain), rows)))
+        size = domain[self.label].size
+        return np.bincount(leaf * size + labels, minlength=len(self.tree.leaves) * size).astype(np.int64)
+
+    def describe(self) -> str:
+        return self.name
+
+
+# -- the method -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Roles:
+    """Which columns are public (targets, split attributes) and which sensitive (synthesized, in order)."""
+
+    public: tuple[str, ...]
+    sensitive: tuple[str, ...]
+
+
+class RandomDecisionTrees(Synthesizer):
+    """Duke variable-depth random decision trees (S-004) or Jagannathan et al.'s; ε-DP."""
+
+    name = "rdt"
+    summary = ("Random decision trees: synthetic sensitive columns for public records; structure from a public file "
+               "(Duke) or at random (Jagannathan), exact discrete Laplace leaf counts; ε-DP, E trees cost E·ε_tree")
+    definition = "pure-DP"
+    relations = (SUBSTITUTE, ADD_REMOVE)
+    options = (
+        Option("sensitive", _names("sensitive"), "the sensitive columns to synthesize, in order (e.g. sex,race); default the domain's sensitive-role columns"),
+        Option("public", _names("public"), "the public columns (split attributes, released as the targets'); default the others"),
+        Option("structure", _structure, "PATH of public records that decide the splits, or 'random' (Jagannathan et al.) (required)", public_file=True),
+        Option("targets", _targets, "PATH of public records to label (default: the confidential records' own public columns)", public_file=True),
+        Option("trees", whole("trees", 1, 5), "trees per sensitive column (default 5; each costs its share of ε)"),
+        Option("n_b", whole("n_b", 1, 1000), "a node splits while its structure-file count is at least n_b (default 1000)"),
+        Option("depth", whole("depth", 1, 6), "largest depth (default 6); with structure=random the fixed depth (default half the attributes)"),
+        Option("leaf_min", whole("leaf_min", 0, 100), "a leaf with fewer structure-file records takes its parent's distribution (default 100)"),
+        Option("weights", _pairs("weights", 0.0), "attribute sampling weights, e.g. occupation:60 (default 1 each)"),
+        Option("collapse", _pairs("collapse", 1.0), "pool categories with fewer structure-file records, e.g. occupation:200,workclass:500"),
+        Option("coarsen", _pairs("coarsen", 1.0, integer=True), "merge runs of adjacent codes, e.g. hours-per-week:4 (coarser bins)"),
+        Option("structure_weight", _positive("structure_weight"), "confidential records each structure record stands for (default 1; a 10% public sample: 10)"),
+        Option("structure_seed", whole("structure_seed", 0, 2024), "seed of the trees' structure: public, recorded (default fresh)"),
+        Option("combine", _choice, "average (the trees' leaf distributions averaged, default) or random-tree"),
+    )
+
+    # -- what is public, and what is measured --------------------------------------------------------
+
+    def roles(self, domain: Domain) -> Roles:
+        """The public and sensitive columns, checked against the domain (before anything is read)."""
+        s = self.settings
+        unknown = [c for c in (*s.get("sensitive", ()), *s.get("public", ())) if c not in domain]
+        if unknown:
+            raise DipsyError(f"rdt names the column {unknown[0]!r}, which is not among the released columns {list(domain.names)}",
+                             "name columns of the domain (and of --columns, if given)")
+        both = set(s.get("sensitive", ())) & set(s.get("public", ()))
+        if both:
+            raise DipsyError(f"the column {sorted(both)[0]!r} is named both sensitive and public", "name each column once")
+        if "sensitive" in s:
+            sensitive = s["sensitive"]
+        elif any(c.role == "public" for c in domain.columns):
+            sensitive = tuple(c.name for c in domain.columns if c.role == "sensitive")
+        else:
+            raise DipsyError("rdt needs to know which columns are sensitive", "pass --option sensitive=COL[,COL] (in the order to synthesize)")
+        declared = [c for c in sensitive if domain[c].role == "public"]
+        if declared:
+            raise DipsyError(f"the column {declared[0]!r} is named sensitive, and the domain declares it public",
+                             "fix its role in the domain file, or leave it out of sensitive=")
+        public = s.get("public") or tuple(c for c in domain.names if c not in sensitive)
+        rest = [c for c in domain.names if c not in public and c not in sensitive]
+        if rest:
+            raise DipsyError(f"the column {rest[0]!r} is neither public nor sensitive", "pass --columns with just the public and sensitive ones")
+        if not sensitive or not public:
+            raise DipsyError("rdt needs at least one public and one sensitive column", "see --option public= and sensitive=")
+        for c in sensitive:
+            col = domain[c]
+            if not col.encodable:
+                raise DipsyError(f"the sensitive column {c!r} has no categories or bins", "give it bins in the domain file")
+        return Roles(tuple(public), tuple(sensitive))
+
+    def plan(self, n: int | None, domain: Domain) -> Plan:
+        s = self.settings
+        roles = self.roles(domain)
+        if "structure" not in s:
+            raise DipsyError("rdt needs a structure", "pass --option structure=PATH (public records that decide the splits) or structure=random")
+        own = "targets" not in s
+        if own and self.relation == ADD_REMOVE:
+            raise DipsyError("with the confidential records' own public columns as targets, the release shows every record: "
+                             "add/remove neighbours would differ in it",
+                             "pass --neighbouring substitute (the guarantee then protects the sensitive columns), or targets=PATH of a public file")
+        random = s["structure"] == "random"
+        self._check_numeric(roles, domain, random)
+        if not own:
+            self.targets = _read_public(s["targets"], domain.project(roles.public), "targets", strict=True)
+        structure = None if random else _read_public(s["structure"], domain.project(_candidates(roles, len(roles.sensitive) - 1)), "structure")
+        seed = s["structure_seed"] if "structure_seed" in s else int.from_bytes(os.urandom(8), "big") >> 1
+        rand = np.random.default_rng(seed)
+        m, S, E = self.sets, len(roles.sensitive), s.get("trees", DEFAULTS["trees"])
+        epsilon_tree = to_fraction(self.budget.epsilon) / (m * S * E)
+        sensitivity = 1 if self.relation == ADD_REMOVE else 2
+        noise = DiscreteLaplace.for_epsilon(epsilon_tree, sensitivity)
+
+        measurements: list[Measurement] = []
+        if own:
+            values = Statistic(f"the values of the public columns {', '.join(roles.public)} of every record",
+                               lambda engine, cols=roles.public: engine.values(cols))
+            measurements.append(Measurement(f"{self.name}: the public columns of every record, released as they are (declared public)",
+                                            values, DeclaredPublic(PureDP(0.0)), self.relation))
+        self.features = tuple(self._features(roles, j, domain, structure, random) for j in range(S))
+        for k in range(m):
+            for j, label in enumerate(roles.sensitive):
+                for t in range(E):
+                    tree = self._grow(self.features[j], domain, structure, random, rand)
+                    where = f"{label} tree {t + 1} of {E}" + (f", set {k + 1} of {m}" if m > 1 else "")
+                    query = LeafCounts(f"the {label} label counts in each of the {len(tree.leaves)} leaves of {where}",
+                                       tree, self.features[j], label)
+                    measurements.append(Measurement(f"{self.name}: {where}: leaf counts, discrete Laplace scale {noise.scale}",
+                                                    query, noise, self.relation))
+        self.roles_ = roles
+        return Plan(tuple(measurements), self.relation, self._public(n, roles, own, random), self._mechanism(random),
+                    self._composition(m, S, E, sensitivity), self._parameters(roles, random, seed, epsilon_tree, sensitivity, measurements, n, own))
+
+    def fit(self, session: Session, plan: Plan) -> "TreesModel":
+        s, roles = self.settings, self.roles_
+        trees, noisy = [], []
+        targets = getattr(self, "targets", None)
+        for m in plan.measurements:
+            out = session.measure(m)
+            if isinstance(m.mechanism, DeclaredPublic):
+                targets = out
+            else:
+                trees.append(m.query.tree)
+                noisy.append(out)
+        leaf_min = 0 if s["structure"] == "random" else s.get("leaf_min", DEFAULTS["leaf_min"])
+        E, S = s.get("trees", DEFAULTS["trees"]), len(roles.sensitive)
+        dists = [leaf_distributions(tree, c.reshape(len(tree.leaves), -1), leaf_min) for tree, c in zip(trees, noisy)]
+        shape = lambda xs: tuple(tuple(tuple(xs[(k * S + j) * E + t] for t in range(E)) for j in range(S)) for k in range(self.sets))  # noqa: E731
+        return TreesModel(session.domain, roles, self.features, shape(trees), shape(dists), dict(targets),
+                          s.get("combine", "average"), self.sets)
+
+    # -- the plan's parts -----------------------------------------------------------------------------
+
+    def _check_numeric(self, roles: Roles, domain: Domain, random: bool) -> None:
+        for c in roles.public:
+            col = domain[c]
+            if not col.is_categorical and col.bins is None and not random and col.kind != "integer":
+                raise DipsyError(f"the public column {c!r} is numeric without bins: a Duke tree has one child per bin",
+                                 "give it bins in the domain file, or use structure=random (threshold splits)")
+        for option in ("collapse", "coarsen", "weights"):
+            for c in self.settings.get(option, {}):
+                if c not in roles.public and c not in roles.sensitive[:-1]:
+                    raise DipsyError(f"option {option} names {c!r}, which is no split attribute", f"name public columns {list(roles.public)}")
+                if random and option != "weights" and not domain[c].is_categorical:
+                    raise DipsyError(f"option {option} names the numeric column {c!r}, which a random structure splits at thresholds",
+                                     "collapse categorical columns only with structure=random")
+        if random and "collapse" in self.settings:
+            raise DipsyError("collapse= counts records in the structure file, and structure=random has none", "use coarsen= instead")
+
+    def _features(self, roles: Roles, j: int, domain: Domain, structure: dict | None, random: bool) -> Features:
+        s = self.settings
+        columns = _candidates(roles, j)
+        groupings = []
+        for c in columns:
+            col = domain[c]
+            if random and not col.is_categorical:
+                groupings.append(None)
+                continue
+            support = None
+            if "collapse" in s and c in s["collapse"]:
+                support = np.bincount(codes_of(structure[c], col), minlength=col.size) * s.get("structure_weight", 1.0)
+            groupings.append(grouping(col.size, s.get("coarsen", {}).get(c, 1), support, s.get("collapse", {}).get(c, 0)))
+        return Features(columns, tuple(groupings))
+
+    def _grow(self, features: Features, domain: Domain, structure: dict | None, random: bool, rand: np.random.Generator) -> Tree:
+        s = self.settings
+        weights = [s.get("weights", {}).get(c, 1.0) for c in features.columns]
+        if random:
+            numeric = [g is None for g in features.groupings]
+            bounds = [(domain[c].lower, domain[c].upper) if g is None else (0, 0) for c, g in zip(features.columns, features.groupings)]
+            depth = s.get("depth", max(1, len(features.columns) // 2))
+            return grow_random(features.columns, features.sizes, numeric, bounds, depth, rand, weights)
+        rows = len(next(iter(structure.values())))
+        matrix = features.matrix(features.inputs(structure, domain), rows)
+        return grow_public(features.columns, features.sizes, weights, matrix, s.get("structure_weight", 1.0),
+                           s.get("n_b", DEFAULTS["n_b"]), s.get("depth", DEFAULTS["depth"]), rand)
+
+    def _public(self, n: int | None, roles: Roles, own: bool, random: bool) -> tuple[str, ...]:
+        out = list(self.public(n))
+        if own:
+            out.append(f"the values of the public columns {', '.join(roles.public)} of every record: the release repeats them as "
+                       f"they are, as the records to label (the agency publishes them; S-004's BD file). The guarantee therefore "
+                       f"protects the sensitive columns {', '.join(roles.sensitive)}: neighbouring data sets differ in the "
+                       f"sensitive values of one record")
+        else:
+            out.append("the targets file (public records to label; recorded by name and SHA-256 under options)")
+        out.append("the trees' structure: from the domain and the recorded structure_seed only" if random else
+                   "the structure file (public records that decide the splits; recorded by name and SHA-256 under options), "
+                   "and the trees' structure grown from it with the recorded structure_seed")
+        return tuple(out)
+
+    def _mechanism(self, random: bool) -> str:
+        how = ("Jagannathan, Pillaipakkamnatt & Wright (2012) random decision trees of fixed depth, structure drawn without data"
+               if random else "Duke variable-depth random decision trees (S-004): splits decided on structure-file counts only")
+        return (f"{how}; each tree's (leaf, label) counts of the confidential records get exact discrete Laplace noise; "
+                "negative counts to 0, small or empty leaves take an ancestor's pooled counts; each target's label drawn from "
+                "the trees' leaf distributions (post-processing)")
+
+    def _composition(self, m: int, S: int, E: int, sensitivity: int) -> str:
+        sets = f" × {m} sets" if m > 1 else ""
+        return (f"parallel composition over each tree's disjoint leaves (a record reaches one leaf: L1 sensitivity {sensitivity}); "
+                f"sequential over the {E} trees of each of the {S} sensitive column(s){sets}: ε = {m * S * E} · ε_tree")
+
+    def _parameters(self, roles: Roles, random: bool, seed: int, epsilon_tree: Fraction, sensitivity: int,
+                    measurements: list[Measurement], n: int | None, own: bool) -> dict[str, Any]:
+        s = self.settings
+        trees = [m.query.tree.summary() for m in measurements if isinstance(m.query, LeafCounts)]
+        out = {
+            "sensitive": list(roles.sensitive), "public_columns": list(roles.public),
+            "structure": "random" if random else "public file", "targets": "the confidential records' public columns" if own else "targets file",
+            "trees_per_column": s.get("trees", DEFAULTS["trees"]), "epsilon_per_tree": float(epsilon_tree),
+            "epsilon_per_tree_exact": str(epsilon_tree), "sensitivity": sensitivity,
+            "depth": s.get("depth", "half the attributes" if random else DEFAULTS["depth"]),
+            "structure_seed": seed, "combine": s.get("combine", "average"),
+            "groupings": {label: f.describe() for label, f in zip(roles.sensitive, self.features) if f.describe()},
+            "trees": trees,
+        }
+        if not random:
+            out |= {"n_b": s.get("n_b", DEFAULTS["n_b"]), "leaf_min": s.get("leaf_min", DEFAULTS["leaf_min"]),
+                    "structure_weight": s.get("structure_weight", 1.0)}
+        if n is not None:
+            out["n"] = n
+        return out
+
+
+def _candidates(roles: Roles, j: int) -> tuple[str, ...]:
+    """The split attributes of sensitive column j's trees: the public columns and the earlier sensitive ones."""
+    return roles.public + roles.sensitive[:j]
+
+
+def _read_public(path: Path, domain: Domain, what: str, strict: bool = False) -> dict[str, np.ndarray]:
+    """A public file's values against the domain (its rows outside the domain dropped, or, for the
+    targets, refused): public data, read freely and before anything is charged."""
+    try:  # in memory: public files are read whole, and small ones at once (no DuckDB start-up per file)
+        frame = pd.read_parquet(path) if path.suffix in (".parquet", ".pq") else pd.read_csv(path)
+    except (OSError, ValueError) as e:
+        raise DipsyError(f"cannot read the {what} file {path.name!r} ({str(e).splitlines()[0] if str(e) else type(e).__name__})",
+                         "pass a CSV or Parquet file") from None
+    engine = engine_for(frame, domain, on_invalid="error" if strict else "drop")
+    try:
+        rows = engine.num_rows()
+        if rows < 1:
+            raise DipsyError(f"the {what} file has no rows that match the domain", "check it against the domain")
+        return engine.values(domain.names)
+    finally:
+        getattr(engine, "close", lambda: None)()
+
+
+# -- the model --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class TreesModel(Model):
+    """The trees (public), their leaf distributions (post-processed noisy counts) and the targets."""
+
+    domain: Domain
+    roles: Roles
+    features: tuple[Features, ...]
+    trees: tuple  # [set][sensitive column][tree]
+    distributions: tuple  # the same nesting: leaves × labels each
+    targets: dict[str, np.ndarray]
+    combine: str
+    charged: int
+
+    @property
+    def sets(self) -> int:
+        return self.charged
+
+    def sample(self, k: int, rand: Randomness) -> pd.DataFrame:
+        rows = len(next(iter(self.targets.values())))
+        codes = {c: codes_of(self.targets[c], self.domain[c]) for c in self.roles.public}
+        raw = {c: np.asarray(self.targets[c], dtype=float) for c in self.roles.public}
+        for j, label in enumerate(self.roles.sensitive):
+            self.report(f"labelling {label}", j + 1, len(self.roles.sensitive))
+            f = self.features[j]
+            inputs = {c: raw[c] if g is None else codes[c] for c, g in zip(f.columns, f.groupings)}
+            matrix = f.matrix(inputs, rows)
+            p = self._probabilities(self.trees[k][j], self.distributions[k][j], matrix, rand)
+            u = rand.numpy.random(rows)[:, None]
+            codes[label] = np.minimum((np.cumsum(p, axis=1) < u).sum(axis=1), p.shape[1] - 1)
+        out = {}
+        for c in self.domain.names:
+            col = self.domain[c]
+            if c in self.roles.sensitive or col.is_categorical:
+                out[c] = decode_column(codes[c], col, rand.numpy)
+            else:  # public numbers, as they are
+                out[c] = raw[c].astype(np.int64) if col.kind == "integer" else raw[c]
+        return pd.DataFrame(out)
+
+    def _probabilities(self, trees: tuple[Tree, ...], dists: tuple[np.ndarray, ...], matrix: np.ndarray,
+                       rand: Randomness) -> np.ndarray:
+        """Each target's label distribution: the trees' leaf distributions averaged, or one tree's."""
+        leaf = [np.searchsorted(t.leaves, t.route(matrix)) for t in trees]
+        if self.combine == "average":
+            return sum(d[i] for d, i in zip(dists, leaf)) / len(trees)
+        pick = rand.numpy.integers(0, len(trees), len(matrix))
+        out = np.empty((len(matrix), dists[0].shape[1]))
+        for t, (d, i) in enumerate(zip(dists, leaf)):
+            mine = pick == t
+            out[mine] = d[i[mine]]
+        return out

@@ -1,0 +1,300 @@
+"""Random decision trees (``rdt``): structure from public inputs only, leaf noise of the stated scale
+(with power), the ensemble's budget arithmetic, sequential synthesis, the variants and bad input."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dipsy
+from dipsy.cli import main
+from dipsy.domain import Column, Domain
+from dipsy.engine import NumpyEngine
+from dipsy.errors import DataError, DipsyError
+from dipsy.methods.rdt import RandomDecisionTrees
+from dipsy.methods.rdt import synthesizer as rdt_module
+from dipsy.methods.rdt.trees import leaf_distributions
+from dipsy.privacy import PureDP
+from dipsy.privacy.measurement import DeclaredPublic
+from dipsy.privacy.rng import Randomness
+from dipsy.privacy.samplers import discrete_laplace_pmf
+from dipsy.privacy.session import Session
+
+from test_samplers import ACCEPT, REJECT, chi_square_p
+
+DOMAIN = Domain((
+    Column("a", "categorical", categories=tuple(range(6))),
+    Column("b", "categorical", categories=tuple(range(4))),
+    Column("h", "integer", lower=0, upper=99, bins=(0, 20, 40, 60, 80, 99)),
+    Column("sex", "categorical", categories=("F", "M")),
+    Column("race", "categorical", categories=("r1", "r2", "r3")),
+))
+
+
+def records(n: int, seed: int) -> pd.DataFrame:
+    """Sex depends on a; race on sex."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 6, n)
+    sex = np.where(rng.random(n) < np.where(a < 3, 0.9, 0.1), "F", "M")
+    race = np.where(sex == "F", "r1", np.where(rng.random(n) < 0.5, "r2", "r3"))
+    return pd.DataFrame({"a": a, "b": rng.integers(0, 4, n), "h": rng.integers(0, 100, n), "sex": sex, "race": race})
+
+
+@pytest.fixture
+def files(tmp_path):
+    structure = tmp_path / "structure.csv"
+    records(3000, 1).to_csv(structure, index=False)
+    return tmp_path, structure
+
+
+def options(structure, **more):
+    return {"sensitive": "sex,race", "structure": str(structure), "n_b": 200, "leaf_min": 20, "trees": 3,
+            "structure_seed": 7, **more}
+
+
+def planned(data: pd.DataFrame, structure, epsilon=1.0, neighbouring=None, sets=1, **more):
+    synth = RandomDecisionTrees(PureDP(epsilon), sets, options(structure, **more), neighbouring)
+    n = len(data) if synth.relation.fixes_n else None
+    return synth, synth.plan(n, DOMAIN)
+
+
+def trees_of(plan):
+    return [m.query.tree for m in plan.measurements if not isinstance(m.mechanism, DeclaredPublic)]
+
+
+# -- structure ----------------------------------------------------------------------------------
+
+
+def test_the_structure_never_reads_confidential_data(files, monkeypatch):
+    """Two confidential tables that disagree in every public value (so every confidential split
+    count differs) give identical trees through the whole release path; the grown trees are the
+    structure file's."""
+    _, structure = files
+    one = records(1500, 2)
+    other = one.copy()
+    other["a"], other["b"], other["h"] = 5 - one["a"], 3 - one["b"], 99 - one["h"]
+    assert (one[["a", "b", "h"]] != other[["a", "b", "h"]]).all().all()
+    grown = []
+    real = rdt_module.grow_public
+    monkeypatch.setattr(rdt_module, "grow_public", lambda *a, **k: grown.append(real(*a, **k)) or grown[-1])
+    releases = [dipsy.synthesize(d, DOMAIN, method="rdt", epsilon=1.0, seed=s, options=options(structure))
+                for d, s in ((one, 1), (other, 2))]
+    first, second = grown[:6], grown[6:]
+    assert len(first) == len(second) == 6  # 3 trees × 2 sensitive columns
+    for x, y in zip(first, second):
+        for f in ("attribute", "threshold", "first", "parent", "depth", "support"):
+            np.testing.assert_array_equal(getattr(x, f), getattr(y, f))
+    assert releases[0].parameters["trees"] == releases[1].parameters["trees"]
+    assert all(t["leaves"] > 3 for t in releases[0].parameters["trees"])  # the trees did split
+
+
+def test_splits_follow_the_structure_counts_and_weights(files):
+    _, structure = files
+    _, plan = planned(records(100, 3), structure, weights="a:1000,b:0.001,h:0.001")
+    for tree in trees_of(plan):
+        assert tree.attributes[tree.attribute[0]] == "a"  # the heavy attribute is drawn first
+        inner = tree.attribute >= 0
+        assert (tree.support[inner] >= 200).all() and (tree.depth[inner] < 6).all()  # n_b and depth
+        children = tree.parent[1:]
+        np.testing.assert_allclose(np.bincount(children, weights=tree.support[1:], minlength=tree.nodes)[inner],
+                                   tree.support[inner])  # a split partitions its node's structure records
+
+
+def test_collapsing_is_decided_on_structure_counts(files):
+    tmp, structure = files
+    skewed = records(3000, 1)
+    skewed.loc[skewed["a"] >= 4, "a"] = 0  # categories 4 and 5 are absent from the structure file
+    skewed.to_csv(tmp / "skewed.csv", index=False)
+    synth, plan = planned(records(100, 3), tmp / "skewed.csv", collapse="a:10", coarsen="h:2")
+    a = plan.parameters["groupings"]["sex"]["a"]
+    assert a[4] == a[5] and len(set(a)) == 5  # the two rare categories pooled into one child
+    assert plan.parameters["groupings"]["sex"]["h"] == [0, 0, 1, 1, 2]
+
+
+# -- the leaves' noise ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("relation, sensitivity", [("substitute", 2), ("add-remove", 1)])
+def test_leaf_noise_is_discrete_laplace_of_the_stated_scale(files, relation, sensitivity):
+    """Every (leaf, label) cell's noise, read as released minus exact, fits the discrete Laplace of
+    scale Δ/ε_tree, and not ×0.7 or ×1.3 of it (chi-square, p-levels as in test_samplers)."""
+    tmp, structure = files
+    data = records(2000, 4)
+    targets = tmp / "targets.csv"
+    data[["a", "b", "h"]].to_csv(targets, index=False)
+    draws = []
+    for rep in range(12):
+        synth, plan = planned(data, structure, epsilon=3.0, neighbouring=relation, targets=str(targets), n_b=20, leaf_min=0)
+        engine = NumpyEngine(data, DOMAIN)
+        session = Session(engine, plan.declared(PureDP(3.0)), plan.relation, Randomness.from_seed(rep), plan.measurements)
+        for m in plan.measurements:
+            draws.append(session.measure(m) - m.query.answer(engine))
+    draws = np.concatenate(draws)
+    scale = Fraction(sensitivity) / (Fraction(3) / 6)
+    assert plan.measurements[0].mechanism.scale == scale and draws.size > 20_000
+    assert chi_square_p(draws, lambda x: discrete_laplace_pmf(x, scale)) > ACCEPT
+    for wrong in (scale * Fraction(7, 10), scale * Fraction(13, 10)):
+        assert chi_square_p(draws, lambda x, w=wrong: discrete_laplace_pmf(x, w)) < REJECT
+
+
+def test_the_leaf_query_counts_each_record_once(files):
+    _, structure = files
+    data = records(777, 5)
+    _, plan = planned(data, structure)
+    engine = NumpyEngine(data, DOMAIN)
+    for m in plan.measurements[1:]:
+        counts = m.query.answer(engine)
+        assert counts.sum() == 777 and counts.size == len(m.query.tree.leaves) * DOMAIN[m.query.label].size
+
+
+def test_post_processing_clamps_and_falls_back_to_the_pooled_parent():
+    from dipsy.methods.rdt.trees import grow_public
+    structure = np.array([[0.0]] * 50 + [[1.0]] * 5)
+    tree = grow_public(("a",), [2], [1.0], structure, 1.0, 10, 1, np.random.default_rng(0))
+    # leaf 1 (5 structure records) is below leaf_min = 10: it takes the root's pooled counts
+    p = leaf_distributions(tree, np.array([[6, -3], [0, 9]]), leaf_min=10)
+    np.testing.assert_allclose(p, [[1.0, 0.0], [6 / 15, 9 / 15]])
+    assert np.allclose(leaf_distributions(tree, np.array([[-1, -1], [-4, 0]]), 0), 0.5)  # nothing left: uniform
+
+
+# -- budget ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sets, trees, relation", [(1, 5, "substitute"), (2, 3, "add-remove"), (1, 10, "substitute")])
+def test_the_ensemble_costs_e_times_epsilon_per_tree(files, sets, trees, relation):
+    tmp, structure = files
+    data = records(500, 6)
+    more = {"trees": trees}
+    if relation == "add-remove":
+        data[["a", "b", "h"]].to_csv(tmp / "t.csv", index=False)
+        more["targets"] = str(tmp / "t.csv")
+    release = dipsy.synthesize(data, DOMAIN, method="rdt", epsilon=0.7, sets=sets, neighbouring=relation,
+                               options=options(structure, **more))
+    leaves = [m for m in release.statement.measurements if m["epsilon"] > 0]
+    per_tree = Fraction(7, 10) / (sets * 2 * trees)
+    assert len(leaves) == sets * 2 * trees
+    assert all(m["noise"]["scale"] == str((1 if relation == "add-remove" else 2) / per_tree) for m in leaves)
+    assert release.statement.total.epsilon == pytest.approx(0.7, rel=1e-12)
+    assert release.parameters["epsilon_per_tree_exact"] == str(per_tree)
+    assert f"ε = {sets * 2 * trees} · ε_tree" in release.statement.composition
+    assert len(release.tables) == sets and all(len(t) == 500 for t in release.tables)
+    declared = [m for m in release.statement.measurements if m["epsilon"] == 0]
+    assert len(declared) == (1 if relation == "substitute" else 0)
+
+
+def test_own_targets_are_declared_public_and_refuse_add_remove(files):
+    _, structure = files
+    data = records(300, 7)
+    release = dipsy.synthesize(data, DOMAIN, method="rdt", epsilon=1.0, options=options(structure))
+    public = " ".join(release.statement.public)
+    assert "a, b, h of every record" in public and "protects the sensitive columns sex, race" in public
+    pd.testing.assert_frame_equal(release.tables[0][["a", "b", "h"]], data[["a", "b", "h"]], check_dtype=False)
+    with pytest.raises(DipsyError, match="add/remove"):
+        dipsy.synthesize(data, DOMAIN, method="rdt", epsilon=1.0, neighbouring="add-remove", options=options(structure))
+
+
+# -- synthesis ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("combine", ["average", "random-tree"])
+def test_at_a_large_budget_the_labels_follow_the_public_columns(files, combine):
+    """Sex depends on a (0.9 vs 0.1 female); race on sex: race trees split on the synthetic sex."""
+    _, structure = files
+    data = records(6000, 8)
+    out = dipsy.synthesize(data, DOMAIN, method="rdt", epsilon=600.0, seed=3,
+                           options=options(structure, combine=combine, weights="a:50,sex:50")).tables[0]
+    female = (out["sex"] == "F").groupby(out["a"]).mean()
+    assert (female[[0, 1, 2]] > 0.8).all() and (female[[3, 4, 5]] < 0.2).all()
+    assert ((out["race"] == "r1") == (out["sex"] == "F")).mean() > 0.9
+
+
+def test_the_random_structure_needs_no_file_and_splits_numbers_within_bounds():
+    data = records(3000, 9)
+    release = dipsy.synthesize(data, DOMAIN, method="rdt", epsilon=50.0, seed=4,
+                               options={"sensitive": "sex,race", "structure": "random", "depth": 3, "trees": 4, "structure_seed": 1})
+    synth = RandomDecisionTrees(PureDP(50.0), 1, {"sensitive": "sex,race", "structure": "random", "depth": 3, "structure_seed": 1})
+    for tree in trees_of(synth.plan(3000, DOMAIN)):
+        assert tree.depth.max() == 3 and (tree.depth[tree.leaves] == 3).all()
+        cuts = tree.threshold[~np.isnan(tree.threshold)]
+        assert ((cuts > 0) & (cuts < 99)).all()
+    assert release.parameters["structure"] == "random" and "n_b" not in release.parameters
+    assert "Jagannathan" in release.statement.mechanism
+
+
+def test_the_audit_case_reads_a_leaf_through_fifty_targets():
+    from dipsy.privacy.e2e import CASES
+    case = CASES["rdt"]
+    assert case.kwargs["neighbouring"] == "add-remove" and len(case.files["targets.csv"]) == 50
+
+
+# -- bad input ----------------------------------------------------------------------------------------
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    return code, capsys.readouterr().err
+
+
+@pytest.fixture
+def cli(files, tmp_path):
+    tmp, structure = files
+    data, domain = tmp / "data.csv", tmp / "domain.json"
+    records(400, 10).to_csv(data, index=False)
+    domain.write_text(json.dumps(DOMAIN.to_dict()))
+    return tmp, data, domain, structure
+
+
+BAD = [
+    ("sensitive also public", ["sensitive=sex", "public=a,b,h,sex"], "named both sensitive and public"),
+    ("no sensitive column named", ["public=a,b,h"], "which columns are sensitive"),
+    ("n_b 0", ["sensitive=sex,race", "n_b=0"], "n_b must be a whole number >= 1"),
+    ("n_b negative", ["sensitive=sex,race", "n_b=-5"], "n_b must be a whole number >= 1"),
+    ("no structure", ["sensitive=sex,race", "structure="], "structure file"),
+    ("unknown column", ["sensitive=sex,colour"], "'colour'"),
+    ("bad weights", ["sensitive=sex,race", "weights=a"], "column:number"),
+    ("collapse with random", ["sensitive=sex,race", "structure=random", "collapse=a:10"], "structure=random"),
+]
+
+
+@pytest.mark.parametrize("name, given, message", BAD, ids=[b[0] for b in BAD])
+def test_bad_options_are_refused_with_nothing_written(cli, capsys, name, given, message):
+    tmp, data, domain, structure = cli
+    opts = [f"structure={structure}"] + given if not any(g.startswith("structure=") for g in given) else given
+    args = ["synth", data, "--domain", domain, "--method", "rdt", "--epsilon", "1", "--out", tmp / "rel",
+            "--ledger", tmp / "ledger.sqlite"]
+    for o in opts:
+        args += ["--option", o]
+    code, err = run(capsys, *args)
+    assert code != 0 and message in err, err
+    assert not (tmp / "rel").exists() and not (tmp / "ledger.sqlite").exists()
+
+
+@pytest.mark.parametrize("targets, message", [
+    (pd.DataFrame({"a": [0, 1], "b": [0, 1]}), "'h'"),  # a column of the domain is missing
+    (pd.DataFrame({"a": [0, 9], "b": [0, 1], "h": [5, 50]}), "outside the domain"),  # category 9 of a is not in it
+])
+def test_a_target_file_that_does_not_match_the_domain_is_refused(cli, capsys, targets, message):
+    tmp, data, domain, structure = cli
+    targets.to_csv(tmp / "targets.csv", index=False)
+    code, err = run(capsys, "synth", data, "--domain", domain, "--method", "rdt", "--epsilon", "1", "--out", tmp / "rel",
+                    "--ledger", tmp / "ledger.sqlite", "--option", "sensitive=sex,race", "--option", f"structure={structure}",
+                    "--option", f"targets={tmp / 'targets.csv'}", "--neighbouring", "add-remove")
+    assert code != 0 and message in err, err
+    assert not (tmp / "rel").exists() and not (tmp / "ledger.sqlite").exists()
+
+
+def test_a_good_cli_release_records_the_files_by_hash(cli, capsys):
+    tmp, data, domain, structure = cli
+    code, err = run(capsys, "synth", data, "--domain", domain, "--method", "rdt", "--epsilon", "1", "--out", tmp / "rel",
+                    "--ledger", tmp / "ledger.sqlite", "--option", "sensitive=sex,race", "--option", f"structure={structure}",
+                    "--option", "n_b=100")
+    assert code == 0, err
+    meta = json.loads((tmp / "rel" / "release.json").read_text())
+    assert meta["options"]["structure"]["file"] == "structure.csv" and len(meta["options"]["structure"]["sha256"]) == 64
+    assert str(tmp) not in (tmp / "rel" / "release.json").read_text()
+    assert meta["parameters"]["sensitive"] == ["sex", "race"]
