@@ -23,7 +23,7 @@ import sys
 import tempfile
 import traceback
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import click
 from rich.console import Console
@@ -337,7 +337,7 @@ def synth(
         on_release=lambda r: r.save(out_dir, format=fmt, overwrite=overwrite),
     )
     s = release.statement
-    params = ", ".join(f"{k} = {v:.6f}" if isinstance(v, float) else f"{k} = {v}" for k, v in release.parameters.items() if not isinstance(v, dict))
+    params = ", ".join(_parameter(k, v) for k, v in release.parameters.items() if not isinstance(v, dict))
     out.print(f"{release.method}: {params}")
     noise = release.parameters.get("noise")
     if isinstance(noise, dict) and {"distribution", "scale", "sd"} <= set(noise):
@@ -355,6 +355,15 @@ def synth(
         out.print(f"note: {release.dropped_rows} row(s) that did not match the domain were dropped (not written to the release)")
     what = "table(s) of" if release.kind == "table" else "set(s) of"
     out.print(f"wrote {len(release.tables)} {what} {len(release.tables[0])} rows to {out_dir} (ledger: {ledger_path})")
+
+
+def _parameter(name: str, value: Any) -> str:
+    """One public parameter for the terminal; a list of records (e.g. rdt's trees) by its length."""
+    if isinstance(value, float):
+        return f"{name} = {value:.6f}"
+    if isinstance(value, list) and value and isinstance(value[0], dict):
+        return f"{name}: {len(value)} (see release.json)"
+    return f"{name} = {value}"
 
 
 def _check_ledger_path(path: Path) -> None:
