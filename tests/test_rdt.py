@@ -193,6 +193,9 @@ def test_own_targets_are_declared_public_and_refuse_add_remove(files):
     release = dipsy.synthesize(data, DOMAIN, method="rdt", epsilon=1.0, options=options(structure))
     public = " ".join(release.statement.public)
     assert "a, b, h of every record" in public and "protects the sensitive columns sex, race" in public
+    assert release.statement.neighbouring.startswith("substitute one record")
+    assert "neighbours also agree on them: the guarantee covers the sensitive columns sex, race" in release.statement.neighbouring
+    assert "agree on them" in release.statement.to_dict()["neighbouring"]
     pd.testing.assert_frame_equal(release.tables[0][["a", "b", "h"]], data[["a", "b", "h"]], check_dtype=False)
     with pytest.raises(DipsyError, match="add/remove"):
         dipsy.synthesize(data, DOMAIN, method="rdt", epsilon=1.0, neighbouring="add-remove", options=options(structure))

@@ -97,10 +97,12 @@ class Statement:
     seeded: bool = False
     #: Made with the audit's weakened mechanisms: not private.
     broken: bool = False
+    #: What narrows the relation, e.g. columns released as they are, on which neighbours agree.
+    narrowed: str = ""
 
     @property
     def neighbouring(self) -> str:
-        return self.relation.describe()
+        return self.relation.describe() + (f"; {self.narrowed}" if self.narrowed else "")
 
     @property
     def private(self) -> bool:
@@ -163,6 +165,8 @@ class Plan:
     parameters: Mapping[str, Any] = field(default_factory=dict)
     adaptive: Budget | None = None
     adaptive_label: str = "adaptive measurements"
+    #: Neighbours also agree on what the release repeats as it is (the statement's ``neighbouring`` says so).
+    narrowed: str = ""
 
     @property
     def spends(self) -> tuple[Spend, ...]:
@@ -196,6 +200,7 @@ def build_statement(synthesizer: "Synthesizer", plan: Plan, session: Session, de
         delta=delta if synthesizer.definition == "zCDP" else None,
         seeded=seeded,
         broken=broken,
+        narrowed=plan.narrowed,
     )
 
 

@@ -286,8 +286,11 @@ class RandomDecisionTrees(Synthesizer):
                     measurements.append(Measurement(f"{self.name}: {where}: leaf counts, discrete Laplace scale {noise.scale}",
                                                     query, noise, self.relation))
         self.roles_ = roles
+        narrowed = (f"the release repeats the public columns {', '.join(roles.public)} of every record as they are, so neighbours "
+                    f"also agree on them: the guarantee covers the sensitive columns {', '.join(roles.sensitive)}") if own else ""
         return Plan(tuple(measurements), self.relation, self._public(n, roles, own, random), self._mechanism(random),
-                    self._composition(m, S, E, sensitivity), self._parameters(roles, random, seed, epsilon_tree, sensitivity, measurements, n, own))
+                    self._composition(m, S, E, sensitivity), self._parameters(roles, random, seed, epsilon_tree, sensitivity, measurements, n, own),
+                    narrowed=narrowed)
 
     def fit(self, session: Session, plan: Plan) -> "TreesModel":
         s, roles = self.settings, self.roles_
