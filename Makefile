@@ -41,6 +41,10 @@ demo: $(STAMP)
 	$(BIN)/dipsy budget show --ledger $(DEMO)/ledger.sqlite --dataset-id acs-2019-demo
 	$(BIN)/dipsy evaluate examples/acs/national2019.csv $(DEMO)/acs-dpsyn --report $(DEMO)/acs-dpsyn-report.html
 	$(BIN)/dipsy evaluate examples/acs/national2019.csv $(DEMO)/acs-privsyn --report $(DEMO)/acs-privsyn-report.html
+	$(BIN)/dipsy synth examples/adult/priv.csv --domain examples/adult/domain.yaml \
+		--method rdt --epsilon 4 --option structure=examples/adult/pub.csv --option structure_weight=10 \
+		--out $(DEMO)/adult-rdt --overwrite --ledger $(DEMO)/ledger.sqlite --dataset-id adult-demo
+	$(BIN)/dipsy evaluate examples/adult/priv.csv $(DEMO)/adult-rdt --report $(DEMO)/adult-rdt-report.html
 
 # The report's browser test needs Chromium: installed from Debian's packages where this runs as
 # root with apt-get; elsewhere the test is skipped with a message.
