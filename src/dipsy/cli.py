@@ -414,6 +414,30 @@ def audit_command(method: str, runs: int, broken: bool, seed: int) -> None:
         out.print(f"{r.method}: {case.why}")
 
 
+@cli.command("rdt-leaf-size")
+@click.option("--p0", type=float, required=True, help="The label's share in the leaf, e.g. 0.25.")
+@click.option("--epsilon", type=float, required=True, help="ε of one tree (the leaf counts' budget).")
+@click.option("--width", type=float, default=None, help="The widest interval wanted, e.g. 0.05.")
+@click.option("--lower", type=float, default=None, help="Or the interval to stay within: its lower end.")
+@click.option("--upper", type=float, default=None, help="… and its upper end.")
+@click.option("--level", type=float, default=0.90, show_default=True, help="The interval's level 1 − α.")
+@click.option("--neighbouring", type=click.Choice(["add-remove", "substitute"]), default="add-remove", show_default=True,
+              help="The leaf counts' sensitivity: 1 under add/remove, 2 under substitution.")
+@click.option("--grid", default=None, help="Candidate leaf sizes, e.g. 100,250,500,1000,2000 (default: the exact least size).")
+def rdt_leaf_size(p0: float, epsilon: float, width: float | None, lower: float | None, upper: float | None, level: float,
+                  neighbouring: str, grid: str | None) -> None:
+    """The least leaf size n_B whose synthetic label share has a narrow enough interval (S-004 §5)."""
+    from .methods.rdt.calibration import format_calibration, min_leaf_size
+
+    try:
+        sizes = None if grid is None else [int(g) for g in grid.split(",") if g.strip()]
+    except ValueError:
+        raise DipsyError(f"--grid must list whole numbers, got {grid!r}", "e.g. --grid 250,500,1000,2000") from None
+    result = min_leaf_size(p0, epsilon, width=width, lower=lower, upper=upper, level=level,
+                           sensitivity=1 if neighbouring == "add-remove" else 2, grid=sizes)
+    out.print(format_calibration(result))
+
+
 @cli.command("evaluate")
 @click.argument("data", type=click.Path(path_type=Path))
 @click.argument("release_dir", type=click.Path(path_type=Path))
