@@ -447,8 +447,9 @@ def rdt_leaf_size(p0: float, epsilon: float, width: float | None, lower: float |
 @click.option("--formula", default=None, help="Regression to compare, e.g. 'Expenditure ~ Income + C(Race)'.")
 @click.option("--model", type=click.Choice(["ols", "logit"]), default="ols", show_default=True, help="Regression model for --formula.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the metrics' own sampling.")
+@click.option("--sensitive", default=None, help="Sensitive columns to judge against the public ones, e.g. sex,race (default: the release's own, as rdt records them).")
 def evaluate_command(data: Path, release_dir: Path, domain_path: Path | None, report_path: Path | None,
-                     json_path: Path | None, formula: str | None, model: str, seed: int) -> None:
+                     json_path: Path | None, formula: str | None, model: str, seed: int, sensitive: str | None) -> None:
     """Compare the release in RELEASE_DIR with the original DATA: metrics, plots, HTML report."""
     from .evaluation import evaluate, jsonable, load_release, read_original
     from .evaluation.report import write_report
@@ -460,7 +461,8 @@ def evaluate_command(data: Path, release_dir: Path, domain_path: Path | None, re
     if json_path is not None and report_path is not None and json_path.absolute() == report_path.absolute():
         raise DipsyError(f"--json and --report both name {str(json_path)!r}", "give them different paths")
     _doing[0] = "evaluating the release"
-    metrics = evaluate(data, release_dir, domain_path, formula=formula, model=model, seed=seed)
+    chosen = None if sensitive is None else [c.strip() for c in sensitive.split(",") if c.strip()]
+    metrics = evaluate(data, release_dir, domain_path, formula=formula, model=model, seed=seed, sensitive=chosen)
     marg = metrics["marginals"]
     out.print(f"marginal TVD, mean (worst): 1-way {marg['1-way']['mean_tvd']:.4f} ({marg['1-way']['worst_tvd']:.4f}), "
               f"2-way {marg['2-way']['mean_tvd']:.4f} ({marg['2-way']['worst_tvd']:.4f})")
@@ -469,6 +471,12 @@ def evaluate_command(data: Path, release_dir: Path, domain_path: Path | None, re
     out.print(f"k-marginal score {km['score']:.0f} of 1000 (subsamples of the original: {baselines})")
     logit = metrics["propensity"]["logistic"]
     out.print(f"pMSE (logistic), standardised: {', '.join(f'{z:.2f}' for z in logit['standardised'])}")
+    if metrics.get("sensitive"):
+        part = metrics["sensitive"]
+        tvd = ", ".join(f"{k} {v:.4f}" for k, v in part["tvd_mean"].items())
+        out.print(f"sensitive {', '.join(part['sensitive'])} × public: mean TVD {tvd}; joint-proportion r "
+                  f"{', '.join(f'{r:.3f}' for r in part['proportions']['r'])}; indicator slope r "
+                  f"{', '.join(f'{r:.3f}' for r in part['indicators']['slope_r'])}")
     pending = None
     if json_path:  # written beside its target, and renamed into place once the report is written too
         _keep_no_new_folders(json_path.parent)

@@ -24,6 +24,7 @@ from .marginals import encode_valid, kway_marginals
 from .numeric import numeric_summary
 from .propensity import pmse_all
 from .relationships import indicator_relationships, numeric_correlations
+from .sensitive import sensitive_utility
 
 
 
@@ -89,6 +90,7 @@ def evaluate(
     formula: str | None = None,
     model: str = "ols",
     seed: int = 0,
+    sensitive: list[str] | None = None,
 ) -> dict[str, Any]:
     """Every utility metric of ``release`` against ``original``, as a JSON-ready dict.
 
@@ -106,6 +108,9 @@ def evaluate(
         ``"ols"`` or ``"logit"`` for the regression.
     seed
         Seed of the metrics' own sampling (3-way marginals, subsamples, CART permutations).
+    sensitive
+        Sensitive columns to judge against the public ones (S-004's outputs, :mod:`.sensitive`);
+        default the release's own (``parameters.sensitive``, as ``rdt`` records them), else none.
     """
     meta, tables, release_domain = load_release(release)
     if domain is None:
@@ -125,7 +130,22 @@ def evaluate(
         "relationships": {"indicators": indicator_relationships(orig, tables, domain, seed=seed),
                           "numeric": numeric_correlations(orig, tables, domain)},
         "inference": None if formula is None else regression(formula, orig, tables, meta.get("combining_rule"), model),
+        "sensitive": _sensitive(orig, tables, domain, meta, sensitive, seed),
     }
+
+
+def _sensitive(orig: pd.DataFrame, tables: list[pd.DataFrame], domain: Domain, meta: dict, sensitive: list[str] | None,
+               seed: int) -> dict | None:
+    """The sensitive-attribute section, for the columns asked or the release's own sensitive ones."""
+    params = meta.get("parameters") if isinstance(meta.get("parameters"), dict) else {}
+    chosen = sensitive or params.get("sensitive")
+    if not chosen:
+        return None
+    unknown = [c for c in chosen if c not in domain]
+    if unknown:
+        raise DipsyError(f"--sensitive names {unknown[0]!r}, which the release does not hold", f"name columns of {list(domain.names)}")
+    public = params.get("public_columns") if not sensitive else None
+    return sensitive_utility(orig, tables, domain, list(chosen), public, meta.get("combining_rule"), seed)
 
 
 def regression(formula: str, original: pd.DataFrame, tables: list[pd.DataFrame], rule: str | None, model: str = "ols") -> dict:

@@ -492,3 +492,34 @@ def _term_panel(ax: Any, term: Mapping[str, Any]) -> None:
     ax.tick_params(axis="x", labelsize=6.5)
     ax.xaxis.set_major_locator(ticker.MaxNLocator(3))
     ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: short_number(v)))
+
+
+def agreement_scatter(original: Sequence[float], synthetic: Sequence[Sequence[float]], what: str, r: Sequence[float] | None = None) -> str | None:
+    """Original (x) against synthetic (y) values of one kind — joint proportions, coefficients —
+    one colour per set, the y = x line, and the correlation per set in the title (S-004 Figs. 3b, 10–14)."""
+    x = finite_or_nan(original)
+    sets = [finite_or_nan(s) for s in synthetic if s is not None]
+    if x.size == 0 or not sets:
+        return None
+    with _style():
+        fig = Figure(figsize=(WIDTH / 2, 3.6), layout="constrained")
+        ax = fig.subplots()
+        points: list[float] = []
+        for k, y in enumerate(sets):
+            ok = np.isfinite(x) & np.isfinite(y[: x.size]) if y.size == x.size else np.zeros(x.size, bool)
+            ax.plot(x[ok], y[ok], "o", ms=3, alpha=0.6, color=set_colour(k), label=f"set {k + 1}")
+            points += list(x[ok]) + list(y[ok])
+        if not points:
+            return None
+        lo, hi = min(points), max(points)
+        pad = 0.05 * max(hi - lo, 1e-9)
+        ax.plot([lo - pad, hi + pad], [lo - pad, hi + pad], color="#888888", lw=1, zorder=0, label="y = x")
+        ax.set_xlim(lo - pad, hi + pad)
+        ax.set_ylim(lo - pad, hi + pad)
+        ax.set_aspect("equal", adjustable="box")
+        ax.set_xlabel(f"{what} in the original")
+        ax.set_ylabel(f"{what} in the synthetic set")
+        finite_r = [v for v in (r or []) if v is not None and math.isfinite(v)]
+        ax.set_title(what + (f"  (r = {', '.join(f'{v:.3f}' for v in finite_r)})" if finite_r else ""), fontsize=9)
+        ax.legend(frameon=False, loc="upper left", fontsize=7)
+        return to_data_uri(fig)

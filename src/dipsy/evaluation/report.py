@@ -37,6 +37,7 @@ SECTIONS = (
     ("numeric", "Numeric columns"),
     ("propensity", "Propensity scores"),
     ("relationships", "Relationships"),
+    ("sensitive", "Sensitive attributes"),
     ("inference", "Inference"),
 )
 WORST_HEATMAPS = 3
@@ -81,6 +82,7 @@ def render(evaluation: Mapping[str, Any], original: pd.DataFrame, tables: Sequen
         "numeric": lambda: _numeric(_mapping(ev.get("numeric")), original, tables, domain),
         "propensity": lambda: _propensity(_mapping(ev.get("propensity"))),
         "relationships": lambda: _relationships(_mapping(ev.get("relationships"))),
+        "sensitive": lambda: _sensitive(_mapping(ev.get("sensitive"))),
         "inference": lambda: _inference(_mapping(ev.get("inference"))),
     }
     body = [_section(i, key, title, builders[key]()) for i, (key, title) in enumerate(SECTIONS, start=1)]
@@ -560,7 +562,64 @@ def _pairs_table(pairs: Sequence[Mapping[str, Any]]) -> str:
     return _table(header, rows, numeric=range(2, 99), caption=f"{which}; synthetic values are means over the sets.")
 
 
-# -- 7. inference --------------------------------------------------------------------------------
+# -- 7. sensitive attributes ---------------------------------------------------------------------
+
+
+def _sensitive(part: Mapping[str, Any]) -> str:
+    """S-004's utility outputs: joint proportions, indicator slopes and correlations, a logistic model."""
+    if not part:
+        return _na("the release names no sensitive columns (a release of rdt does; or pass --sensitive)")
+    sens, pub = ", ".join(map(str, part.get("sensitive") or [])), ", ".join(map(str, part.get("public") or []))
+    out = [_p(f"Synthetic sensitive columns ({sens}) against the public ones ({pub}), as the Duke random-decision-tree "
+              "report (S-004 §6) judges them: the joint proportions of their categories, the slopes and correlations of "
+              "their category indicators, and a logistic regression of a sensitive category on the public columns.")]
+    props = _mapping(part.get("proportions"))
+    means = _mapping(part.get("tvd_mean"))
+    out.append("<h3>Joint proportions</h3>")
+    out.append(_figure(plots.agreement_scatter(props.get("original") or [], props.get("synthetic") or [], "joint proportion", props.get("r")),
+                       f"Every cell of the tables {'; '.join(map(str, props.get('columns') or []))}: its share of the original (x) and of "
+                       "each synthetic set (y). The correlation r is S-004's Fig. 3b measure.", "scatter of joint proportions"))
+    rows = [[" × ".join(map(str, t.get("columns", []))), fmt(nanmean(t.get("tvd")))] for t in (part.get("tables") or [])[:15] if isinstance(t, Mapping)]
+    if rows:
+        mean_text = "; ".join(f"{k} tables {fmt(v)}" for k, v in means.items())
+        out.append(_table(["table", "TVD (mean over sets)"], rows, caption=f"The tables reproduced worst (total variation distance ½Σ|p − q|; mean: {mean_text})."))
+    ind = _mapping(part.get("indicators"))
+    pairs = [p for p in ind.get("pairs") or [] if isinstance(p, Mapping)]
+    out.append("<h3>Indicator slopes and correlations</h3>")
+    if pairs:
+        facts = [["correlation of slopes, synthetic with original", fmt_sets(ind.get("slope_r"))],
+                 ["correlation of correlations", fmt_sets(ind.get("corr_r"))],
+                 ["mean |difference| of slopes", fmt_sets(ind.get("slope_mean_abs_diff"))],
+                 ["mean |difference| of correlations", fmt_sets(ind.get("corr_mean_abs_diff"))]]
+        out.append(_table(["measure", "per set"], facts, compact=True))
+        out.append(_figure(plots.relationship_scatter(pairs, "indicator"), "Pairs of a sensitive category's indicator with another column's "
+                           "(S-004 Figs. 3c, 3d): slope = P(y | x) − P(y | not x); r = slope · sqrt(P(x)(1 − P(x)) / (P(y)(1 − P(y)))).",
+                           "scatter of indicator slopes and correlations"))
+    else:
+        out.append(_na("no indicator pairs"))
+    out.append("<h3>Logistic regression of a sensitive category</h3>")
+    for column, model in _mapping(part.get("logit")).items():
+        model = _mapping(model)
+        if model.get("error"):
+            out.append(_p(f"{model.get('response', column)}: not comparable ({model['error']})", "note"))
+            continue
+        coefs = [c for c in model.get("coefficients") or [] if isinstance(c, Mapping)]
+        orig = [_mapping(c.get("original")).get("estimate") for c in coefs]
+        syn = [[_mapping(c.get("synthetic")).get("estimate") for c in coefs]]
+        o, y = plots.finite_or_nan(orig), plots.finite_or_nan(syn[0])
+        ok = np.isfinite(o) & np.isfinite(y)
+        r = [float(np.corrcoef(o[ok], y[ok])[0, 1])] if ok.sum() > 2 and o[ok].std() > 0 and y[ok].std() > 0 else None
+        out.append(_figure(plots.agreement_scatter(orig, syn, f"coefficient of {model.get('response', column)}", r),
+                           f"Model <{model.get('formula', '')}>: each coefficient fitted to the original (x) and, combined over "
+                           f"the sets, to the synthetic data (y); predictor levels rarer than {fmt(model.get('pooled_below'))} of the "
+                           "original pooled (S-004 Figs. 10–14).", "scatter of logistic coefficients"))
+        worst = sorted(coefs, key=lambda c: -_sortable(abs(c.get("std_diff") or 0)))[:TOP_PAIRS]
+        out.append(_table(["term", "original estimate", "original 95% CI", "synthetic estimate", "synthetic 95% CI", "df", "CI overlap", "std. difference"],
+                          [_coef_row(c) for c in worst], caption=f"The {len(worst)} of {len(coefs)} terms furthest apart (standardised difference)."))
+    return "".join(out)
+
+
+# -- 8. inference --------------------------------------------------------------------------------
 
 
 def _inference(inference: Mapping[str, Any]) -> str:
