@@ -152,14 +152,22 @@ def test_the_leaf_query_counts_each_record_once(files):
         assert counts.sum() == 777 and counts.size == len(m.query.tree.leaves) * DOMAIN[m.query.label].size
 
 
-def test_post_processing_clamps_and_falls_back_to_the_pooled_parent():
-    from dipsy.methods.rdt.trees import grow_public
+def test_post_processing_projects_and_falls_back_to_the_pooled_parent():
+    from dipsy.methods.rdt.trees import grow_public, project
     structure = np.array([[0.0]] * 50 + [[1.0]] * 5)
     tree = grow_public(("a",), [2], [1.0], structure, 1.0, 10, 1, np.random.default_rng(0))
-    # leaf 1 (5 structure records) is below leaf_min = 10: it takes the root's pooled counts
+    # leaf 1 (5 structure records) is below leaf_min = 10: it takes the root's counts, the sums of
+    # the leaves' raw noisy counts (6 − 0, −3 + 9); leaf 0's (6, −3) keep their total 3: (3, 0)
     p = leaf_distributions(tree, np.array([[6, -3], [0, 9]]), leaf_min=10)
-    np.testing.assert_allclose(p, [[1.0, 0.0], [6 / 15, 9 / 15]])
+    np.testing.assert_allclose(p, [[1.0, 0.0], [0.5, 0.5]])
+    # a total within two noise sds of 0 is mostly noise: leaf 0 (total 3, sd 5 per cell) falls back too
+    np.testing.assert_allclose(leaf_distributions(tree, np.array([[6, -3], [0, 9]]), leaf_min=10, sd=5.0), [[0.5, 0.5]] * 2)
     assert np.allclose(leaf_distributions(tree, np.array([[-1, -1], [-4, 0]]), 0), 0.5)  # nothing left: uniform
+    # the projection keeps the noisy total and does not inflate a rare label as clamping would
+    np.testing.assert_allclose(project(np.array([[100.0, -10.0, 5.0]])), [[95.0, 0.0, 0.0]])
+    y = project(np.random.default_rng(1).normal(3, 5, (200, 4)))
+    assert (y >= 0).all()
+    np.testing.assert_allclose(y.sum(axis=1), np.maximum(np.random.default_rng(1).normal(3, 5, (200, 4)).sum(axis=1), 0))
 
 
 # -- budget ------------------------------------------------------------------------------------------

@@ -25,9 +25,10 @@ synthetic sex for the targets, S-004 §2):
    random tree of fixed depth. Its randomness comes from ``structure_seed`` — public, recorded.
 2. *Leaves*: the counts of ``S_j``'s labels among the confidential records reaching each leaf,
    plus exact discrete Laplace noise of scale ``Δ/ε_tree`` on every (leaf, label) cell.
-3. *Post-processing*: negative counts to 0, pooled upwards; a leaf below ``leaf_min`` structure
-   records, or with no counts left, takes its nearest qualifying ancestor's distribution
-   (:func:`.trees.leaf_distributions`).
+3. *Post-processing*: every node's noisy counts are the sums of its leaves'; a leaf below
+   ``leaf_min`` structure records, or whose noisy total is within two noise sds of 0, takes its
+   nearest qualifying ancestor's counts; those are projected onto non-negative counts of the same
+   total (PrivSyn's norm_sub) and normalised (:func:`.trees.leaf_distributions`).
 4. *Synthesis*: each target follows its branch in every tree; its label is drawn from the average of
    the E leaf distributions (``combine=average``) or from one tree drawn at random
    (``combine=random-tree``).
@@ -54,6 +55,7 @@ separate public file.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from fractions import Fraction
@@ -68,7 +70,7 @@ from ...domain.codec import decode_column
 from ...engine import engine_for
 from ...errors import DipsyError
 from ...privacy.budget import PureDP
-from ...privacy.measurement import DeclaredPublic, DiscreteLaplace, Measurement, Query, Statistic
+from ...privacy.measurement import DeclaredPublic, DiscreteLaplace, Measurement, Query, Statistic, discrete_laplace_variance
 from ...privacy.relation import ADD_REMOVE, SUBSTITUTE
 from ...privacy.rng import Randomness
 from ...privacy.samplers import to_fraction
@@ -305,7 +307,8 @@ class RandomDecisionTrees(Synthesizer):
                 noisy.append(out)
         leaf_min = 0 if s["structure"] == "random" else s.get("leaf_min", DEFAULTS["leaf_min"])
         E, S = s.get("trees", DEFAULTS["trees"]), len(roles.sensitive)
-        dists = [leaf_distributions(tree, c.reshape(len(tree.leaves), -1), leaf_min) for tree, c in zip(trees, noisy)]
+        sd = math.sqrt(discrete_laplace_variance(plan.measurements[-1].mechanism.scale))  # one scale for every tree
+        dists = [leaf_distributions(tree, c.reshape(len(tree.leaves), -1), leaf_min, sd) for tree, c in zip(trees, noisy)]
         shape = lambda xs: tuple(tuple(tuple(xs[(k * S + j) * E + t] for t in range(E)) for j in range(S)) for k in range(self.sets))  # noqa: E731
         return TreesModel(session.domain, roles, self.features, shape(trees), shape(dists), dict(targets),
                           s.get("combine", "average"), self.sets)

@@ -192,15 +192,39 @@ def grow_random(attributes: Sequence[str], groups: Sequence[int], numeric: Seque
     return b.done(attributes)
 
 
-def leaf_distributions(tree: Tree, noisy: np.ndarray, leaf_min: float) -> np.ndarray:
+#: A node's noisy total must exceed this many standard deviations of its noise to give its own
+#: distribution (else its parent's is used): below it, the distribution is mostly noise.
+SIGNAL = 2.0
+
+
+def project(counts: np.ndarray) -> np.ndarray:
+    """Each row onto {y >= 0, Σ y = max(Σ x, 0)}: ``max(x − θ, 0)`` with one θ per row (PrivSyn's
+    norm_sub; the Euclidean projection onto a scaled simplex). Unlike clamping negatives to 0, it
+    keeps the noisy total, so a rare label is not inflated by the noise on the other labels.
+
+    >>> project(np.array([[5.0, -1.0, 2.0], [-3.0, -1.0, 1.0]])).tolist()
+    [[4.5, 0.0, 1.5], [0.0, 0.0, 0.0]]
+    """
+    x = np.asarray(counts, dtype=float)
+    total = np.maximum(x.sum(axis=1, keepdims=True), 0.0)
+    desc = -np.sort(-x, axis=1)
+    k = np.arange(1, x.shape[1] + 1)
+    theta = (np.cumsum(desc, axis=1) - total) / k
+    last = (desc > theta).sum(axis=1, keepdims=True)  # how many stay positive (at least 1)
+    t = np.take_along_axis(theta, np.maximum(last, 1) - 1, axis=1)
+    return np.where(total > 0, np.maximum(x - t, 0.0), 0.0)
+
+
+def leaf_distributions(tree: Tree, noisy: np.ndarray, leaf_min: float, sd: float = 0.0) -> np.ndarray:
     """Label proportions per leaf from its noisy counts (leaves × labels): post-processing only.
 
-    1. Negative noisy counts are set to 0 (each count is a non-negative quantity).
-    2. Every node's counts are the sum of its leaves' (a parent pools its children).
-    3. A leaf uses its own counts when its structure-file count is at least ``leaf_min`` (always,
-       for a random structure) and its clamped counts are not all 0; otherwise the nearest
-       ancestor that qualifies (S-004 leaves the handling of leaves below ``leafFreqMin`` open);
-       the root always qualifies, and a root with no counts gives the uniform distribution.
+    1. Every node's noisy counts are the sums of its leaves' (unbiased: each cell's noise has mean 0).
+    2. A node *qualifies* when its structure-file count is at least ``leaf_min`` (always, for a
+       random structure) and its noisy total exceeds :data:`SIGNAL` standard deviations of its
+       noise (``sd`` per cell, so ``sd·sqrt(cells)`` for the total); a leaf uses its nearest
+       qualifying node, itself or an ancestor (S-004 leaves the handling of small leaves open).
+    3. That node's counts are projected onto non-negative counts of the same total (:func:`project`)
+       and normalised; a root with nothing left gives the uniform distribution.
 
     >>> t = grow_public(("a",), [2], [1.0], np.array([[0.0], [1.0], [1.0]]), 1.0, 1, 1, np.random.default_rng(0))
     >>> leaf_distributions(t, np.array([[3, -2], [0, 0]]), leaf_min=0).tolist()
@@ -208,15 +232,18 @@ def leaf_distributions(tree: Tree, noisy: np.ndarray, leaf_min: float) -> np.nda
     """
     labels = noisy.shape[1]
     counts = np.zeros((tree.nodes, labels))
+    cells = np.zeros(tree.nodes)
     leaves = tree.leaves
-    counts[leaves] = np.maximum(noisy, 0)
+    counts[leaves] = noisy
+    cells[leaves] = labels
     for v in range(tree.nodes - 1, 0, -1):  # breadth first: children after parents
         counts[tree.parent[v]] += counts[v]
+        cells[tree.parent[v]] += cells[v]
     totals = counts.sum(axis=1)
-    own = (totals > 0) & ~(tree.support < leaf_min)  # NaN support (random structure) never falls short
+    own = (totals > SIGNAL * sd * np.sqrt(cells)) & (totals > 0) & ~(tree.support < leaf_min)  # NaN support never falls short
     use = np.zeros(tree.nodes, dtype=np.int64)
     for v in range(1, tree.nodes):
         use[v] = v if own[v] else use[tree.parent[v]]
-    chosen = counts[use[leaves]]
+    chosen = project(counts[use[leaves]])
     sums = chosen.sum(axis=1, keepdims=True)
     return np.where(sums > 0, chosen / np.where(sums > 0, sums, 1), 1 / labels)
