@@ -447,7 +447,9 @@ def rdt_leaf_size(p0: float, epsilon: float, width: float | None, lower: float |
 @click.option("--formula", default=None, help="Regression to compare, e.g. 'Expenditure ~ Income + C(Race)'.")
 @click.option("--model", type=click.Choice(["ols", "logit"]), default="ols", show_default=True, help="Regression model for --formula.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the metrics' own sampling.")
-@click.option("--sensitive", default=None, help="Sensitive columns to judge against the public ones, e.g. sex,race (default: the release's own, as rdt records them).")
+@click.option("--sensitive", metavar="COL[,COL]", default=None,
+              help="Sensitive columns to judge against the public ones (S-004's outputs), e.g. sex,race; COL=LEVEL names the category "
+                   "its logistic regression models, e.g. sex=Female (default: the release's own, as rdt records them).")
 def evaluate_command(data: Path, release_dir: Path, domain_path: Path | None, report_path: Path | None,
                      json_path: Path | None, formula: str | None, model: str, seed: int, sensitive: str | None) -> None:
     """Compare the release in RELEASE_DIR with the original DATA: metrics, plots, HTML report."""
@@ -477,6 +479,9 @@ def evaluate_command(data: Path, release_dir: Path, domain_path: Path | None, re
         out.print(f"sensitive {', '.join(part['sensitive'])} × public: mean TVD {tvd}; joint-proportion r "
                   f"{', '.join(f'{r:.3f}' for r in part['proportions']['r'])}; indicator slope r "
                   f"{', '.join(f'{r:.3f}' for r in part['indicators']['slope_r'])}")
+        for fitted in part["logit"].values():
+            out.print(f"logistic model of {fitted['response']}: " + (f"not comparable ({fitted['error']})" if fitted.get("error") else
+                      f"{len(fitted['coefficients'])} coefficients, synthetic-original r {fitted['coefficient_r']:.3f}"))
     pending = None
     if json_path:  # written beside its target, and renamed into place once the report is written too
         _keep_no_new_folders(json_path.parent)

@@ -90,7 +90,7 @@ def evaluate(
     formula: str | None = None,
     model: str = "ols",
     seed: int = 0,
-    sensitive: list[str] | None = None,
+    sensitive: list[str] | str | None = None,
 ) -> dict[str, Any]:
     """Every utility metric of ``release`` against ``original``, as a JSON-ready dict.
 
@@ -109,8 +109,11 @@ def evaluate(
     seed
         Seed of the metrics' own sampling (3-way marginals, subsamples, CART permutations).
     sensitive
-        Sensitive columns to judge against the public ones (S-004's outputs, :mod:`.sensitive`);
-        default the release's own (``parameters.sensitive``, as ``rdt`` records them), else none.
+        Sensitive columns to judge against the public ones (S-004 §6's outputs, key
+        ``"sensitive"``, see :func:`.sensitive.sensitive_utility`), each a name or
+        ``"name=level"`` naming the category its logistic regression models (``"sex=Female"``);
+        default the release's own (``parameters.sensitive``, as ``rdt`` records them, with
+        ``parameters.public_columns`` as the public ones), else the key holds None.
     """
     meta, tables, release_domain = load_release(release)
     if domain is None:
@@ -134,18 +137,37 @@ def evaluate(
     }
 
 
-def _sensitive(orig: pd.DataFrame, tables: list[pd.DataFrame], domain: Domain, meta: dict, sensitive: list[str] | None,
-               seed: int) -> dict | None:
+def _sensitive(orig: pd.DataFrame, tables: list[pd.DataFrame], domain: Domain, meta: dict,
+               sensitive: list[str] | str | None, seed: int) -> dict | None:
     """The sensitive-attribute section, for the columns asked or the release's own sensitive ones."""
     params = meta.get("parameters") if isinstance(meta.get("parameters"), dict) else {}
-    chosen = sensitive or params.get("sensitive")
+    asked = _names(sensitive)
+    # the release's own, as far as the evaluated domain holds them (--domain may leave some out)
+    chosen = asked or [c for c in _names(params.get("sensitive")) if c.partition("=")[0] in domain]
     if not chosen:
         return None
+    levels = {}
+    for i, item in enumerate(chosen):
+        name, _, level = item.partition("=")
+        chosen[i] = name.strip()
+        if level.strip():
+            levels[chosen[i]] = level.strip()
     unknown = [c for c in chosen if c not in domain]
     if unknown:
         raise DipsyError(f"--sensitive names {unknown[0]!r}, which the release does not hold", f"name columns of {list(domain.names)}")
-    public = params.get("public_columns") if not sensitive else None
-    return sensitive_utility(orig, tables, domain, list(chosen), public, meta.get("combining_rule"), seed)
+    public = None if asked else [c for c in _names(params.get("public_columns")) if c in domain] or None
+    if not asked and not [c for c in (public or domain.names) if c not in chosen]:
+        return None  # the release's sensitive columns, evaluated without any public one
+    return sensitive_utility(orig, tables, domain, chosen, public, meta.get("combining_rule"), seed, levels)
+
+
+def _names(value: Any) -> list[str]:
+    """Column names from a list or a comma-separated text (as an option gives them)."""
+    if isinstance(value, str):
+        value = value.split(",")
+    if not isinstance(value, (list, tuple)):
+        return []
+    return [str(v).strip() for v in value if str(v).strip()]
 
 
 def regression(formula: str, original: pd.DataFrame, tables: list[pd.DataFrame], rule: str | None, model: str = "ols") -> dict:

@@ -398,8 +398,12 @@ def _ecdf(ax: Any, values: np.ndarray, colour: str, label: str, lw: float) -> No
 # -- relationships and inference -----------------------------------------------------------------
 
 
-def relationship_scatter(pairs: Sequence[Mapping[str, Any]], kind: str = "indicator") -> str | None:
-    """Original (x) against synthetic (y) correlations and slopes of pairs, with the 45° line."""
+def relationship_scatter(pairs: Sequence[Mapping[str, Any]], kind: str = "indicator", r: Mapping[str, Sequence[float]] | None = None) -> str | None:
+    """Original (x) against synthetic (y) correlations and slopes of pairs, with the 45° line.
+
+    ``r``, if given, maps ``"corr"`` and ``"slope"`` to a correlation per set shown in the
+    panel's title (S-004 Figs. 3c, 3d).
+    """
     panels = [(key, title) for key, title in (("corr", "correlation"), ("slope", "slope")) if _has(pairs, f"{key}_original")]
     if not panels:
         return None
@@ -408,8 +412,16 @@ def relationship_scatter(pairs: Sequence[Mapping[str, Any]], kind: str = "indica
         axes = np.atleast_1d(fig.subplots(1, len(panels)))
         for ax, (key, title) in zip(axes, panels):
             _scatter_panel(ax, pairs, key, title, kind)
+            shown = _r_text((r or {}).get(key))
+            if shown:
+                ax.set_title(f"{title}s of {kind} pairs  ({shown})")
         axes[0].legend(frameon=False, loc="upper left")
         return to_data_uri(fig)
+
+
+def _r_text(r: Sequence[float] | None) -> str:
+    finite_r = [v for v in finite_or_nan(r) if math.isfinite(v)]
+    return f"r = {', '.join(f'{v:.3f}' for v in finite_r)}" if finite_r else ""
 
 
 def _has(pairs: Sequence[Mapping[str, Any]], key: str) -> bool:
@@ -494,20 +506,28 @@ def _term_panel(ax: Any, term: Mapping[str, Any]) -> None:
     ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: short_number(v)))
 
 
-def agreement_scatter(original: Sequence[float], synthetic: Sequence[Sequence[float]], what: str, r: Sequence[float] | None = None) -> str | None:
-    """Original (x) against synthetic (y) values of one kind — joint proportions, coefficients —
-    one colour per set, the y = x line, and the correlation per set in the title (S-004 Figs. 3b, 10–14)."""
+def agreement_scatter(original: Sequence[float], synthetic: Sequence[Sequence[float]], what: str, r: Sequence[float] | None = None,
+                      groups: Sequence[str] | None = None) -> str | None:
+    """Original (x) against synthetic (y) values of one kind — the joint proportions of S-004 Fig. 3b —
+    one colour per set, one marker per group (e.g. 2-way and 3-way cells), the y = x line, and
+    the correlation per set in the title."""
     x = finite_or_nan(original)
     sets = [finite_or_nan(s) for s in synthetic if s is not None]
     if x.size == 0 or not sets:
         return None
+    group = np.asarray(list(groups) if groups is not None and len(groups) == x.size else [""] * x.size, dtype=object)
+    names = list(dict.fromkeys(group.tolist()))
+    markers = "o^sDv"
     with _style():
         fig = Figure(figsize=(WIDTH / 2, 3.6), layout="constrained")
         ax = fig.subplots()
         points: list[float] = []
         for k, y in enumerate(sets):
             ok = np.isfinite(x) & np.isfinite(y[: x.size]) if y.size == x.size else np.zeros(x.size, bool)
-            ax.plot(x[ok], y[ok], "o", ms=3, alpha=0.6, color=set_colour(k), label=f"set {k + 1}")
+            for g, name in enumerate(names):
+                here = ok & (group == name)
+                label = f"set {k + 1}" + (f", {name}" if len(names) > 1 else "")
+                ax.plot(x[here], y[here], markers[g % len(markers)], ms=3, alpha=0.6, color=set_colour(k), label=label)
             points += list(x[ok]) + list(y[ok])
         if not points:
             return None
@@ -519,7 +539,41 @@ def agreement_scatter(original: Sequence[float], synthetic: Sequence[Sequence[fl
         ax.set_aspect("equal", adjustable="box")
         ax.set_xlabel(f"{what} in the original")
         ax.set_ylabel(f"{what} in the synthetic set")
-        finite_r = [v for v in (r or []) if v is not None and math.isfinite(v)]
-        ax.set_title(what + (f"  (r = {', '.join(f'{v:.3f}' for v in finite_r)})" if finite_r else ""), fontsize=9)
+        shown = _r_text(r)
+        ax.set_title(what + (f"  ({shown})" if shown else ""), fontsize=9)
         ax.legend(frameon=False, loc="upper left", fontsize=7)
+        return to_data_uri(fig)
+
+
+def coefficient_forest(coefficients: Sequence[Mapping[str, Any]], title: str = "", max_terms: int = 48) -> str | None:
+    """Coefficients of one model on one shared axis (S-004 Figs. 10–14): per term a row with the
+    original estimate and 95% interval (black) and the synthetic one combined over the sets
+    (blue) just under it; the vertical line at 0.
+
+    Unlike :func:`coefficient_plot` the axis is shared: every coefficient of a logistic model
+    with categorical predictors is a log odds ratio (or the intercept's log odds).
+    """
+    terms = [c for c in coefficients if _interval(c.get("original")) or _interval(c.get("synthetic"))][:max_terms]
+    if not terms:
+        return None
+    with _style():
+        fig = Figure(figsize=(WIDTH, 0.9 + 0.24 * len(terms)), layout="constrained")
+        ax = fig.subplots()
+        for row, term in enumerate(terms):
+            for shift, key, colour in ((-0.17, "original", ORIGINAL), (0.17, "synthetic", set_colour(0))):
+                iv = _interval(term.get(key))
+                if iv is None:
+                    continue
+                est, lo, hi = iv
+                y = row + shift
+                if math.isfinite(lo) and math.isfinite(hi):
+                    ax.plot([lo, hi], [y, y], color=colour, lw=1.6, solid_capstyle="butt")
+                ax.plot(est, y, "o", ms=3.5, color=colour, label=key if row == 0 else None)
+        ax.axvline(0, color="#888888", lw=0.8, zorder=0)
+        ax.set_yticks(range(len(terms)), [_tick(str(t.get("term", "")), 40) for t in terms], fontsize=7)
+        ax.set_ylim(len(terms) - 0.5, -0.5)
+        ax.set_xlabel("coefficient (log odds ratio) with its 95% interval")
+        if title:
+            ax.set_title(title, fontsize=9)
+        ax.legend(frameon=True, framealpha=0.85, loc="best", fontsize=7)
         return to_data_uri(fig)

@@ -261,7 +261,7 @@ def _header(release: Mapping[str, Any]) -> str:
 def _summary(ev: Mapping[str, Any]) -> str:
     rows = _marginal_rows(_mapping(ev.get("marginals"))) + _numeric_rows(_mapping(ev.get("numeric")))
     rows += _propensity_rows(_mapping(ev.get("propensity"))) + _relationship_rows(_mapping(ev.get("relationships")))
-    rows += _inference_rows(_mapping(ev.get("inference")))
+    rows += _sensitive_rows(_mapping(ev.get("sensitive"))) + _inference_rows(_mapping(ev.get("inference")))
     if not rows:
         return _na("the evaluation holds no utility measures")
     rows = [[r[0], r[1] if isinstance(r[1], Html) else value_cell(r[1]), *r[2:]] for r in rows]
@@ -566,57 +566,96 @@ def _pairs_table(pairs: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _sensitive(part: Mapping[str, Any]) -> str:
-    """S-004's utility outputs: joint proportions, indicator slopes and correlations, a logistic model."""
+    """S-004 §6's utility outputs: joint proportions, indicator slopes and correlations, logistic models."""
     if not part:
         return _na("the release names no sensitive columns (a release of rdt does; or pass --sensitive)")
     sens, pub = ", ".join(map(str, part.get("sensitive") or [])), ", ".join(map(str, part.get("public") or []))
     out = [_p(f"Synthetic sensitive columns ({sens}) against the public ones ({pub}), as the Duke random-decision-tree "
-              "report (S-004 §6) judges them: the joint proportions of their categories, the slopes and correlations of "
-              "their category indicators, and a logistic regression of a sensitive category on the public columns.")]
-    props = _mapping(part.get("proportions"))
-    means = _mapping(part.get("tvd_mean"))
+              "report (S-004 §6) judges them: the joint proportions of their categories with the public columns', the slopes "
+              "and correlations of their category indicators, and a logistic regression of a sensitive category on the public columns.")]
+    skipped = _mapping(part.get("skipped"))
+    if skipped:
+        out.append(_p("Left out: " + "; ".join(f"{k} ({v})" for k, v in skipped.items()) + ".", "note"))
     out.append("<h3>Joint proportions</h3>")
-    out.append(_figure(plots.agreement_scatter(props.get("original") or [], props.get("synthetic") or [], "joint proportion", props.get("r")),
-                       f"Every cell of the tables {'; '.join(map(str, props.get('columns') or []))}: its share of the original (x) and of "
-                       "each synthetic set (y). The correlation r is S-004's Fig. 3b measure.", "scatter of joint proportions"))
-    rows = [[" × ".join(map(str, t.get("columns", []))), fmt(nanmean(t.get("tvd")))] for t in (part.get("tables") or [])[:15] if isinstance(t, Mapping)]
+    props = _mapping(part.get("proportions"))
+    tables = [" × ".join(map(str, t)) for t in props.get("tables") or [] if isinstance(t, (list, tuple))]
+    cells = [c for c in props.get("cells") or [] if isinstance(c, (int, np.integer))]
+    groups = [f"{len(t.split(' × '))}-way" for t, n in zip(tables, cells) for _ in range(int(n))] if len(cells) == len(tables) else None
+    by_way = "; ".join(f"{k} cells r = {fmt_sets(v)}" for k, v in _mapping(props.get("r_by_way")).items())
+    out.append(_figure(plots.agreement_scatter(props.get("original") or [], props.get("synthetic") or [], "joint proportion", props.get("r"), groups),
+                       f"Every cell of the tables {'; '.join(tables)}: its share of the original (x) and of each synthetic set (y); "
+                       f"the grey line is y = x. The correlation r over the cells is S-004's Fig. 3b measure ({by_way}).",
+                       "scatter of joint proportions, original against synthetic"))
+    worst = [t for t in part.get("tables") or [] if isinstance(t, Mapping)]
+    rows = [[" × ".join(map(str, t.get("columns", []))), fmt(nanmean(t.get("tvd"))), fmt_sets(t.get("tvd"))] for t in worst[:15]]
     if rows:
-        mean_text = "; ".join(f"{k} tables {fmt(v)}" for k, v in means.items())
-        out.append(_table(["table", "TVD (mean over sets)"], rows, caption=f"The tables reproduced worst (total variation distance ½Σ|p − q|; mean: {mean_text})."))
+        mean_text = "; ".join(f"{k} tables {fmt(v)}" for k, v in _mapping(part.get("tvd_mean")).items())
+        shown = f"The {len(rows)} of {len(worst)} tables" if len(rows) < len(worst) else "Every table"
+        out.append(_table(["table", "TVD, mean over sets", "per set"], rows,
+                          caption=f"{shown}, reproduced worst first: total variation distance ½Σ|p − q| of the proportions (0 = identical). Mean: {mean_text}."))
+    out.append("<h3>Indicator slopes and correlations</h3>")
     ind = _mapping(part.get("indicators"))
     pairs = [p for p in ind.get("pairs") or [] if isinstance(p, Mapping)]
-    out.append("<h3>Indicator slopes and correlations</h3>")
     if pairs:
-        facts = [["correlation of slopes, synthetic with original", fmt_sets(ind.get("slope_r"))],
-                 ["correlation of correlations", fmt_sets(ind.get("corr_r"))],
+        facts = [["pairs (a sensitive category with another column's)", fmt(len(pairs))],
+                 ["correlation of slopes, synthetic with original", fmt_sets(ind.get("slope_r"))],
+                 ["correlation of correlations, synthetic with original", fmt_sets(ind.get("corr_r"))],
                  ["mean |difference| of slopes", fmt_sets(ind.get("slope_mean_abs_diff"))],
                  ["mean |difference| of correlations", fmt_sets(ind.get("corr_mean_abs_diff"))]]
         out.append(_table(["measure", "per set"], facts, compact=True))
-        out.append(_figure(plots.relationship_scatter(pairs, "indicator"), "Pairs of a sensitive category's indicator with another column's "
-                           "(S-004 Figs. 3c, 3d): slope = P(y | x) − P(y | not x); r = slope · sqrt(P(x)(1 − P(x)) / (P(y)(1 − P(y)))).",
-                           "scatter of indicator slopes and correlations"))
+        out.append(_figure(plots.relationship_scatter(pairs, "indicator", {"slope": ind.get("slope_r"), "corr": ind.get("corr_r")}),
+                           "Each pair of a sensitive category's indicator x = 1[S = s] with another column's y = 1[B = b] (S-004 Figs. 3c, 3d), "
+                           "original (x axis) against each synthetic set (y axis), the grey line y = x: the slope of y on x, "
+                           "β₁ = P(y | x) − P(y | not x), and the correlation r = β₁ · sqrt(P(x)(1 − P(x)) / (P(y)(1 − P(y)))).",
+                           "scatters of indicator slopes and correlations, original against synthetic", "the pairs carry no finite values"))
+        out.append(_pairs_table(pairs))
     else:
-        out.append(_na("no indicator pairs"))
+        out.append(_na("no indicator pairs (every category is constant in the original)"))
     out.append("<h3>Logistic regression of a sensitive category</h3>")
     for column, model in _mapping(part.get("logit")).items():
-        model = _mapping(model)
-        if model.get("error"):
-            out.append(_p(f"{model.get('response', column)}: not comparable ({model['error']})", "note"))
-            continue
-        coefs = [c for c in model.get("coefficients") or [] if isinstance(c, Mapping)]
-        orig = [_mapping(c.get("original")).get("estimate") for c in coefs]
-        syn = [[_mapping(c.get("synthetic")).get("estimate") for c in coefs]]
-        o, y = plots.finite_or_nan(orig), plots.finite_or_nan(syn[0])
-        ok = np.isfinite(o) & np.isfinite(y)
-        r = [float(np.corrcoef(o[ok], y[ok])[0, 1])] if ok.sum() > 2 and o[ok].std() > 0 and y[ok].std() > 0 else None
-        out.append(_figure(plots.agreement_scatter(orig, syn, f"coefficient of {model.get('response', column)}", r),
-                           f"Model <{model.get('formula', '')}>: each coefficient fitted to the original (x) and, combined over "
-                           f"the sets, to the synthetic data (y); predictor levels rarer than {fmt(model.get('pooled_below'))} of the "
-                           "original pooled (S-004 Figs. 10–14).", "scatter of logistic coefficients"))
-        worst = sorted(coefs, key=lambda c: -_sortable(abs(c.get("std_diff") or 0)))[:TOP_PAIRS]
-        out.append(_table(["term", "original estimate", "original 95% CI", "synthetic estimate", "synthetic 95% CI", "df", "CI overlap", "std. difference"],
-                          [_coef_row(c) for c in worst], caption=f"The {len(worst)} of {len(coefs)} terms furthest apart (standardised difference)."))
+        out.append(_logit_block(str(column), _mapping(model)))
     return "".join(out)
+
+
+def _logit_block(column: str, model: Mapping[str, Any]) -> str:
+    response = str(model.get("response", column))
+    if model.get("error") or not model.get("coefficients"):
+        return _p(f"1[{response}] on the public columns: not comparable — {model.get('error', 'no coefficients')}.", "note")
+    coefs = [c for c in model.get("coefficients") or [] if isinstance(c, Mapping)]
+    reference = ", ".join(f"{k} = {v}" for k, v in _mapping(model.get("reference")).items())
+    pooled = _mapping(model.get("pooled"))
+    absent = _mapping(model.get("pooled_absent"))
+    how = (f"Levels of a predictor under {fmt(model.get('pooled_below'))} of the original or past its {fmt(model.get('levels_kept'))} "
+           "most common are pooled as \"other\"" + (f" ({'; '.join(f'{k}: {len(v)} levels' for k, v in pooled.items())})" if pooled else " (none here)"))
+    if absent:
+        how += "; so are levels absent from a synthetic set (" + "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in absent.items()) + ")"
+    merged = _mapping(model.get("merged"))
+    if merged:
+        how += "; where the pooled levels are absent from some of the data, they join the least common kept level (" + ", ".join(f"{k}: {v}" for k, v in merged.items()) + ")"
+    out = [f"<p>Model <code>{esc(model.get('formula', response))}</code> ({esc(model.get('level_rule', ''))}), fitted by maximum likelihood to "
+           f"the original and to each synthetic set, the sets combined by the rule <code>{esc(model.get('rule', '—'))}</code>. "
+           f"Reference levels: {esc(reference)}. {esc(how)}. Correlation of synthetic with original coefficients: {esc(fmt(model.get('coefficient_r')))}.</p>"]
+    if model.get("warnings"):
+        out.append(_p("The fits warned: " + "; ".join(map(str, model["warnings"])) + " (a level with almost no records of the category gives a large, unstable coefficient).", "note"))
+    shown = min(len(coefs), 48)
+    more = f" The first {shown} of {len(coefs)} terms are drawn; the table lists all." if shown < len(coefs) else ""
+    out.append(_figure(plots.coefficient_forest(coefs, f"1[{response}]: coefficients, original and synthetic"),
+                       "Each coefficient (log odds ratio against the reference level) with its 95% interval: fitted to the original (black) and, "
+                       "combined over the sets, to the synthetic data (blue), as in S-004 Figs. 10–14." + more,
+                       f"coefficient plot of the logistic regression of {response}", "the coefficients carry no finite estimates"))
+    out.append(_table(["term", "original estimate", "original 95% CI", "synthetic estimate", "synthetic 95% CI", "df", "CI overlap", "std. difference"],
+                      [_coef_row(c) for c in coefs]))
+    return "".join(out)
+
+
+def _sensitive_rows(part: Mapping[str, Any]) -> list[list[str]]:
+    props, ind = _mapping(part.get("proportions")), _mapping(part.get("indicators"))
+    rows = []
+    if math.isfinite(nanmean(props.get("r"))):
+        rows.append(["sensitive × public proportions: r", fmt(nanmean(props.get("r"))), "Correlation of the synthetic with the original shares of the cells of the sensitive × public tables (S-004 Fig. 3b); 1 = proportional.", "higher"])
+    if math.isfinite(nanmean(ind.get("slope_r"))):
+        rows.append(["sensitive indicator slopes: r", fmt(nanmean(ind.get("slope_r"))), "Correlation of the synthetic with the original slopes of the other columns' indicators on a sensitive category's (S-004 Fig. 3c).", "higher"])
+    return rows
 
 
 # -- 8. inference --------------------------------------------------------------------------------
@@ -674,7 +713,7 @@ caption { text-align: left; caption-side: bottom; padding-top: .3rem; }
 th, td { padding: .3rem .55rem; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; }
 th { background: #f4f4f7; font-weight: 600; }
 section.privacy th { background: #e3ebf5; }
-#inference td:first-child { white-space: nowrap; }
+#inference td:first-child, #sensitive td:first-child { white-space: nowrap; }
 table.compact { width: auto; min-width: 24rem; }
 td.num, th.num { text-align: right; }
 td.num { white-space: nowrap; }
