@@ -55,7 +55,6 @@ Usage: .venv/bin/python benchmarks/rdt.py [--reps 4] [--out build/bench/rdt] [--
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import itertools
 import json
 import os
@@ -159,19 +158,10 @@ def score(conf: pd.DataFrame, syn: pd.DataFrame, sizes: dict[str, int]) -> dict[
 # -- the runs -------------------------------------------------------------------------------------
 
 
-def categorical(domain, names: list[str]):
-    """The domain with ``names`` declared categorical over the same codes (the workaround for the rdt bug
-    with structure=random and a non-categorical earlier sensitive column: sampling reads its raw value)."""
-    cols = [dataclasses.replace(c, kind="categorical", categories=tuple(range(int(c.lower), int(c.upper) + 1)), lower=None, upper=None)
-            if c.name in names else c for c in domain.columns]
-    return dipsy.Domain(columns=tuple(cols), name=domain.name, description=domain.description)
-
-
 def run_rdt(domain, cfg: dict, seed: int) -> pd.DataFrame:
     options = {"sensitive": ",".join(SENSITIVE), "trees": cfg["trees"], "structure_seed": seed}
     if cfg["method"] == "jagannathan":
         options |= {"structure": "random", "depth": 3}
-        domain = categorical(domain, SENSITIVE)
     else:
         options |= {"structure": str(PUB), "structure_weight": 10, "n_b": cfg["n_b"], **COLLAPSING[cfg["collapsing"]]}
     return dipsy.synthesize(str(PRIV), domain, method="rdt", epsilon=cfg["total"], seed=seed, options=options).tables[0]

@@ -237,6 +237,17 @@ def test_the_random_structure_needs_no_file_and_splits_numbers_within_bounds():
     assert "Jagannathan" in release.statement.mechanism
 
 
+def test_a_random_structure_splits_on_an_earlier_integer_sensitive_column_by_its_codes():
+    domain = Domain((Column("age", "integer", lower=0, upper=9), Column("s", "integer", lower=0, upper=1),
+                     Column("r", "integer", lower=0, upper=2)))
+    rng = np.random.default_rng(5)
+    s = rng.integers(0, 2, 4000)
+    data = pd.DataFrame({"age": rng.integers(0, 10, 4000), "s": s, "r": np.where(s == 1, 2, rng.integers(0, 2, 4000))})
+    out = dipsy.synthesize(data, domain, method="rdt", epsilon=500.0, seed=2,
+                           options={"sensitive": "s,r", "structure": "random", "depth": 2, "weights": "s:1000", "structure_seed": 3}).tables[0]
+    assert ((out["r"] == 2) == (out["s"] == 1)).mean() > 0.95  # race trees split on the synthetic s
+
+
 def test_the_audit_case_reads_a_leaf_through_fifty_targets():
     from dipsy.privacy.e2e import CASES
     case = CASES["rdt"]

@@ -337,8 +337,8 @@ class RandomDecisionTrees(Synthesizer):
         groupings = []
         for c in columns:
             col = domain[c]
-            if random and not col.is_categorical:
-                groupings.append(None)
+            if random and not col.is_categorical and c in roles.public:  # threshold splits on the public values;
+                groupings.append(None)  # an earlier sensitive column splits by its codes (targets carry synthetic codes)
                 continue
             support = None
             if "collapse" in s and c in s["collapse"]:
