@@ -201,12 +201,33 @@ def test_own_targets_are_declared_public_and_refuse_add_remove(files):
     release = dipsy.synthesize(data, DOMAIN, method="rdt", epsilon=1.0, options=options(structure))
     public = " ".join(release.statement.public)
     assert "a, b, h of every record" in public and "protects the sensitive columns sex, race" in public
-    assert release.statement.neighbouring.startswith("substitute one record")
-    assert "neighbours also agree on them: the guarantee covers the sensitive columns sex, race" in release.statement.neighbouring
-    assert "agree on them" in release.statement.to_dict()["neighbouring"]
+    assert release.statement.relation.kind == "substitute-values"
+    assert release.statement.neighbouring.startswith("substitute one record's sensitive values")
+    assert "declared public, which the release repeats for every record as they are, are a, b, h" in release.statement.neighbouring
+    assert release.statement.to_dict()["relation"]["kind"] == "substitute-values"
     pd.testing.assert_frame_equal(release.tables[0][["a", "b", "h"]], data[["a", "b", "h"]], check_dtype=False)
     with pytest.raises(DipsyError, match="add/remove"):
         dipsy.synthesize(data, DOMAIN, method="rdt", epsilon=1.0, neighbouring="add-remove", options=options(structure))
+
+
+def test_the_ledger_never_counts_own_targets_under_substitution(files, tmp_path):
+    """A substitute-values spend counts under a substitute-values cap, never under substitute or
+    add/remove caps; substitute spends count under its cap with k = 1."""
+    from dipsy.privacy import Ledger
+    from dipsy.errors import BudgetError
+    _, structure = files
+    data = records(300, 11)
+    ledger = Ledger(tmp_path / "l.sqlite")
+    dipsy.synthesize(data, DOMAIN, method="rdt", epsilon=1.0, options=options(structure), ledger=ledger, dataset_id="d",
+                     budget_cap=3.0)
+    dipsy.synthesize(data, DOMAIN, method="laplace-sanitizer", epsilon=1.0, ledger=ledger, dataset_id="d")  # substitute: k = 1
+    assert ledger.cap_relation("d").kind == "substitute-values"
+    with pytest.raises(BudgetError, match="cap"):
+        dipsy.synthesize(data, DOMAIN, method="rdt", epsilon=1.5, options=options(structure), ledger=ledger, dataset_id="d")
+    other = Ledger(tmp_path / "m.sqlite")
+    dipsy.synthesize(data, DOMAIN, method="laplace-sanitizer", epsilon=1.0, ledger=other, dataset_id="e", budget_cap=5.0)
+    with pytest.raises(BudgetError, match="shows the columns it declares public"):
+        dipsy.synthesize(data, DOMAIN, method="rdt", epsilon=1.0, options=options(structure), ledger=other, dataset_id="e")
 
 
 # -- synthesis ----------------------------------------------------------------------------------------

@@ -1,11 +1,15 @@
 r"""Neighbouring relations as values, and the group-privacy rule that converts a spend between them.
 
-A guarantee is only as exact as its neighbouring relation. dipsy knows two kinds:
+A guarantee is only as exact as its neighbouring relation. dipsy knows three kinds:
 
 - **substitute** one record: neighbouring data sets have the same number of rows ``n`` and differ
   in the values of one row (so ``n`` may be, and often is, published);
 - **add/remove** one individual who owns at most θ rows (θ = 1: one record): neighbouring data
-  sets differ by the presence of all the rows of one individual.
+  sets differ by the presence of all the rows of one individual;
+- **substitute-values**: the same rows, with the same values of the columns the release declares
+  public, differing in the other (sensitive) values of one row — the relation of a release that
+  repeats some columns of every record as they are (``rdt`` labelling the records' own public
+  columns). It is set by the method, never chosen on the command line.
 
 A relation is a small frozen value (:class:`Relation`), written machine-readably into
 ``release.json`` beside its prose and kept with every spend in the ledger.
@@ -24,6 +28,10 @@ groups of ``k`` applies (:func:`group_factor` gives ``k``, :func:`group_privacy`
 - substitute → add/remove: **refused**. Substitution neighbours have the same ``n``; a
   mechanism may publish ``n`` exactly (the Dirichlet-multinomial does), and then no ε bounds it
   under add/remove.
+- substitute → substitute-values: ``k = 1`` (its neighbours are substitution neighbours), and
+  add/remove (θ) → substitute-values: ``k = 2``, as to substitute;
+- substitute-values → anything else: **refused**. Such a release shows the declared columns of
+  every record exactly; no ε bounds a change in them, or a record's presence.
 
 Group privacy for ``k`` steps: ε-DP ⇒ kε-DP (Dwork & Roth 2014, Thm 2.2); ρ-zCDP ⇒ k²ρ-zCDP (Bun &
 Steinke 2016, Prop. 1.9); (ε, δ)-DP ⇒ (kε, k e^{(k−1)ε} δ)-DP (Vadhan 2017, Lemma 2.2, by induction
@@ -48,7 +56,9 @@ from typing import Any
 from ..errors import BudgetError, DipsyError
 from .budget import ZCDP, ApproxDP, Budget, PureDP
 
-KINDS = ("substitute", "add-remove")
+KINDS = ("substitute", "add-remove", "substitute-values")
+#: The kinds in which neighbours have the same rows (and so the same n).
+SAME_ROWS = ("substitute", "substitute-values")
 
 
 @dataclass(frozen=True)
@@ -68,7 +78,7 @@ class Relation:
             raise DipsyError(f"unknown neighbouring relation {self.kind!r}", f"use one of {', '.join(KINDS)}")
         if isinstance(self.theta, bool) or not isinstance(self.theta, int) or self.theta < 1:
             raise DipsyError(f"θ must be a whole number >= 1, got {self.theta!r}", "e.g. theta=1")
-        if self.kind == "substitute" and self.theta != 1:
+        if self.kind in SAME_ROWS and self.theta != 1:
             raise DipsyError("substitution is of one record only (θ = 1)", "use add-remove for individuals of several rows")
 
     @property
@@ -83,10 +93,13 @@ class Relation:
     @property
     def fixes_n(self) -> bool:
         """Whether neighbours have the same number of rows (so ``n`` may be treated as public)."""
-        return self.kind == "substitute"
+        return self.kind in SAME_ROWS
 
     def describe(self) -> str:
         """The relation in words, as ``release.json``'s ``neighbouring`` gives it."""
+        if self.kind == "substitute-values":
+            return ("substitute one record's sensitive values: neighbouring data sets have the same rows and the same "
+                    "values of the columns the release declares public, and differ in the other values of one row")
         if self.kind == "substitute":
             return ("substitute one record: neighbouring data sets have the same number of rows n "
                     "and differ in the values of one row")
@@ -108,6 +121,7 @@ class Relation:
 
 SUBSTITUTE = Relation("substitute")
 ADD_REMOVE = Relation("add-remove")
+SUBSTITUTE_VALUES = Relation("substitute-values")
 
 
 def individual(theta: int) -> Relation:
@@ -116,7 +130,7 @@ def individual(theta: int) -> Relation:
 
 
 def parse(name: str) -> Relation:
-    """A record-level relation from its command-line name.
+    """A record-level relation from its command-line name (substitute-values is set by a method).
 
     >>> parse("add-remove") == ADD_REMOVE
     True
@@ -124,12 +138,18 @@ def parse(name: str) -> Relation:
     for r in (SUBSTITUTE, ADD_REMOVE):
         if r.name == name:
             return r
-    raise DipsyError(f"unknown neighbouring relation {name!r}", f"use one of {', '.join(KINDS)}")
+    raise DipsyError(f"unknown neighbouring relation {name!r}", "use substitute or add-remove")
 
 
 def group_factor(spent: Relation, target: Relation) -> int | None:
-    """How many ``spent``-neighbour steps cover one ``target`` step; None if no number does."""
-    if target.kind == "substitute":
+    """How many ``spent``-neighbour steps cover one ``target`` step; None if no number does.
+
+    >>> group_factor(SUBSTITUTE, SUBSTITUTE_VALUES), group_factor(ADD_REMOVE, SUBSTITUTE_VALUES), group_factor(SUBSTITUTE_VALUES, SUBSTITUTE)
+    (1, 2, None)
+    """
+    if spent.kind == "substitute-values":
+        return 1 if target.kind == "substitute-values" else None
+    if target.kind in SAME_ROWS:
         return 1 if spent.kind == "substitute" else 2
     if spent.kind == "substitute":
         return None
@@ -155,6 +175,12 @@ def group_privacy(budget: Budget, k: int) -> Budget:
 def convert(budget: Budget, spent: Relation, target: Relation) -> Budget:
     """``budget``, spent under ``spent``, as a guarantee under ``target``; or :class:`BudgetError`."""
     k = group_factor(spent, target)
+    if k is None and spent.kind == "substitute-values":
+        raise BudgetError(
+            f"a release private under '{spent.describe()}' cannot count under '{target.describe()}'"
+            " (it shows the columns it declares public exactly, for every record)",
+            "state this data set's cap under substitute-values, or give the release a separate public targets file",
+        )
     if k is None:
         raise BudgetError(
             f"a release private under '{spent.describe()}' cannot count under '{target.describe()}'"

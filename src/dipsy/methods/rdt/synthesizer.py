@@ -47,10 +47,11 @@ seed, so it is public itself and release.json describes it), and everything afte
 post-processing.
 
 When the targets are the confidential records' own public columns, those values are released as
-they are: the statement declares them public and the guarantee protects the sensitive columns —
-neighbouring data sets differ in one record's sensitive values (substitution, Δ₁ = 2). A record's
-presence is then visible in the release, so add/remove is refused unless ``targets=PATH`` names a
-separate public file.
+they are: the statement declares them public and the release's relation is *substitute-values*
+(:mod:`dipsy.privacy.relation`) — neighbouring data sets have the same rows and public values and
+differ in one record's sensitive values (Δ₁ = 2); the ledger never counts such a release under
+substitute or add/remove. A record's presence is then visible in the release, so add/remove is
+refused unless ``targets=PATH`` names a separate public file.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ from ...engine import engine_for
 from ...errors import DipsyError
 from ...privacy.budget import PureDP
 from ...privacy.measurement import DeclaredPublic, DiscreteLaplace, Measurement, Query, Statistic, discrete_laplace_variance
-from ...privacy.relation import ADD_REMOVE, SUBSTITUTE
+from ...privacy.relation import ADD_REMOVE, SUBSTITUTE, SUBSTITUTE_VALUES, Relation
 from ...privacy.rng import Randomness
 from ...privacy.samplers import to_fraction
 from ...privacy.session import Session
@@ -215,6 +216,10 @@ class RandomDecisionTrees(Synthesizer):
         Option("combine", _choice, "average (the trees' leaf distributions averaged, default) or random-tree"),
     )
 
+    def relation_for(self, relation: Relation) -> Relation:
+        """Labelling the records' own public columns repeats them: neighbours must agree on them."""
+        return SUBSTITUTE_VALUES if relation == SUBSTITUTE and "targets" not in self.settings else relation
+
     # -- what is public, and what is measured --------------------------------------------------------
 
     def roles(self, domain: Domain) -> Roles:
@@ -288,8 +293,8 @@ class RandomDecisionTrees(Synthesizer):
                     measurements.append(Measurement(f"{self.name}: {where}: leaf counts, discrete Laplace scale {noise.scale}",
                                                     query, noise, self.relation))
         self.roles_ = roles
-        narrowed = (f"the release repeats the public columns {', '.join(roles.public)} of every record as they are, so neighbours "
-                    f"also agree on them: the guarantee covers the sensitive columns {', '.join(roles.sensitive)}") if own else ""
+        narrowed = (f"the columns declared public, which the release repeats for every record as they are, are "
+                    f"{', '.join(roles.public)}: the guarantee covers the sensitive columns {', '.join(roles.sensitive)}") if own else ""
         return Plan(tuple(measurements), self.relation, self._public(n, roles, own, random), self._mechanism(random),
                     self._composition(m, S, E, sensitivity), self._parameters(roles, random, seed, epsilon_tree, sensitivity, measurements, n, own),
                     narrowed=narrowed)
