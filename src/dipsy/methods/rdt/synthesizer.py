@@ -382,8 +382,9 @@ class RandomDecisionTrees(Synthesizer):
         how = ("Jagannathan, Pillaipakkamnatt & Wright (2012) random decision trees of fixed depth, structure drawn without data"
                if random else "Duke variable-depth random decision trees (S-004): splits decided on structure-file counts only")
         return (f"{how}; each tree's (leaf, label) counts of the confidential records get exact discrete Laplace noise; "
-                "negative counts to 0, small or empty leaves take an ancestor's pooled counts; each target's label drawn from "
-                "the trees' leaf distributions (post-processing)")
+                "a leaf below leaf_min structure records or with a noisy total within two noise sds of 0 takes its nearest "
+                "qualifying ancestor's summed counts, projected onto non-negative counts of the same total; each target's label "
+                "drawn from the trees' leaf distributions (post-processing)")
 
     def _composition(self, m: int, S: int, E: int, sensitivity: int) -> str:
         sets = f" × {m} sets" if m > 1 else ""
