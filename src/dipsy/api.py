@@ -23,7 +23,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from . import __version__
 from .domain import Domain, decode
 from .engine import engine_for
-from .errors import DataError
+from .errors import DataError, DipsyError
 from .methods import Model, Synthesizer, get
 from .methods.base import build_statement
 from .methods.counts import cells_frame
@@ -146,10 +146,16 @@ def _release(data, domain, method, epsilon, sets, *, delta, rho, columns, seed, 
     # relation fixes it (substitution); under add/remove the plan never sees it.
     report = engine.ensure_valid()
     plan = synthesizer.plan(report.valid_rows if synthesizer.relation.fixes_n else None, scope)
-    total = plan.declared(budget)  # the accountant refuses a plan that declares more than the budget
+    # A local guarantee's cost is measured from the data: its session total is the ceiling the
+    # operator gave, and its ledger record is written once it is known (it never counts against a cap).
+    local = synthesizer.definition == "local"
+    if local and budget_cap is not None:
+        raise DipsyError(f"{method}'s guarantee is local (not worst-case DP): it never counts against a budget cap",
+                         "leave out --budget-cap (set the data set's cap with a DP release)")
+    total = budget if local else plan.declared(budget)  # the accountant refuses a plan that declares more than the budget
     seeded, broken = seed is not None, tamper is not None
     release_id = uuid.uuid4().hex
-    if ledger is not None:  # committed before any read: a killed run may over-count, never under-count
+    if ledger is not None and not local:  # committed before any read: a killed run may over-count, never under-count
         ledger.reserve(dataset_id or fingerprint(data), release_id, method, plan.spends, plan.relation,
                        cap=None if budget_cap is None else parse_cap(budget_cap), raise_cap=raise_cap,
                        stated_delta=delta, guarantee="dp" if not (seeded or broken) else "test",
@@ -179,6 +185,9 @@ def _release(data, domain, method, epsilon, sets, *, delta, rho, columns, seed, 
             on_invalid=on_invalid,
             dropped_rows=report.invalid_rows,
         )
+        if ledger is not None and local:
+            ledger.reserve(dataset_id or fingerprint(data), release_id, method, session.spends, plan.relation,
+                           guarantee=result.statement.guarantee, dataset_id_given=dataset_id is not None)
         visible = True  # from here a save may have put it in place: a failure keeps the spend
         if on_release is not None:
             on_release(result)

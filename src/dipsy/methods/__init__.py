@@ -15,6 +15,7 @@ from .laplace_sanitizer import LaplaceSanitizer
 from .marginals.dpsyn import DPSyn
 from .marginals.privsyn import PrivSyn
 from .modips import Modips
+from .pseudo_posterior import PseudoPosteriorSynthesizer
 from .rdt import RandomDecisionTrees
 
 REGISTRY: dict[str, type[Synthesizer]] = {
@@ -22,6 +23,7 @@ REGISTRY: dict[str, type[Synthesizer]] = {
     for cls in (
         DirichletMultinomial, BetaBinomial, DPPrior, GammaPoisson, LaplaceSanitizer,
         PerturbedHistogram, SmoothedHistogram, ExponentialECDF, Modips, PrivSyn, DPSyn, RandomDecisionTrees,
+        PseudoPosteriorSynthesizer,
     )
 }
 

@@ -70,6 +70,11 @@ def whole(name: str, least: int, example: int | None = None) -> Callable[[Any], 
 SEEDED = ("none: a seeded test release. Its noise can be regenerated from the recorded seed, so it is not "
           "differentially private; never publish it. The same run without a seed gives the guarantee under "
           "'if_unseeded'.")
+#: What a release under a local guarantee says beside its amounts (never "differentially private").
+LOCAL = ("local, asymptotic: not worst-case differential privacy. epsilon_total bounds the privacy loss of the release for "
+         "this confidential data set and its neighbours under 'neighbouring' only (epsilon_x = 2 Delta computed on its records "
+         "and over the retained posterior draws); it contracts onto the global bound as n grows (asymptotic DP). It never "
+         "counts against a DP budget.")
 #: What a release made with the audit's deliberately broken mechanisms says.
 BROKEN = "none: the end-to-end audit's deliberately broken variant (weakened noise); never publish it"
 
@@ -99,6 +104,9 @@ class Statement:
     broken: bool = False
     #: What narrows the relation, e.g. columns released as they are, on which neighbours agree.
     narrowed: str = ""
+    #: Data-dependent values the release states as they are (a local guarantee's ε_x and Δ, its
+    #: MCMC diagnostics): what each reveals of the confidential data.
+    reveals: tuple[str, ...] = ()
 
     @property
     def neighbouring(self) -> str:
@@ -111,8 +119,10 @@ class Statement:
 
     @property
     def guarantee(self) -> str:
-        """The ledger's kind of this release: ``dp``, or ``test`` for one that claims nothing."""
-        return "dp" if self.private else "test"
+        """The ledger's kind of this release: ``dp``; ``local`` (not worst-case DP); ``test`` for one that claims nothing."""
+        if not self.private:
+            return "test"
+        return "local" if self.definition == "local" else "dp"
 
     def equivalent(self) -> tuple[float, float] | None:
         """(ε, δ) implied by a zCDP total at :attr:`delta` (Canonne, Kamath & Steinke 2020)."""
@@ -138,10 +148,13 @@ class Statement:
             "mechanism": self.mechanism,
             "composition": self.composition,
             **({"conversion": "ρ-zCDP stated as (ε, δ)-DP by Canonne, Kamath & Steinke 2020, §2.3"} if equivalent else {}),
+            **({"reveals": list(self.reveals)} if self.reveals else {}),
             "measurements": list(self.measurements),
         }
 
     def to_dict(self) -> dict[str, Any]:
+        if self.private and self.definition == "local":
+            return {"differentially_private": False, "guarantee": LOCAL, **self.claim()}
         if self.private:
             return {"differentially_private": True, **self.claim()}
         return {"differentially_private": False, "definition": BROKEN if self.broken else SEEDED,
@@ -167,11 +180,13 @@ class Plan:
     adaptive_label: str = "adaptive measurements"
     #: Neighbours also agree on what the release repeats as it is (the statement's ``neighbouring`` says so).
     narrowed: str = ""
+    #: Data-dependent values the release will state (a local guarantee's): what each reveals.
+    reveals: tuple[str, ...] = ()
 
     @property
     def spends(self) -> tuple[Spend, ...]:
         """What the plan declares, spend by spend (what the ledger reserves before any read)."""
-        out = tuple(Spend(m.label, m.cost) for m in self.measurements)
+        out = tuple(Spend(m.label, m.cost) for m in self.measurements if not m.mechanism.data_dependent)
         return out + ((Spend(self.adaptive_label, self.adaptive),) if self.adaptive is not None else ())
 
     def declared(self, budget: Budget) -> Budget:
@@ -201,6 +216,7 @@ def build_statement(synthesizer: "Synthesizer", plan: Plan, session: Session, de
         seeded=seeded,
         broken=broken,
         narrowed=plan.narrowed,
+        reveals=plan.reveals,
     )
 
 

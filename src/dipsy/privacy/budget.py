@@ -1,6 +1,6 @@
 """Privacy budgets: small frozen values that compose by addition and are never mutated.
 
-Three definitions are designed in:
+Three worst-case definitions are designed in, and one local one (:class:`LocalDP`, never mixed with them):
 
 - :class:`PureDP` — ε-differential privacy (Dwork, McSherry, Nissim & Smith 2006):
   ``Pr[M(x) ∈ S] <= e^ε Pr[M(x') ∈ S]`` for all neighbours x, x' and all sets S.
@@ -143,4 +143,29 @@ class ZCDP(Budget):
         return f"ρ = {self.rho:g}"
 
 
-BUDGET_TYPES: dict[str, type[Budget]] = {b.definition: b for b in (PureDP, ApproxDP, ZCDP)}
+@dataclass(frozen=True)
+class LocalDP(Budget):
+    r"""A local guarantee ε_x: the ε-DP inequality for *this* data set x and its neighbours only.
+
+    ``Pr[M(x) ∈ S] <= e^{ε_x} Pr[M(y) ∈ S]`` (and the reverse) for every y made from x by the
+    release's neighbouring step — not for every pair of neighbouring data sets. It is what the
+    pseudo-posterior mechanism gives (Savitsky, Williams & Hu 2022: ε_x = 2Δ_{α,x}, computed from
+    the data; asymptotic DP as n grows). It is *not* worst-case DP: it never counts against a DP cap
+    (:func:`dipsy.privacy.composition.total_as` refuses it there) and the ledger records it apart.
+    Local guarantees for the same x compose by adding their ε_x (the density-ratio bounds multiply).
+
+    >>> LocalDP(1.5) + LocalDP(0.5)
+    LocalDP(epsilon=2.0)
+    """
+
+    definition: ClassVar[str] = "local"
+    epsilon: float
+
+    def __post_init__(self) -> None:
+        self._check("epsilon", self.epsilon)
+
+    def __str__(self) -> str:
+        return f"local ε_x = {self.epsilon:g}"
+
+
+BUDGET_TYPES: dict[str, type[Budget]] = {b.definition: b for b in (PureDP, ApproxDP, ZCDP, LocalDP)}

@@ -15,6 +15,8 @@ definition of its cap, by these valid compositions:
   ``(Σ ε_i + ε(Σρ, δ_z), D)`` — the zCDP part converted at its own δ, then basic composition.
 
 (ε, δ) spends cannot be expressed as zCDP or as pure DP; a cap in those definitions refuses them.
+A local guarantee (:class:`~dipsy.privacy.budget.LocalDP`) adds only to local ones: any DP budget or
+cap refuses it, and a local total refuses DP spends (they are different statements).
 
 :func:`total_under` first moves every spend into the cap's neighbouring relation by group privacy
 (:func:`dipsy.privacy.relation.convert`), then adds them by :func:`total_as`;
@@ -34,7 +36,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from ..errors import BudgetError, DipsyError
-from .budget import EPSILON_RANGE, RHO_RANGE, ZCDP, ApproxDP, Budget, PureDP, positive
+from .budget import EPSILON_RANGE, RHO_RANGE, ZCDP, ApproxDP, Budget, LocalDP, PureDP, positive
 from .conversions import approx_to_zcdp, zcdp_to_epsilon
 from .relation import ADD_REMOVE, SUBSTITUTE, Relation, convert, group_factor, group_privacy, individual
 
@@ -74,6 +76,12 @@ def requested_budget(definition: str, epsilon=None, delta=None, rho=None) -> tup
             raise DipsyError("this method is ρ-zCDP: it needs --rho, or --epsilon with --delta",
                              "e.g. --epsilon 1 --delta 1e-9 (δ well below 1/n)")
         return ZCDP(approx_to_zcdp(positive("epsilon", epsilon, "--epsilon"), delta)), delta
+    if definition == "local":
+        if given - {"epsilon"}:
+            raise DipsyError("this method's guarantee is local (ε_x computed from the data): it takes at most --epsilon, "
+                             "the largest ε_x it may release", "leave out --delta and --rho")
+        # No ceiling given: the largest ε a budget may state (the release reports its own ε_x).
+        return LocalDP(EPSILON_RANGE[1] if epsilon is None else positive("epsilon", epsilon, "--epsilon")), None
     if definition == "approximate-DP":
         if rho is not None or epsilon is None or delta is None:
             raise DipsyError("this method is (ε, δ)-DP: it needs --epsilon and --delta", "e.g. --epsilon 1 --delta 1e-9")
@@ -89,6 +97,12 @@ def total_as(cap: Budget, budgets: Iterable[Budget]) -> Budget:
     """
     budgets = list(budgets)
     kinds = {type(b) for b in budgets}
+    if isinstance(cap, LocalDP) or LocalDP in kinds:
+        if not isinstance(cap, LocalDP) or kinds - {LocalDP}:
+            raise BudgetError("a local guarantee (ε_x for this data set only, e.g. the pseudo-posterior mechanism's) is not "
+                              "worst-case differential privacy and never counts against a DP budget or cap",
+                              "keep local-guarantee releases apart: the ledger records them without counting them")
+        return LocalDP(sum(b.epsilon for b in budgets))
     if isinstance(cap, PureDP):
         if kinds - {PureDP}:
             raise BudgetError("this data set's cap is pure ε-DP, and a zCDP or (ε, δ) release cannot count against it",

@@ -25,6 +25,8 @@ mechanism                     released                                      cost
 :class:`Laplace`              ``q(x) + Lap(s)`` (floats)                    ε = Δ₁/s
 :class:`PosteriorDraw`        a draw from a posterior (predictive)          proven per method
 :class:`DeclaredPublic`       values declared public, as they are           0 (see the class)
+pseudo-posterior draws        draws from a risk-weighted pseudo posterior   local ε_x = 2Δ_{α,x},
+                              (:mod:`dipsy.methods.pseudo_posterior`)       computed from the data
 ============================  ============================================  =====================
 
 The audit's broken variants (:meth:`Mechanism.weakened`) halve the noise or the prior while the
@@ -127,6 +129,10 @@ class Mechanism(ABC):
     #: :mod:`dipsy.privacy.samplers`); False for floating-point draws (NumPy's gamma, multinomial,
     #: Laplace), whose guarantee is for the ideal distribution (Mironov 2012's caveat).
     exact: ClassVar[bool] = True
+    #: Whether the cost is a function of the data, known only after the run (a local guarantee,
+    #: :class:`~dipsy.privacy.budget.LocalDP`): the session then charges it after the read, and
+    #: only under a local total — never in a DP release.
+    data_dependent: ClassVar[bool] = False
 
     @property
     @abstractmethod
@@ -140,6 +146,11 @@ class Mechanism(ABC):
     @abstractmethod
     def describe(self) -> dict[str, Any]:
         """The noise, as ``release.json`` states it (distribution, scale, variance)."""
+
+    def measured(self, output: Any) -> "Mechanism":
+        """A data-dependent mechanism with its cost filled in from its ``output`` (see
+        :attr:`data_dependent`); every other mechanism's cost is fixed beforehand."""
+        return self
 
     def weakened(self, factor: float) -> "Mechanism":
         """The same mechanism with ``factor`` times its noise scale (or prior strength; 0.5: half

@@ -11,6 +11,12 @@ A method's ``fit`` gets a :class:`Session`, never the engine. ``session.measure(
 3. charges the accountant (which refuses to pass the declared total);
 4. only then reads the engine and randomises the answer (:meth:`Measurement.run`).
 
+A mechanism whose cost is a function of the data (:attr:`Measurement.mechanism.data_dependent`:
+the pseudo-posterior mechanism's local ε_x = 2Δ_{α,x}) cannot be charged before it runs. It is
+admitted only in a session whose total is a local guarantee (:class:`~dipsy.privacy.budget.LocalDP`,
+never a DP one); it runs, then its measured cost is charged, and a cost past the total (the ceiling
+the operator gave) discards the output: nothing is released. Its statement is local, not DP.
+
 What comes back is the noisy answer; everything the method does with it afterwards is
 post-processing. :attr:`Session.ran` lists the measurements that ran: the release's statement is
 computed from them (:func:`dipsy.methods.base.build_statement`), never written beside them.
@@ -22,11 +28,12 @@ so the audit can show it catches a broken release.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 from ..errors import BudgetError, PrivacyError
 from .accountant import Accountant, Spend
-from .budget import Budget
+from .budget import Budget, LocalDP
 from .measurement import Measurement
 from .relation import Relation
 from .rng import Randomness
@@ -103,6 +110,8 @@ class Session:
         if planned is None and not self._adaptive:
             raise PrivacyError(f"{m.label!r} was not budgeted by the plan (or has run already)",
                                "declare every measurement in plan(), or declare an adaptive total")
+        if m.mechanism.data_dependent:
+            return self._measure_local(m, planned)
         try:
             self._accountant.spend(m.label, m.cost)
         except BudgetError as e:
@@ -114,6 +123,26 @@ class Session:
         run = self._tamper(m) if self._tamper is not None else m
         out = run.run(self._engine, self._rand, self._answers)
         self._ran.append(m)
+        return out
+
+    def _measure_local(self, m: Measurement, planned: int | None) -> Any:
+        """Run a data-dependent measurement, then charge the cost it measured (local totals only)."""
+        if not isinstance(self._accountant.budget, LocalDP):
+            raise PrivacyError(f"{m.label!r} has a cost computed from the data, which only a local guarantee may have",
+                               "a DP release charges every measurement before it reads")
+        if planned is not None:
+            del self._planned[planned]
+        self.report(f"measuring {m.label}", len(self._ran) + 1, len(self._ran) + 1 + len(self._planned))
+        out = m.run(self._engine, self._rand, self._answers)
+        measured = replace(m, mechanism=m.mechanism.measured(out))
+        try:
+            self._accountant.spend(measured.label, measured.cost)
+        except BudgetError:
+            raise PrivacyError(f"{m.label!r} measured a local guarantee of {measured.cost}, past the ceiling "
+                               f"{self._accountant.budget} the release was given; nothing was released",
+                               "raise --epsilon (the largest ε_x to release), or weight the records down more "
+                               "(e.g. option target=)") from None
+        self._ran.append(measured)
         return out
 
     #: Told of long steps during ``fit`` (a progress display): what, how far, out of how many.

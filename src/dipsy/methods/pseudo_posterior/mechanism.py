@@ -1,0 +1,328 @@
+r"""The risk-weighted pseudo-posterior mechanism, on arrays (S-001; METHODS.md §3).
+
+Notation (Savitsky, Williams & Hu 2022, "SWH"; Hu, Williams & Savitsky, range restriction, S-001):
+``f_θ(x_i) = log p(x_i | θ)`` is record i's log-likelihood contribution; the retained MCMC draws
+``θ_1 … θ_S`` stand in for the supremum over θ (S-001 eq. 3 takes the max over the draws).
+
+Steps of one release (:func:`release_draws`):
+
+1. fit the unweighted model; ``F[s, i] = f_{θ_s}(x_i)``;
+2. each record's risk under the chosen standard (:func:`record_risk`):
+
+   - ``adp`` (no range): the Lipschitz bound ``Δ_{x_i} = max_s |f_{θ_s}(x_i)|`` (SWH);
+   - ``truncated`` (S-001 Part 2): ``max_s |f_{θ_s}(x_i) − log P_{θ_s}(R_i)|``, with
+     ``P_θ(R_i) = P(b x_i | θ) − P(a x_i | θ)`` the model mass of the sensitive range
+     ``R_i = [a x_i, b x_i]`` (eq. 3 at α = 1);
+   - ``averaged`` (S-001 Part 1): ``(1 − λ_i) Δ_{x_i}`` with ``λ_i = Pr(x*_i ∉ R_i)`` under the
+     posterior predictive, ``λ_i = 1 − (1/S) Σ_s P_{θ_s}(R_i)`` — exact given the draws;
+
+3. weights α_i from the risks (:func:`weights`: Hu's linear map or the Lipschitz-inverse rule,
+   optionally raised toward the database bound);
+4. refit with the weighted likelihood ``Σ_i w_i f_θ(x_i)`` where ``w_i = α_i`` — except under
+   ``averaged``, where only the sensitive share of each contribution is down-weighted:
+   ``w_i = λ_i + (1 − λ_i) α_i`` (S-001 Part 1: "the portion of each datum likelihood contribution
+   deemed sensitive is then (1 − λ) ≤ 1 and is the only portion of the likelihood subject to risk
+   down-weighting");
+5. the database bound over the weighted fit's draws (:func:`database_bound`):
+
+   - ``adp``: ``Δ_{α,x} = max_s max_i |α_i f_{θ_s}(x_i)|`` (SWH);
+   - ``truncated``: ``Δ_{α,I,x} = max_s max_i α_i |f_{θ_s}(x_i) − log P_{θ_s}(R_i)|`` (S-001 eq. 3, with
+     the weight on the whole range-truncated contribution ``log[p_θ(x_i)/P_θ(R_i)]``, eq. 1: the
+     printed ``|α_i f − log P|`` would leave a record of weight 0 — which has no influence on the
+     posterior, so removing it changes nothing — a sensitivity of ``|log P_θ(R_i)|``; both forms
+     agree at α_i = 1). The neighbour replaces record i's value by the public knowledge that it lies
+     in R_i, its censored likelihood ``P_θ(R_i)`` weighted by the same α_i;
+   - ``averaged``: ``Δ_{α,λ,x} = max_s max_i (1 − λ_i) α_i |f_{θ_s}(x_i)|`` (S-001 Part 1; its exact
+     formula did not survive in the source: this is the natural reading, METHODS.md §3.2 [R]);
+
+   and the local guarantee of one draw ``ε_x = 2 Δ`` (SWH Theorem; S-001 Theorem 1, eq. 4);
+6. m draws, evenly spaced over the retained ones, each generating one synthetic set.
+
+Why ``2Δ``: removing record i changes the log of the unnormalised pseudo posterior at every θ by
+its weighted contribution, at most Δ in absolute value, and changes the log normaliser by at most
+Δ too, so every set's posterior probability moves by a factor within ``exp(±2Δ)``. The bound is
+*local*: Δ is computed on this data set's records (neighbours made by removing one of them), and
+over the draws rather than all θ — it contracts onto the global Δ_α as n grows (asymptotic DP).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+import numpyro
+from numpyro.diagnostics import effective_sample_size, split_gelman_rubin
+from numpyro.infer import MCMC, NUTS
+
+from ...errors import DipsyError
+from .models import RecordModel
+
+#: The standards: asymptotic DP (no range), range-truncated, range-averaged.
+STANDARDS = ("adp", "truncated", "averaged")
+#: A fit is refused when any parameter's split R-hat exceeds this, or its bulk ESS falls below
+#: ESS_MIN; warned (recorded) when R-hat exceeds RHAT_WARN (Vehtari et al. 2021 recommend 1.01).
+RHAT_MAX, RHAT_WARN, ESS_MIN = 1.05, 1.01, 100.0
+
+
+@dataclass(frozen=True)
+class MCMCSettings:
+    """NUTS settings (Hoffman & Gelman 2014, as NumPyro implements it). Public: release.json states them."""
+
+    chains: int = 4
+    warmup: int = 1000
+    draws: int = 1000
+    target_accept: float = 0.8
+    max_tree_depth: int = 10
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"sampler": "NUTS (NumPyro)", "chains": self.chains, "warmup": self.warmup, "draws_per_chain": self.draws,
+                "retained_draws": self.chains * self.draws, "target_accept": self.target_accept,
+                "max_tree_depth": self.max_tree_depth}
+
+
+def weighted_model(record_model: RecordModel, X: Any, y: Any, w: Any) -> None:
+    """θ ~ prior; ``target += Σ_i w_i f_θ(y_i | x_i)`` (the weighted pseudo log-likelihood)."""
+    theta = record_model.prior(X.shape[1])
+    numpyro.factor("weighted_log_likelihood", jnp.sum(w * record_model.log_likelihood(theta, X, y)))
+
+
+@dataclass(frozen=True)
+class Fit:
+    """One MCMC fit: the retained draws (S = chains × draws, chains stacked) and its diagnostics."""
+
+    draws: dict[str, np.ndarray]
+    rhat: float
+    ess: float
+    divergences: int
+    seconds: float
+
+    @property
+    def size(self) -> int:
+        return len(next(iter(self.draws.values())))
+
+    def diagnostics(self) -> dict[str, Any]:
+        return {"max_split_rhat": self.rhat, "min_bulk_ess": self.ess, "divergent_transitions": self.divergences}
+
+
+class Sampler:
+    """NUTS on one model and one data set; the weights are an argument, so the unweighted and the
+    weighted fits share one compiled sampler (JAX compiles once per shape: the first run pays it).
+    """
+
+    def __init__(self, record_model: RecordModel, X: np.ndarray, y: np.ndarray, settings: MCMCSettings,
+                 log_response: bool = False) -> None:
+        self.model, self.settings, self.log_response = record_model, settings, log_response
+        self.X, self.y = jnp.asarray(X, dtype=jnp.float64), jnp.asarray(y, dtype=jnp.float64)
+        kernel = NUTS(functools.partial(weighted_model, record_model), target_accept_prob=settings.target_accept, max_tree_depth=settings.max_tree_depth)
+        self._mcmc = MCMC(kernel, num_warmup=settings.warmup, num_samples=settings.draws, num_chains=settings.chains,
+                          chain_method="vectorized", progress_bar=False, jit_model_args=True)
+
+    def fit(self, w: np.ndarray, key: Any) -> Fit:
+        """Draws from ``ξ^w(θ | x) ∝ Π_i p(x_i | θ)^{w_i} ξ(θ)``."""
+        start = time.perf_counter()
+        self._mcmc.run(key, self.X, self.y, jnp.asarray(w, dtype=jnp.float64), extra_fields=("diverging",))
+        grouped = {k: np.asarray(v) for k, v in self._mcmc.get_samples(group_by_chain=True).items()}
+        seconds = time.perf_counter() - start
+        rhat, ess = [], []
+        for v in grouped.values():
+            flat = v.reshape(v.shape[0], v.shape[1], -1)
+            if self.settings.chains > 1:
+                rhat.append(np.max(split_gelman_rubin(flat)))
+            ess.append(np.min(effective_sample_size(flat)))
+        draws = {k: v.reshape((-1,) + v.shape[2:]) for k, v in grouped.items()}
+        divergences = int(np.sum(np.asarray(self._mcmc.get_extra_fields()["diverging"])))
+        return Fit(draws, float(max(rhat)) if rhat else float("nan"), float(min(ess)), divergences, seconds)
+
+    def log_likelihood(self, fit: Fit) -> np.ndarray:
+        """``F[s, i] = f_{θ_s}(x_i)`` for every retained draw s and record i."""
+        return _per_draw(lambda th: self.model.log_likelihood(th, self.X, self.y), fit.draws)
+
+    def log_range_mass(self, fit: Fit, a: float, b: float) -> np.ndarray:
+        """``L[s, i] = log P_{θ_s}(R_i)``, ``R_i = [a x_i, b x_i]`` (the model mass of the sensitive range;
+        for a response modelled on the log scale, ``[log a + log x_i, log b + log x_i]``)."""
+        if self.log_response:
+            lower, upper = self.y + math.log(a), self.y + math.log(b)
+        else:  # a negative value's range runs from b·x to a·x
+            lower, upper = jnp.minimum(a * self.y, b * self.y), jnp.maximum(a * self.y, b * self.y)
+        return _per_draw(lambda th: self.model.log_interval(th, self.X, lower, upper), fit.draws)
+
+
+def _per_draw(f: Callable, draws: dict[str, np.ndarray], block: int = 500) -> np.ndarray:
+    """``f`` at every draw, vectorised over blocks of draws (bounded memory)."""
+    g = jax.jit(jax.vmap(f))
+    size = len(next(iter(draws.values())))
+    return np.concatenate([np.asarray(g({k: jnp.asarray(v[s:s + block]) for k, v in draws.items()}))
+                           for s in range(0, size, block)])
+
+
+def check_fit(fit: Fit, what: str) -> list[str]:
+    """Refuse a fit that did not converge; return warnings for one that is borderline.
+
+    Refused: split R-hat > :data:`RHAT_MAX`, bulk ESS < :data:`ESS_MIN`, or divergent transitions
+    (the draws then misrepresent the posterior, and Δ — a maximum over them — with it).
+    """
+    fix = "raise the MCMC settings (mcmc_warmup=, mcmc_draws=, target_accept=0.95), or simplify the model"
+    if fit.divergences:
+        raise DipsyError(f"the {what} fit had {fit.divergences} divergent transitions: its draws, and the Lipschitz "
+                         "bound computed over them, cannot be trusted", fix)
+    if fit.rhat > RHAT_MAX or fit.ess < ESS_MIN:
+        raise DipsyError(f"the {what} fit did not converge (max split R-hat {fit.rhat:.3f} > {RHAT_MAX}, or min bulk ESS "
+                         f"{fit.ess:.0f} < {ESS_MIN:.0f})", fix)
+    return [f"the {what} fit's max split R-hat is {fit.rhat:.3f} (> {RHAT_WARN})"] if fit.rhat > RHAT_WARN else []
+
+
+def lipschitz(F: np.ndarray) -> np.ndarray:
+    """Record-level Lipschitz bounds ``Δ_{x_i} = max_s |f_{θ_s}(x_i)|`` (SWH), from ``F[s, i]``.
+
+    >>> lipschitz(np.array([[-1.0, 2.0], [-3.0, 0.5]])).tolist()
+    [3.0, 2.0]
+    """
+    return np.max(np.abs(F), axis=0)
+
+
+def outside_probability(L: np.ndarray) -> np.ndarray:
+    """``λ_i = Pr(x*_i ∉ R_i) = 1 − (1/S) Σ_s P_{θ_s}(R_i)`` under the posterior predictive (S-001 Part 1)."""
+    return np.clip(1.0 - np.mean(np.exp(L), axis=0), 0.0, 1.0)
+
+
+def record_risk(standard: str, F: np.ndarray, L: np.ndarray | None = None) -> np.ndarray:
+    """Each record's risk under ``standard`` from the unweighted fit (see the module's step 2)."""
+    if standard == "adp":
+        return lipschitz(F)
+    if standard == "truncated":
+        return np.max(np.abs(F - L), axis=0)
+    if standard == "averaged":
+        return (1.0 - outside_probability(L)) * lipschitz(F)
+    raise DipsyError(f"unknown privacy standard {standard!r}", f"use one of {', '.join(STANDARDS)}")
+
+
+def weights(risk: np.ndarray, rule: str = "linear", c: float = 1.0, g: float = 0.0, raise_to: float | None = None) -> np.ndarray:
+    r"""Record weights α_i ∈ [0, 1] from record risks (higher risk, lower weight).
+
+    - ``linear`` (Hu's ``ComputeAlphas_constant``): ``r_i`` the risk min-max normalised to [0, 1],
+      ``α_i = clip(c (1 − r_i) + g, 0, 1)``;
+    - ``lipschitz`` (SWH; Hu, Savitsky & Williams 2020): ``α_i ∝ 1/Δ_{x_i}``, scaled so the least
+      risky record gets 1: ``α_i = min_j Δ_j / Δ_i``;
+    - ``none``: ``α_i = 1`` (the unweighted posterior; its ε is still reported).
+
+    ``raise_to`` = B re-weights toward a database bound (Hu, Savitsky & Williams 2020): every record
+    whose ``α_i Δ_i`` falls short of B is raised to ``min(1, B/Δ_i)``, and none is left above B:
+    ``α_i = min(1, B/Δ_i)``. With B = max_i α_i Δ_i from the rule, the riskiest record keeps its
+    weight and the others gain utility at (about) the same ε.
+
+    >>> weights(np.array([1.0, 2.0, 3.0])).tolist()
+    [1.0, 0.5, 0.0]
+    >>> weights(np.array([1.0, 2.0, 4.0]), "lipschitz").tolist()
+    [1.0, 0.5, 0.25]
+    >>> weights(np.array([1.0, 2.0, 4.0]), "lipschitz", raise_to=1.5).tolist()
+    [1.0, 0.75, 0.375]
+    """
+    risk = np.asarray(risk, dtype=float)
+    if rule == "none":
+        alpha = np.ones_like(risk)
+    elif rule == "linear":
+        span = risk.max() - risk.min()
+        r = (risk - risk.min()) / span if span > 0 else np.zeros_like(risk)
+        alpha = np.clip(c * (1.0 - r) + g, 0.0, 1.0)
+    elif rule == "lipschitz":
+        alpha = np.where(risk > 0, risk.min() / np.where(risk > 0, risk, 1.0), 1.0)
+    else:
+        raise DipsyError(f"unknown weight rule {rule!r}", "use weights=linear, lipschitz or none")
+    if raise_to is not None:
+        alpha = np.where(risk > 0, np.minimum(1.0, raise_to / np.where(risk > 0, risk, 1.0)), 1.0)
+    return alpha
+
+
+def database_bound(standard: str, alpha: np.ndarray, F: np.ndarray, L: np.ndarray | None = None,
+                   lam: np.ndarray | None = None) -> tuple[float, np.ndarray]:
+    """(Δ, the per-record bounds) over the weighted fit's draws under ``standard`` (module step 5)."""
+    if standard == "adp":
+        per = np.max(np.abs(alpha * F), axis=0)
+    elif standard == "truncated":
+        per = alpha * np.max(np.abs(F - L), axis=0)
+    elif standard == "averaged":
+        per = (1.0 - lam) * alpha * np.max(np.abs(F), axis=0)
+    else:
+        raise DipsyError(f"unknown privacy standard {standard!r}", f"use one of {', '.join(STANDARDS)}")
+    return float(np.max(per)), per
+
+
+def thin(size: int, m: int) -> np.ndarray:
+    """Indices of m draws evenly spaced over ``size`` retained draws (the last of each block).
+
+    >>> thin(4000, 4).tolist()
+    [999, 1999, 2999, 3999]
+    """
+    if m > size:
+        raise DipsyError(f"{m} synthetic sets need {m} posterior draws, and only {size} were retained",
+                         "raise mcmc_draws or lower --sets")
+    return np.arange(1, m + 1) * (size // m) - 1
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one release of the mechanism produced (private until the caller releases parts of it)."""
+
+    standard: str
+    delta: float  # Δ under the standard, over the weighted draws
+    delta_adp: float  # the same release's Δ with no range, max |w_i f| (equals ``delta`` under adp)
+    alpha: np.ndarray
+    effective: np.ndarray  # w_i, the exponent each record's likelihood gets in the fit
+    draws: dict[str, np.ndarray]  # the m thinned draws
+    unweighted: Fit
+    weighted: Fit
+    record_bounds: np.ndarray
+    warnings: tuple[str, ...] = ()
+    lam: np.ndarray | None = None
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def epsilon(self) -> float:
+        """The local guarantee of one draw, ε_x = 2Δ."""
+        return 2.0 * self.delta
+
+
+def release_draws(sampler: Sampler, m: int, key: Any, standard: str = "adp", a: float | None = None,
+                  b: float | None = None, rule: str = "linear", c: float = 1.0, g: float = 0.0,
+                  reweight: bool = False, target: float | None = None, check: bool = True,
+                  unweighted: Fit | None = None) -> Outcome:
+    """Steps 1–6 of the module: fit, weigh, refit, bound, thin.
+
+    ``unweighted`` reuses an unweighted fit of the same sampler (the benchmark compares standards on
+    one data set); ``check`` refuses fits that did not converge (:func:`check_fit`).
+    """
+    if standard != "adp" and (a is None or b is None):
+        raise DipsyError(f"the {standard} standard needs a sensitive range", "pass range=a,b with a < 1 < b")
+    k1, k2 = jax.random.split(key)
+    unweighted = unweighted if unweighted is not None else sampler.fit(np.ones(len(sampler.y)), k1)
+    warnings = check_fit(unweighted, "unweighted") if check else []
+    F0 = sampler.log_likelihood(unweighted)
+    L0 = sampler.log_range_mass(unweighted, a, b) if standard != "adp" else None
+    risk = record_risk(standard, F0, L0)
+    alpha = weights(risk, rule, c, g)
+    if target is not None:
+        alpha = weights(risk, rule, c, g, raise_to=target / 2.0)
+    elif reweight:
+        alpha = weights(risk, rule, c, g, raise_to=float(np.max(alpha * risk)))
+    lam = outside_probability(L0) if standard == "averaged" else None
+    effective = lam + (1.0 - lam) * alpha if lam is not None else alpha
+    weighted = sampler.fit(effective, k2)
+    warnings += check_fit(weighted, "weighted") if check else []
+    F1 = sampler.log_likelihood(weighted)
+    L1 = sampler.log_range_mass(weighted, a, b) if standard == "truncated" else None
+    delta, per = database_bound(standard, alpha, F1, L1, lam)
+    delta_adp = float(np.max(np.abs(effective * F1))) if standard != "adp" else delta
+    if not math.isfinite(delta):
+        raise DipsyError("the Lipschitz bound is infinite: some record has zero likelihood under a posterior draw",
+                         "check the response against the model (e.g. zeros for a lognormal), or give that record weight 0")
+    picked = thin(weighted.size, m)
+    return Outcome(standard, delta, delta_adp, alpha, effective, {k: v[picked] for k, v in weighted.draws.items()},
+                   unweighted, weighted, per, tuple(warnings), lam,
+                   {"unweighted_fit": unweighted.seconds, "weighted_fit": weighted.seconds})

@@ -1,0 +1,441 @@
+r"""The risk-weighted pseudo-posterior mechanism (Savitsky, Williams & Hu 2022) with range-restricted
+privacy (Hu, Williams & Savitsky, S-001): a method whose guarantee is local, not worst-case DP.
+
+Use: an agency releases its records with one sensitive column (the *response*) replaced by draws
+from the posterior predictive of a Bayesian model fitted to the confidential data, each record's
+likelihood down-weighted by its disclosure risk; the other columns (the *predictors*) are released
+as they are (partial synthesis, as in Hu's work). Steps: :mod:`.mechanism`; models: :mod:`.models`.
+
+Privacy
+-------
+Local ε_x (:class:`~dipsy.privacy.budget.LocalDP`), computed from the data: one posterior draw
+satisfies ``ξ^α(B | x) <= e^{2Δ} ξ^α(B | y)`` for every measurable set B of parameters and every y
+made from *this* x by removing one record's response from the likelihood (SWH 2022, Theorem 3;
+S-001 Theorem 1, eq. 4, under a range standard: the record's value replaced by the public
+knowledge that it lies in ``[a·y_i, b·y_i]``). Δ is the database Lipschitz bound computed over the
+retained MCMC draws (S-001 eq. 3), so the guarantee holds for this data set, asymptotically in n
+(aDP), and as far as the draws represent the posterior (the fit is refused when they do not:
+:func:`.mechanism.check_fit`). The m synthetic sets come from m thinned draws, each a local
+``2Δ``: sequential composition, ε_x = 2Δ·m in total. A synthetic set is post-processing of its
+draw and the predictors (declared public). The release states Δ, ε_x and the MCMC diagnostics as
+they are: they are functions of the confidential data, and the statement's ``reveals`` says what
+each shows. Since ε_x is known only after the fit, the session charges it afterwards
+(:mod:`dipsy.privacy.session`); ``--epsilon`` is a ceiling, and a release past it is refused.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, ClassVar, Mapping
+
+import numpy as np
+import pandas as pd
+
+from ...domain import Domain
+from ...domain.codec import decode_column
+from ...errors import DipsyError
+from ...privacy.budget import LocalDP
+from ...privacy.measurement import DeclaredPublic, Measurement, Mechanism, Statistic, Total
+from ...privacy.relation import ADD_REMOVE
+from ...privacy.rng import Randomness
+from ...privacy.session import Session
+from ..base import Model, Option, Plan, Synthesizer, whole
+
+#: The built-in models' names (the JAX models load only when a release runs).
+MODEL_NAMES = ("normal", "lognormal", "poisson", "negative-binomial", "categorical")
+
+
+def _range(value: Any) -> tuple[float, float]:
+    try:
+        a, b = (float(v) for v in str(value).split(","))
+    except ValueError:
+        raise DipsyError(f"range must be 'a,b' with 0 < a < 1 < b, got {value!r}", "e.g. range=0.6,1.2") from None
+    if not (0 < a < 1 < b and math.isfinite(b)):
+        raise DipsyError(f"range=a,b needs 0 < a < 1 < b (the sensitive range [a·y, b·y] must hold y), got a = {a:g}, b = {b:g}",
+                         "e.g. range=0.6,1.2 (protect values within -40 % and +20 % of each record's value)")
+    return a, b
+
+
+def _choice(name: str, choices: tuple[str, ...]):
+    def parse(value: Any) -> str:
+        if str(value) not in choices:
+            raise DipsyError(f"option {name} must be one of {', '.join(choices)}, got {value!r}", f"e.g. {name}={choices[0]}")
+        return str(value)
+    return parse
+
+
+def _number(name: str, least: float, most: float = math.inf, open_low: bool = False):
+    def parse(value: Any) -> float:
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            x = math.nan
+        ok = (x > least if open_low else x >= least) and x <= most
+        if isinstance(value, bool) or not ok:
+            raise DipsyError(f"option {name} must be a number in {'(' if open_low else '['}{least:g}, {most:g}], got {value!r}",
+                             f"e.g. {name}={max(least, 0.5):g}")
+        return x
+    return parse
+
+
+def _flag(value: Any) -> bool:
+    text = str(value).strip().lower()
+    if text not in ("true", "false", "1", "0", "yes", "no"):
+        raise DipsyError(f"option reweight must be true or false, got {value!r}", "e.g. reweight=true")
+    return text in ("true", "1", "yes")
+
+
+@dataclass(frozen=True)
+class ModelFile:
+    """A user's record model from a Python file (``model=path.py:NAME``): a RecordModel instance or
+    subclass named NAME. Recorded in release.json by file name, SHA-256 and NAME — never the path."""
+
+    path: Path
+    attribute: str
+
+    def load(self):
+        from .models import RecordModel
+
+        spec = importlib.util.spec_from_file_location(f"dipsy_user_model_{self.path.stem}", self.path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        found = getattr(module, self.attribute, None)
+        if isinstance(found, type) and issubclass(found, RecordModel):
+            found = found()
+        if not isinstance(found, RecordModel):
+            raise DipsyError(f"{self.path.name} has no RecordModel named {self.attribute!r}",
+                             "define a subclass of dipsy.methods.pseudo_posterior.models.RecordModel (or an instance) under that name")
+        return found
+
+    def public(self) -> dict[str, str]:
+        from ...api import fingerprint
+
+        return {"file": self.path.name, "sha256": fingerprint(self.path), "name": self.attribute}
+
+
+def _model(value: Any) -> Any:
+    from .models import RecordModel  # only when a custom model object is given
+
+    if isinstance(value, str) and value in MODEL_NAMES:
+        return value
+    if isinstance(value, RecordModel):
+        return value
+    text = str(value)
+    if ":" in text and text.rsplit(":", 1)[0].endswith(".py"):
+        path, name = text.rsplit(":", 1)
+        if not Path(path).is_file():
+            raise DipsyError(f"the model file {path!r} does not exist", "pass model=path/to/file.py:NAME")
+        return ModelFile(Path(path), name)
+    raise DipsyError(f"unknown model {value!r}", f"use one of {', '.join(MODEL_NAMES)}, or model=file.py:NAME (a RecordModel)")
+
+
+DEFAULTS = {"weights": "linear", "c": 1.0, "g": 0.0, "chains": 4, "warmup": 1000, "draws": 1000, "target_accept": 0.8,
+            "standard": "truncated"}
+
+
+@dataclass(frozen=True)
+class PseudoPosterior(Mechanism):
+    r"""Draws from the risk-weighted pseudo posterior; its cost, local ε_x = sets·2Δ, is measured from the data.
+
+    ``randomise`` runs :func:`.mechanism.release_draws` on the answer (the response and predictors of
+    every record); :meth:`measured` fills in Δ and what the statement reports. The guarantee and its
+    proof: the module's docstring (SWH 2022 Thm 3; S-001 Thm 1).
+    """
+
+    synthesizer: "PseudoPosteriorSynthesizer" = field(compare=False)
+    delta: float | None = None
+    report: tuple[tuple[str, Any], ...] = ()
+    exact: ClassVar[bool] = False
+    data_dependent: ClassVar[bool] = True
+
+    @property
+    def cost(self) -> LocalDP:
+        if self.delta is None:
+            raise DipsyError("the pseudo-posterior's ε_x is known only once it has run", "read the cost from the session's spends")
+        return LocalDP(self.synthesizer.sets * 2.0 * self.delta)
+
+    def randomise(self, answer: Any, rand: Randomness) -> Any:
+        return self.synthesizer.run(answer, rand)
+
+    def measured(self, output: Any) -> "PseudoPosterior":
+        return replace(self, delta=output.delta, report=tuple(self.synthesizer.report(output).items()))
+
+    def describe(self) -> dict[str, Any]:
+        return {"distribution": "draws from the risk-weighted pseudo posterior (NUTS), one per synthetic set",
+                **({"Delta": self.delta, "epsilon_x_per_draw": 2.0 * self.delta} if self.delta is not None else {}),
+                **dict(self.report)}
+
+
+class PseudoPosteriorSynthesizer(Synthesizer):
+    """Partially synthetic records: the response drawn from a risk-weighted pseudo posterior.
+
+    >>> PseudoPosteriorSynthesizer.definition, PseudoPosteriorSynthesizer.relations[0].name
+    ('local', 'add-remove')
+    """
+
+    name = "pseudo-posterior"
+    summary = ("risk-weighted pseudo-posterior mechanism (Savitsky, Williams & Hu), optional range restriction; "
+               "LOCAL asymptotic guarantee, not worst-case DP")
+    definition = "local"
+    relations = (ADD_REMOVE,)
+    options = (
+        Option("response", str, "the sensitive column to synthesize, or log(COL) for a normal model of its log (required)"),
+        Option("predictors", str, "comma-separated predictor terms, e.g. log(Income),UrbanRural (default: every other column)"),
+        Option("model", _model, f"{', '.join(MODEL_NAMES)} (default from the response's kind), or file.py:NAME (a RecordModel)"),
+        Option("weights", _choice("weights", ("linear", "lipschitz", "none")), "risk → weight map: linear (c(1−r)+g), lipschitz (∝ 1/Δ_i), none"),
+        Option("c", _number("c", 0.0), "linear map's scale c (default 1)"),
+        Option("g", _number("g", -1.0, 1.0), "linear map's shift g (default 0)"),
+        Option("reweight", _flag, "raise low-risk records' weights toward the database bound (Hu, Savitsky & Williams 2020)"),
+        Option("target", _number("target", 0.0, open_low=True), "re-weight toward this ε_x per draw: α_i = min(1, (target/2)/Δ_i)"),
+        Option("range", _range, "a,b: protect each response only within [a·y, b·y] (0 < a < 1 < b)"),
+        Option("standard", _choice("standard", ("truncated", "averaged")), "with range=: truncated (S-001 Part 2, default) or averaged (Part 1)"),
+        Option("chains", whole("chains", 1, 4), "MCMC chains (default 4)"),
+        Option("warmup", whole("warmup", 10, 1000), "warm-up iterations per chain (default 1000)"),
+        Option("draws", whole("draws", 10, 1000), "retained draws per chain (default 1000)"),
+        Option("target_accept", _number("target_accept", 0.5, 0.99), "NUTS target acceptance (default 0.8; raise it after divergences)"),
+    )
+
+    # -- plan ---------------------------------------------------------------------------------
+
+    def plan(self, n: int | None, domain: Domain) -> Plan:
+        from .design import terms
+
+        s = self.settings
+        if "response" not in s:
+            raise DipsyError("pseudo-posterior needs the column to synthesize", "pass --option response=COLUMN")
+        logged = re.fullmatch(r"log\((.+)\)", s["response"].strip())
+        response = logged.group(1).strip() if logged else s["response"].strip()
+        self.log_response_ = bool(logged)
+        if response not in domain.names:
+            raise DipsyError(f"the response {response!r} is not a column in scope", f"use one of {', '.join(domain.names)}")
+        if "standard" in s and "range" not in s:
+            raise DipsyError("standard= applies to a sensitive range", "pass range=a,b too, or leave out standard=")
+        spec = s.get("predictors") or ",".join(c for c in domain.names if c != response)
+        design = terms(spec, domain)
+        if any(t.column == response for t in design):
+            raise DipsyError(f"the response {response!r} cannot also be a predictor", "leave it out of predictors=")
+        used = {t.column for t in design} | {response}
+        extra = [c for c in domain.names if c not in used]
+        if extra:
+            raise DipsyError(f"the column {extra[0]!r} is neither the response nor a predictor: the release would have to repeat it",
+                             "pass --columns with just the response and predictors, or add it to predictors=")
+        col = domain[response]
+        model = s.get("model") or ("categorical" if col.is_categorical else "poisson" if col.kind == "integer" else "normal")
+        if isinstance(model, str):
+            if col.is_categorical != (model == "categorical"):
+                raise DipsyError(f"the model {model!r} does not fit the {'categorical' if col.is_categorical else 'numeric'} column {response!r}",
+                                 "use model=categorical for a categorical response, and a numeric model otherwise")
+        if logged and (col.is_categorical or model not in ("normal",)):
+            raise DipsyError(f"log({response}) is modelled on the log scale by a normal regression",
+                             f"use model=normal with response=log({response}), or response={response} with model=lognormal")
+        if "range" in s and (model == "categorical" or col.is_categorical):
+            raise DipsyError("a sensitive range [a·y, b·y] needs a numeric response", "leave out range= for a categorical response")
+        predictors = tuple(dict.fromkeys(t.column for t in design))
+        self.design_, self.response_, self.model_spec_ = design, response, model
+        standard = s.get("standard", DEFAULTS["standard"]) if "range" in s else "adp"
+        self.standard_ = standard
+        read = Statistic(f"the values of {response} and of the predictors of every record",
+                         lambda engine, cols=(response, *predictors): engine.values(cols))
+        # What the release repeats as it is: the predictors of every record (with no predictors, just n).
+        shown = (Statistic(f"the predictors {', '.join(predictors)} of every record", lambda engine, cols=predictors: engine.values(cols))
+                 if predictors else Total())
+        measurements = [Measurement(f"{self.name}: {'the predictors of every record' if predictors else 'n'}, released as "
+                                    "they are (declared public)", shown, DeclaredPublic(LocalDP(0.0)), self.relation)]
+        measurements.append(Measurement(f"{self.name}: {self.sets} draw(s) from the risk-weighted pseudo posterior of {response}",
+                                        read, PseudoPosterior(self), self.relation))
+        return Plan(tuple(measurements), self.relation, self._public(predictors), self._mechanism(standard),
+                    self._composition(), self._parameters(standard), narrowed=self._narrowed(standard, predictors),
+                    reveals=REVEALS)
+
+    def _public(self, predictors: tuple[str, ...]) -> tuple[str, ...]:
+        out = ["n, the number of records (each synthetic set has one row per record)",
+               "the domain (categories and bounds of the released columns)"]
+        if predictors:
+            out.append(f"the predictors {', '.join(predictors)} of every record, released as they are")
+        return tuple(out)
+
+    def _narrowed(self, standard: str, predictors: tuple[str, ...]) -> str:
+        kept = f"; its predictors ({', '.join(predictors)}), released as they are, stay" if predictors else ""
+        if standard == "adp":
+            change = f"one record's {self.response_} removed from the likelihood"
+        else:
+            a, b = self.settings["range"]
+            change = (f"one record's {self.response_} replaced by the public knowledge that it lies in [{a:g}·{self.response_}, "
+                      f"{b:g}·{self.response_}] ({'its range-truncated likelihood, S-001 eq. 3' if standard == 'truncated' else 'only its sensitive share 1 − λ_i removed, S-001 Part 1'})")
+        return f"local to this data set: the neighbours are the data sets with {change}{kept}"
+
+    def _mechanism(self, standard: str) -> str:
+        what = {"adp": "no sensitive range (asymptotic DP)", "truncated": "range-truncated privacy (S-001 Part 2, eq. 3)",
+                "averaged": "range-averaged privacy (S-001 Part 1)"}[standard]
+        return (f"risk-weighted pseudo posterior (Savitsky, Williams & Hu 2022): unweighted fit, record weights from each "
+                f"record's Lipschitz bound, weighted refit, ε_x = 2Δ over the retained draws; {what}; each synthetic set "
+                f"draws {self.response_} from the posterior predictive of one thinned draw, given the predictors")
+
+    def _composition(self) -> str:
+        if self.sets == 1:
+            return "one set from one posterior draw: ε_x = 2Δ"
+        return (f"sequential composition over {self.sets} sets, each from its own thinned posterior draw (local 2Δ each): "
+                f"ε_x = {self.sets}·2Δ")
+
+    def _parameters(self, standard: str) -> dict[str, Any]:
+        s = self.settings
+        model = self.model_spec_
+        return {
+            "response": f"log({self.response_})" if self.log_response_ else self.response_,
+            "predictors": [t.label for t in self.design_],
+            "model": model if isinstance(model, str) else type(model).__name__ if not isinstance(model, ModelFile) else model.attribute,
+            "standard": standard,
+            **({"range": list(s["range"])} if "range" in s else {}),
+            "weights": s.get("weights", DEFAULTS["weights"]),
+            **({"c": s.get("c", 1.0), "g": s.get("g", 0.0)} if s.get("weights", "linear") == "linear" else {}),
+            **({"target": s["target"]} if "target" in s else {}),
+            **({"reweight": True} if s.get("reweight") else {}),
+            "mcmc": self.settings_mcmc().to_dict(),
+            "design_scaling": "numeric predictors centred and scaled by their public bounds (log bounds for log terms)",
+        }
+
+    def settings_mcmc(self):
+        from .mechanism import MCMCSettings
+
+        s = self.settings
+        return MCMCSettings(chains=s.get("chains", DEFAULTS["chains"]), warmup=s.get("warmup", DEFAULTS["warmup"]),
+                            draws=s.get("draws", DEFAULTS["draws"]), target_accept=s.get("target_accept", DEFAULTS["target_accept"]))
+
+    # -- the mechanism's run (inside the measurement) --------------------------------------------
+
+    def record_model(self, domain: Domain):
+        from .models import MODELS
+
+        spec = self.model_spec_
+        if isinstance(spec, ModelFile):
+            return spec.load()
+        if not isinstance(spec, str):
+            return spec
+        if spec == "categorical":
+            return MODELS[spec](domain[self.response_].size)
+        return MODELS[spec]()
+
+    def run(self, values: Mapping[str, np.ndarray], rand: Randomness):
+        """The mechanism on the confidential values (called inside the measurement only)."""
+        import jax
+
+        from .design import matrix
+        from .mechanism import Sampler, release_draws
+
+        model = self.record_model(self.domain_)
+        y = np.asarray(values[self.response_], dtype=float)
+        _check_response(model, y, self.response_)
+        if self.log_response_:
+            if np.any(y <= 0):
+                raise DipsyError(f"log({self.response_}) needs {self.response_} > 0, and some records have {self.response_} <= 0",
+                                 f"use response={self.response_} with model=normal")
+            y = np.log(y)
+        X = matrix(self.design_, values)
+        key = jax.random.wrap_key_data(rand.numpy.integers(0, 2**32, size=2, dtype=np.uint32), impl="threefry2x32")
+        s = self.settings
+        a, b = s.get("range", (None, None))
+        sampler = Sampler(model, X, y, self.settings_mcmc(), log_response=self.log_response_)
+        outcome = release_draws(sampler, self.sets, key, self.standard_, a, b, s.get("weights", DEFAULTS["weights"]),
+                                s.get("c", DEFAULTS["c"]), s.get("g", DEFAULTS["g"]), bool(s.get("reweight")), s.get("target"))
+        self.model_ = model
+        return outcome
+
+    def report(self, outcome) -> dict[str, Any]:
+        """What the statement reports of a run: Δ, the weights' summary, the diagnostics (see REVEALS)."""
+        return {
+            "standard": outcome.standard,
+            "Delta_without_range": outcome.delta_adp,
+            "weights_mean": float(np.mean(outcome.alpha)),
+            "weights_min": float(np.min(outcome.alpha)),
+            "unweighted_fit": outcome.unweighted.diagnostics(),
+            "weighted_fit": outcome.weighted.diagnostics(),
+            **({"warnings": list(outcome.warnings)} if outcome.warnings else {}),
+        }
+
+    def fit(self, session: Session, plan: Plan) -> "PosteriorModel":
+        self.domain_ = session.domain
+        predictors: dict[str, np.ndarray] = {}
+        outcome = None
+        for m in plan.measurements:
+            out = session.measure(m)
+            if isinstance(m.mechanism, DeclaredPublic):
+                predictors = dict(out) if isinstance(out, Mapping) else {}
+                rows = len(next(iter(predictors.values()))) if predictors else int(out[0])
+            else:
+                outcome = out
+        return PosteriorModel(session.domain, self.response_, self.design_, self.model_, predictors, rows,
+                              outcome.draws, self.sets, list(outcome.warnings), self.log_response_)
+
+
+#: What the release states as it is, and what each reveals of the confidential data.
+REVEALS = (
+    "Delta and epsilon_x = 2 Delta: the largest weighted log-likelihood contribution of any record over the retained draws, "
+    "a function of the most isolated record's value (how far it lies from the model's fit)",
+    "Delta_without_range: the same release's bound with no sensitive range (for comparison), likewise",
+    "weights_mean and weights_min: summaries of the records' weights, functions of their risks",
+    "the MCMC diagnostics (max split R-hat, min bulk ESS, divergent transitions) and warnings: functions of the whole data set",
+)
+
+
+def _check_response(model, y: np.ndarray, name: str) -> None:
+    kind = getattr(model, "kind", "real")
+    if not np.all(np.isfinite(y)):
+        raise DipsyError(f"the response {name} has missing or infinite values", "drop those records (--on-invalid drop)")
+    if kind == "positive" and np.any(y <= 0):
+        raise DipsyError(f"the {model.name} model needs {name} > 0, and some records have {name} <= 0 (log 0 is -inf)",
+                         "use model=normal, or a response without zeros")
+    if kind == "count" and (np.any(y < 0) or np.any(y != np.round(y))):
+        raise DipsyError(f"the {model.name} model needs whole numbers >= 0 for {name}", "use model=normal for a real response")
+
+
+@dataclass(frozen=True, eq=False)
+class PosteriorModel(Model):
+    """m thinned posterior draws and the public predictors; set k draws the response from draw k."""
+
+    domain: Domain
+    response: str
+    design: tuple
+    record_model: Any
+    predictors: dict[str, np.ndarray]
+    rows: int
+    draws: dict[str, np.ndarray]
+    m: int
+    warnings: list[str]
+    log_response: bool = False
+
+    @property
+    def sets(self) -> int:
+        return self.m
+
+    def choices(self) -> dict[str, Any]:
+        return {"warnings": self.warnings} if self.warnings else {}
+
+    def sample(self, k: int, rand: Randomness) -> pd.DataFrame:
+        from .design import matrix
+
+        theta = {name: np.asarray(v[k]) for name, v in self.draws.items()}
+        X = matrix(self.design, self.predictors) if self.predictors else np.ones((self.rows, 1))
+        y = self.record_model.predict(theta, X, rand.numpy)
+        y = np.exp(y) if self.log_response else y
+        out = {}
+        for name in self.domain.names:
+            c = self.domain[name]
+            if name == self.response:
+                out[name] = _response_values(y, c)
+            else:
+                v = self.predictors[name]
+                out[name] = decode_column(v.astype(np.int64), c, rand.numpy) if c.is_categorical else v
+        return pd.DataFrame(out, columns=list(self.domain.names))
+
+
+def _response_values(y: np.ndarray, col) -> np.ndarray:
+    """Synthetic values as the domain takes them: categories decoded; numbers kept inside the public
+    bounds (clipped: post-processing); integers rounded."""
+    if col.is_categorical:
+        return np.asarray(col.categories, dtype=object if not col.numeric_categories else None)[y.astype(np.int64)]
+    y = np.clip(y, col.lower, col.upper)
+    return np.round(y).astype(np.int64) if col.kind == "integer" else y
