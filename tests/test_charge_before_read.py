@@ -185,6 +185,9 @@ CONFIGS: dict[str, Config] = {
     "dpsyn": Config(ce(MIXED), ce_domain(MIXED), lambda t: {"epsilon": 1.0, "delta": 1e-9, "options": {"public": public_half(MIXED)(t)}}),
     "rdt": Config(ce(["UrbanRural", "Race"]), ce_domain(["UrbanRural", "Race"]),
                   lambda t: {"epsilon": 1.0, "options": {"sensitive": "Race", "structure": public_half(["UrbanRural", "Race"])(t), "n_b": 50}}),
+    # short chains: what is tested is the order of reads, not the posterior
+    "pseudo-posterior": Config(ce(["Expenditure", "UrbanRural"]), ce_domain(["Expenditure", "UrbanRural"]),
+                               lambda t: {"options": {"response": "log(Expenditure)", "chains": 2, "warmup": 300, "draws": 300}}),
 }
 
 #: What a method the table does not know gets: categorical CE columns and its definition's budget.
@@ -224,6 +227,10 @@ BACKENDS = ["numpy", "duckdb"]
 #: Methods that may be run under add/remove neighbours, where n is not public.
 ADD_REMOVE_METHODS = [m for m in METHODS if any(not r.fixes_n for r in REGISTRY[m].relations)]
 GIVEN, STORED = "cap given with the request", "cap stored and nearly spent"
+#: Methods whose guarantee is local (its cost measured from the data after the read, never counted
+#: against a cap): their order of events is tested apart, below.
+LOCAL_METHODS = [m for m in METHODS if REGISTRY[m].definition == "local"]
+DP_METHODS = [m for m in METHODS if m not in LOCAL_METHODS]
 
 
 # -- the tests ------------------------------------------------------------------------------------------
@@ -237,7 +244,7 @@ def earlier_release_leaving_little(ledger: Path) -> None:
 
 
 @pytest.mark.parametrize("how, backend", [(GIVEN, "numpy"), (STORED, "numpy"), (GIVEN, "duckdb")])
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", DP_METHODS)
 def test_a_refused_release_reads_nothing(method, how, backend, recorder, tmp_path):
     data, domain, kwargs = invocation(method, tmp_path, backend)
     ledger = tmp_path / "spy-ledger.sqlite"
@@ -255,7 +262,7 @@ def test_a_refused_release_reads_nothing(method, how, backend, recorder, tmp_pat
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", DP_METHODS)
 def test_with_room_every_read_comes_after_the_charge(method, backend, recorder, tmp_path):
     """The positive control: the spy sees the method's reads, and all of them follow the charge."""
     data, domain, kwargs = invocation(method, tmp_path, backend)
@@ -269,6 +276,36 @@ def test_with_room_every_read_comes_after_the_charge(method, backend, recorder, 
     assert any(e in QUERIES for e in reads), events  # the spy does see the method's reads
     assert not [e for e in reads if e.startswith("attribute ")], reads  # and nothing bypasses the engine's interface
     assert Ledger(ledger).spends("ds")
+
+
+@pytest.mark.parametrize("method", LOCAL_METHODS)
+def test_a_local_release_given_a_cap_is_refused_before_any_read(method, recorder, tmp_path):
+    data, domain, kwargs = invocation(method, tmp_path, "numpy")
+    ledger = tmp_path / "spy-ledger.sqlite"
+    recorder.events.clear()
+    with pytest.raises(BudgetError, match="never counts against a budget cap"):
+        dipsy.synthesize(data, domain, method=method, ledger=ledger, dataset_id="ds", budget_cap="1", **kwargs)
+    assert recorder.events == [*VALIDATION], recorder.events
+    assert not ledger.exists()
+
+
+@pytest.mark.parametrize("method", LOCAL_METHODS)
+def test_a_local_release_is_recorded_after_its_reads_and_never_counted(method, recorder, tmp_path):
+    """Its ε_x is measured from the data, so it is recorded after the read — as ``local``, outside
+    the DP total, which a nearly spent cap shows unchanged."""
+    data, domain, kwargs = invocation(method, tmp_path, "numpy")
+    ledger = tmp_path / "spy-ledger.sqlite"
+    earlier_release_leaving_little(ledger)
+    recorder.events.clear()
+    release = dipsy.synthesize(data, domain, method=method, ledger=ledger, dataset_id="ds", **kwargs)
+    events = recorder.events
+    assert events[:2] == [*VALIDATION] and events[-2:] == ["ledger: asked", "ledger: charged"], events
+    assert any(e in QUERIES for e in events[2:-2]), events
+    assert release.statement.guarantee == "local" and release.statement.total.epsilon > 0
+    rows = [r for r in Ledger(ledger).spends("ds") if r["release_id"] != "earlier"]
+    assert rows and {r["guarantee"] for r in rows} == {"local"} and {r["definition"] for r in rows} == {"local"}
+    total = Ledger(ledger).totals()[0]
+    assert total.spent == ApproxDP(0.999, 0.0) and total.local == 1
 
 
 def test_some_methods_are_private_under_add_remove():

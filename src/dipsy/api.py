@@ -23,7 +23,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from . import __version__
 from .domain import Domain, decode
 from .engine import engine_for
-from .errors import DataError, DipsyError
+from .errors import BudgetError, DataError
 from .methods import Model, Synthesizer, get
 from .methods.base import build_statement
 from .methods.counts import cells_frame
@@ -150,9 +150,9 @@ def _release(data, domain, method, epsilon, sets, *, delta, rho, columns, seed, 
     # operator gave, and its ledger record is written once it is known (it never counts against a cap).
     local = synthesizer.definition == "local"
     if local and budget_cap is not None:
-        raise DipsyError(f"{method}'s guarantee is local (not worst-case DP): it never counts against a budget cap",
-                         "leave out --budget-cap (set the data set's cap with a DP release)")
-    total = budget if local else plan.declared(budget)  # the accountant refuses a plan that declares more than the budget
+        raise BudgetError(f"{method}'s guarantee is local (not worst-case DP): it never counts against a budget cap",
+                          "leave out --budget-cap (set the data set's cap with a DP release)")
+    total = plan.declared(budget)  # the accountant refuses a plan that declares more than the budget
     seeded, broken = seed is not None, tamper is not None
     release_id = uuid.uuid4().hex
     if ledger is not None and not local:  # committed before any read: a killed run may over-count, never under-count
@@ -224,7 +224,10 @@ def _public_options(synthesizer: Synthesizer, given: Mapping[str, Any] | None) -
     files = {o.name for o in synthesizer.options if o.public_file}
     out = {}
     for name, value in dict(given or {}).items():
-        if name in files and isinstance(synthesizer.settings.get(name), Path):  # not e.g. rdt's structure=random
+        setting = synthesizer.settings.get(name)
+        if hasattr(setting, "public"):  # e.g. a user's model file: by name, SHA-256 and attribute
+            out[name] = setting.public()
+        elif name in files and isinstance(setting, Path):  # not e.g. rdt's structure=random
             path = Path(str(value))
             out[name] = {"file": path.name, "sha256": fingerprint(path)}
         else:

@@ -190,7 +190,13 @@ class Plan:
         return out + ((Spend(self.adaptive_label, self.adaptive),) if self.adaptive is not None else ())
 
     def declared(self, budget: Budget) -> Budget:
-        """The declared total in ``budget``'s definition (refused by the accountant if over it)."""
+        """The declared total in ``budget``'s definition (refused by the accountant if over it).
+
+        A plan with a data-dependent measurement (a local guarantee, measured after its run)
+        declares ``budget`` itself: the ceiling its measured cost must stay within.
+        """
+        if any(m.mechanism.data_dependent for m in self.measurements):
+            return budget
         return total_as(budget, [s.budget for s in self.spends])
 
 

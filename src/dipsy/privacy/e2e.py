@@ -71,6 +71,13 @@ NUMERIC = Domain((Column("v", "numeric", lower=0.0, upper=1.0, bins=(0.0, 0.5, 1
 GRID_CELLS = Domain((Column("v", "numeric", lower=0.0, upper=1.0, bins=(0.0, 0.25, 0.75, 1.0)),))
 PAIRS = Domain.from_sizes({"x": 2, "y": 2})
 
+#: Methods the audit does not run, and why: only local guarantees (definition ``local``), which
+#: claim no worst-case bound for the audit to refute — their ε_x holds for one data set, computed
+#: from it, and each run is an MCMC fit (thousands of them are out of reach here).
+NOT_AUDITED = {
+    "pseudo-posterior": "local, asymptotic guarantee (ε_x = 2Δ computed from the data set): no worst-case claim to refute",
+}
+
 CASES: dict[str, Case] = {c.method: c for c in (
     Case("dirichlet-multinomial", BINARY, *MOVED, {"epsilon": 2.0},
          "n = 1 moves cells: P(y* = (1, 0)) has the ratio (n + α)/α = e^ε exactly (S-000 eq. 11)"),

@@ -19,7 +19,7 @@ from typing import Iterable
 
 from ..errors import BudgetError, DipsyError
 from .accountant import Spend
-from .budget import BUDGET_TYPES, ZCDP, Budget
+from .budget import BUDGET_TYPES, ZCDP, Budget, LocalDP
 from .composition import total_under
 from .conversions import zcdp_to_epsilon
 from .relation import Relation
@@ -231,6 +231,9 @@ def decide(stored: dict | None, earlier: list[dict], any_caps: bool, reused: boo
                          "ledger holds caps (or this release sets one)", "name the data set with --dataset-id (the same name every time)")
     if reused:
         raise DipsyError(f"release {release_id!r} is already in the ledger", "reserve each release under a new id")
+    if guarantee == "dp" and any(isinstance(s.budget, LocalDP) for s in spends):
+        raise BudgetError("a local guarantee (ε_x of one data set) is not worst-case DP: it cannot be recorded as a DP spend, "
+                          "nor count against a DP cap", "record it with guarantee 'local' (it is then shown, never counted)")
     change = None
     if cap is not None:
         change = cap_change(stored, cap, cap_relation, relation, raise_cap, dataset_id)

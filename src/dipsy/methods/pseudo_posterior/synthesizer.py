@@ -229,7 +229,7 @@ class PseudoPosteriorSynthesizer(Synthesizer):
             if col.is_categorical != (model == "categorical"):
                 raise DipsyError(f"the model {model!r} does not fit the {'categorical' if col.is_categorical else 'numeric'} column {response!r}",
                                  "use model=categorical for a categorical response, and a numeric model otherwise")
-        if logged and (col.is_categorical or model not in ("normal",)):
+        if logged and (col.is_categorical or (isinstance(model, str) and model != "normal")):
             raise DipsyError(f"log({response}) is modelled on the log scale by a normal regression",
                              f"use model=normal with response=log({response}), or response={response} with model=lognormal")
         if "range" in s and (model == "categorical" or col.is_categorical):
