@@ -45,6 +45,12 @@ demo: $(STAMP)
 		--method rdt --epsilon 4 --option structure=examples/adult/pub.csv --option structure_weight=10 \
 		--out $(DEMO)/adult-rdt --overwrite --ledger $(DEMO)/ledger.sqlite --dataset-id adult-demo
 	$(BIN)/dipsy evaluate examples/adult/priv.csv $(DEMO)/adult-rdt --report $(DEMO)/adult-rdt-report.html
+	$(BIN)/dipsy synth examples/ce/CEdata.csv --domain examples/ce/domain.yaml --columns Expenditure,Income,UrbanRural \
+		--method pseudo-posterior --sets 5 --option 'response=log(Expenditure)' --option 'predictors=log(Income),UrbanRural' \
+		--option range=0.6,1.2 --option standard=averaged \
+		--out $(DEMO)/ce-ppm --overwrite --ledger $(DEMO)/ledger.sqlite --dataset-id ce-demo
+	$(BIN)/dipsy evaluate examples/ce/CEdata.csv $(DEMO)/ce-ppm \
+		--formula 'np.log(Expenditure) ~ np.log(Income) + C(UrbanRural)' --report $(DEMO)/ce-ppm-report.html
 
 # The report's browser test needs Chromium: installed from Debian's packages where this runs as
 # root with apt-get; elsewhere the test is skipped with a message.

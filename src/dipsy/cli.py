@@ -346,7 +346,9 @@ def synth(
     equivalent = s.equivalent()
     also = f" (so (ε, δ)-DP with ε = {equivalent[0]:.4g}, δ = {equivalent[1]:g})" if equivalent else ""
     claim = f"{s.definition}, {s.total} in total{also}, {s.per_set} per set, {s.sets} set(s); {s.neighbouring}"
-    if s.private:
+    if s.private and s.guarantee == "local":
+        out.print(f"[bold yellow]LOCAL GUARANTEE[/bold yellow] (not worst-case DP; never counted against a DP budget): {claim}")
+    elif s.private:
         out.print(f"privacy: {claim}")
     else:
         out.print(f"[bold red]TEST RELEASE[/bold red] (seed {release.seed}): not differentially private — its noise can be "

@@ -192,7 +192,10 @@ def _privacy(privacy: Mapping[str, Any], release: Mapping[str, Any], dataset: Ma
     out = [f'<p class="headline">Method <strong>{esc(method)}</strong> · release <code>{esc(rid)}</code></p>']
     if not privacy:
         return "".join(out) + _na("the evaluation carries no privacy statement, so no guarantee can be shown")
-    if privacy.get("differentially_private") is False:  # a seeded test release, or the audit's broken variant
+    if privacy.get("differentially_private") is False and "if_unseeded" not in privacy:  # a local guarantee
+        out.append(f'<blockquote class="caveat"><strong>Local guarantee, not worst-case differential privacy.</strong> '
+                   f'{esc(privacy.get("guarantee", ""))}</blockquote>')
+    elif privacy.get("differentially_private") is False:  # a seeded test release, or the audit's broken variant
         out.append(f'<blockquote class="caveat"><strong>Not differentially private.</strong> {esc(privacy.get("definition", ""))}</blockquote>')
         privacy = {**privacy.get("if_unseeded", {}), "definition": "none (test release); unseeded it would be: "
                    + str(privacy.get("if_unseeded", {}).get("definition", "—"))}

@@ -294,7 +294,9 @@ class PseudoPosteriorSynthesizer(Synthesizer):
             **({"c": s.get("c", 1.0), "g": s.get("g", 0.0)} if s.get("weights", "linear") == "linear" else {}),
             **({"target": s["target"]} if "target" in s else {}),
             **({"reweight": True} if s.get("reweight") else {}),
-            "mcmc": self.settings_mcmc().to_dict(),
+            "mcmc": {**self.settings_mcmc().to_dict(),
+                     "randomness": "JAX threefry2x32 keyed with 64 bits drawn from the run's generator (ChaCha20 keyed from "
+                                   "os.urandom unless seeded); the guarantee is for exact posterior draws"},
             "design_scaling": "numeric predictors centred and scaled by their public bounds (log bounds for log terms)",
         }
 
