@@ -68,6 +68,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/audit.py
 	$(BIN)/python benchmarks/bowen_liu.py
 	$(BIN)/python benchmarks/rdt.py
+	$(BIN)/python benchmarks/pseudo_posterior.py
 
 # Hours of CPU: dipsy beside SmartNoise and OpenDP on Adult (each peer in its own venv, made here),
 # then DPSyn with Adult's public/private split.

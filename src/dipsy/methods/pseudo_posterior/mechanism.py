@@ -112,8 +112,11 @@ class Fit:
 
 
 class Sampler:
-    """NUTS on one model and one data set; the weights are an argument, so the unweighted and the
-    weighted fits share one compiled sampler (JAX compiles once per shape: the first run pays it).
+    """NUTS on one model and one data set; the weights are a traced argument of the model.
+
+    With NumPyro 0.22 every ``MCMC.run`` still compiles its sampling loop again (about 4–5 s of a
+    7 s fit at n = 2000, 4 × 1000; benchmarks/pseudo_posterior.py), and JAX keeps each compiled
+    program: a long-lived process fitting many data sets should call ``jax.clear_caches()``.
     """
 
     def __init__(self, record_model: RecordModel, X: np.ndarray, y: np.ndarray, settings: MCMCSettings,
