@@ -110,40 +110,29 @@ class Session:
         if planned is None and not self._adaptive:
             raise PrivacyError(f"{m.label!r} was not budgeted by the plan (or has run already)",
                                "declare every measurement in plan(), or declare an adaptive total")
-        if m.mechanism.data_dependent:
-            return self._measure_local(m, planned)
-        try:
-            self._accountant.spend(m.label, m.cost)
-        except BudgetError as e:
-            raise PrivacyError(f"{m.label!r} would pass the plan's declared total ({e.problem})",
-                               "declare a larger adaptive total, or measure less") from None
+        local = m.mechanism.data_dependent  # its cost is known only once it has run: charged after
+        if local and not isinstance(self._accountant.budget, LocalDP):
+            raise PrivacyError(f"{m.label!r} has a cost computed from the data, which only a local guarantee may have",
+                               "a DP release charges every measurement before it reads")
+        if not local:
+            self._charge(m, "would pass the plan's declared total ({})", "declare a larger adaptive total, or measure less")
         if planned is not None:
             del self._planned[planned]
         self.report(f"measuring {m.label}", len(self._ran) + 1, len(self._ran) + 1 + len(self._planned))
-        run = self._tamper(m) if self._tamper is not None else m
+        run = self._tamper(m) if self._tamper is not None and not local else m
         out = run.run(self._engine, self._rand, self._answers)
+        if local:
+            m = replace(m, mechanism=m.mechanism.measured(out))
+            self._charge(m, "measured a local guarantee past the ceiling the release was given ({}); nothing was released",
+                         "raise --epsilon (the largest ε_x to release), or weight the records down more (e.g. option target=)")
         self._ran.append(m)
         return out
 
-    def _measure_local(self, m: Measurement, planned: int | None) -> Any:
-        """Run a data-dependent measurement, then charge the cost it measured (local totals only)."""
-        if not isinstance(self._accountant.budget, LocalDP):
-            raise PrivacyError(f"{m.label!r} has a cost computed from the data, which only a local guarantee may have",
-                               "a DP release charges every measurement before it reads")
-        if planned is not None:
-            del self._planned[planned]
-        self.report(f"measuring {m.label}", len(self._ran) + 1, len(self._ran) + 1 + len(self._planned))
-        out = m.run(self._engine, self._rand, self._answers)
-        measured = replace(m, mechanism=m.mechanism.measured(out))
+    def _charge(self, m: Measurement, problem: str, fix: str) -> None:
         try:
-            self._accountant.spend(measured.label, measured.cost)
-        except BudgetError:
-            raise PrivacyError(f"{m.label!r} measured a local guarantee of {measured.cost}, past the ceiling "
-                               f"{self._accountant.budget} the release was given; nothing was released",
-                               "raise --epsilon (the largest ε_x to release), or weight the records down more "
-                               "(e.g. option target=)") from None
-        self._ran.append(measured)
-        return out
+            self._accountant.spend(m.label, m.cost)
+        except BudgetError as e:
+            raise PrivacyError(f"{m.label!r} " + problem.format(e.problem), fix) from None
 
     #: Told of long steps during ``fit`` (a progress display): what, how far, out of how many.
     reporter: Callable[[str, int, int], None] | None = None

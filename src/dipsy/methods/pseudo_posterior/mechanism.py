@@ -126,6 +126,9 @@ class Sampler:
         kernel = NUTS(functools.partial(weighted_model, record_model), target_accept_prob=settings.target_accept, max_tree_depth=settings.max_tree_depth)
         self._mcmc = MCMC(kernel, num_warmup=settings.warmup, num_samples=settings.draws, num_chains=settings.chains,
                           chain_method="vectorized", progress_bar=False, jit_model_args=True)
+        # Compiled once per sampler, vectorised over draws (the range's ends are arguments).
+        self._loglik = jax.jit(jax.vmap(lambda th: record_model.log_likelihood(th, self.X, self.y)))
+        self._range_mass = jax.jit(jax.vmap(lambda th, lo, hi: record_model.log_interval(th, self.X, lo, hi), (0, None, None)))
 
     def fit(self, w: np.ndarray, key: Any) -> Fit:
         """Draws from ``ξ^w(θ | x) ∝ Π_i p(x_i | θ)^{w_i} ξ(θ)``."""
@@ -145,7 +148,7 @@ class Sampler:
 
     def log_likelihood(self, fit: Fit) -> np.ndarray:
         """``F[s, i] = f_{θ_s}(x_i)`` for every retained draw s and record i."""
-        return _per_draw(lambda th: self.model.log_likelihood(th, self.X, self.y), fit.draws)
+        return _per_draw(self._loglik, fit.draws)
 
     def log_range_mass(self, fit: Fit, a: float, b: float) -> np.ndarray:
         """``L[s, i] = log P_{θ_s}(R_i)``, ``R_i = [a x_i, b x_i]`` (the model mass of the sensitive range;
@@ -154,14 +157,13 @@ class Sampler:
             lower, upper = self.y + math.log(a), self.y + math.log(b)
         else:  # a negative value's range runs from b·x to a·x
             lower, upper = jnp.minimum(a * self.y, b * self.y), jnp.maximum(a * self.y, b * self.y)
-        return _per_draw(lambda th: self.model.log_interval(th, self.X, lower, upper), fit.draws)
+        return _per_draw(self._range_mass, fit.draws, lower, upper)
 
 
-def _per_draw(f: Callable, draws: dict[str, np.ndarray], block: int = 500) -> np.ndarray:
-    """``f`` at every draw, vectorised over blocks of draws (bounded memory)."""
-    g = jax.jit(jax.vmap(f))
+def _per_draw(g: Callable, draws: dict[str, np.ndarray], *args: Any, block: int = 500) -> np.ndarray:
+    """``g`` (vectorised over draws) at every draw, in blocks of draws (bounded memory)."""
     size = len(next(iter(draws.values())))
-    return np.concatenate([np.asarray(g({k: jnp.asarray(v[s:s + block]) for k, v in draws.items()}))
+    return np.concatenate([np.asarray(g({k: jnp.asarray(v[s:s + block]) for k, v in draws.items()}, *args))
                            for s in range(0, size, block)])
 
 

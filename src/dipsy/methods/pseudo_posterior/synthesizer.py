@@ -427,17 +427,17 @@ class PosteriorModel(Model):
         for name in self.domain.names:
             c = self.domain[name]
             if name == self.response:
-                out[name] = _response_values(y, c)
+                out[name] = _response_values(y, c, rand.numpy)
             else:
                 v = self.predictors[name]
                 out[name] = decode_column(v.astype(np.int64), c, rand.numpy) if c.is_categorical else v
         return pd.DataFrame(out, columns=list(self.domain.names))
 
 
-def _response_values(y: np.ndarray, col) -> np.ndarray:
+def _response_values(y: np.ndarray, col, rng: np.random.Generator) -> np.ndarray:
     """Synthetic values as the domain takes them: categories decoded; numbers kept inside the public
     bounds (clipped: post-processing); integers rounded."""
     if col.is_categorical:
-        return np.asarray(col.categories, dtype=object if not col.numeric_categories else None)[y.astype(np.int64)]
+        return decode_column(y.astype(np.int64), col, rng)
     y = np.clip(y, col.lower, col.upper)
     return np.round(y).astype(np.int64) if col.kind == "integer" else y
