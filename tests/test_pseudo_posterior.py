@@ -301,3 +301,18 @@ def test_a_users_own_model_from_a_file(tmp_path):
     assert str(tmp_path) not in json.dumps(release.metadata(), default=str)  # never the operator's path
     assert release.statement.guarantee == "test"  # seeded
     assert release.statement.to_dict()["if_unseeded"]["definition"] == "local"
+
+
+def test_compare_shows_the_local_guarantee_apart_from_dp(ce_release, tmp_path):
+    from dipsy.evaluation.compare import compare_releases, write_comparison
+
+    release, ledger = ce_release
+    local = release.save(tmp_path / "ppm")
+    dp = dipsy.synthesize(CE_DATA, CE_DOMAIN, method="perturbed-histogram", columns=["Expenditure"], epsilon=1.0,
+                          ledger=ledger, dataset_id="ce").save(tmp_path / "hist")
+    result = compare_releases(CE_DATA, [local, dp], "Expenditure")
+    ppm, hist = result["releases"]
+    assert ppm["kind"] == "local" and "not DP" in ppm["guarantee"] and "ε_x" in ppm["guarantee"]
+    assert ppm["epsilon"] == pytest.approx(release.statement.total.epsilon) and hist["kind"] == "dp"
+    page = write_comparison(result, CE_DATA, tmp_path / "c.html").read_text(encoding="utf-8")
+    assert "Guarantees of different kinds" in page

@@ -1,4 +1,4 @@
-"""The ``dipsy`` command line: ``methods``, ``domain check``, ``synth``, ``evaluate``, ``budget show``.
+"""The ``dipsy`` command line: ``methods``, ``domain check``, ``synth``, ``evaluate``, ``compare``, ``budget show``.
 
 Bad input ends with one line on standard error, ``error: <problem>; <fix>``, and exit code 2
 (design rule 5), with no Python traceback, and leaves nothing behind: no output folder, no ledger
@@ -507,6 +507,43 @@ def evaluate_command(data: Path, release_dir: Path, domain_path: Path | None, re
         out.print(f"wrote {json_path}")
     if report_path:
         out.print(f"wrote {report_path}")
+
+
+@cli.command("compare")
+@click.argument("data", type=click.Path(path_type=Path))
+@click.argument("release_dirs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--column", required=True, help="The integer or numeric column to compare, e.g. Expenditure.")
+@click.option("--report", "report_path", type=click.Path(path_type=Path), default=None, help="Write the HTML page here.")
+@click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write the numbers as JSON here.")
+def compare_command(data: Path, release_dirs: tuple[Path, ...], column: str, report_path: Path | None, json_path: Path | None) -> None:
+    """Several releases of one column beside the original DATA: guarantee, ECDF utility, quantiles."""
+    from .evaluation import jsonable
+    from .evaluation.compare import compare_releases, write_comparison
+
+    for flag, path in {"--json": json_path, "--report": report_path}.items():
+        if path is not None:
+            _check_output_file(path, flag)
+    if json_path is not None and report_path is not None and json_path.absolute() == report_path.absolute():
+        raise DipsyError(f"--json and --report both name {str(json_path)!r}", "give them different paths")
+    _doing[0] = "comparing the releases"
+    result = compare_releases(data, release_dirs, column)
+    table = Table("release", "guarantee", "sets", "U_m", "U_a", "mean", title=f"{column}: original mean {result['original']['mean']:.4g}")
+    for r in result["releases"]:
+        table.add_row(f"{r['method']} ({Path(r['folder']).name})", r["guarantee"], str(r["sets"]),
+                      f"{r['U_m_mean']:.3f}", f"{r['U_a_mean']:.4f}", f"{sum(r['mean']) / len(r['mean']):.4g}")
+    out.print(table)
+    if any(r["kind"] == "local" for r in result["releases"]):
+        out.print("a local ε_x holds for this data set only and is not on the scale of a DP ε: read each statement")
+    for path, write in ((json_path, lambda p: p.write_text(json.dumps(jsonable(result), indent=1, allow_nan=False) + "\n", encoding="utf-8")),
+                        (report_path, lambda p: write_comparison(result, data, p))):
+        if path is not None:
+            _keep_no_new_folders(path.parent)
+            existed = path.exists()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write(path)
+            if not existed:
+                _undo.append(lambda p=path: p.unlink(missing_ok=True))
+            out.print(f"wrote {path}")
 
 
 def _check_output_file(path: Path, flag: str) -> None:

@@ -384,15 +384,47 @@ def numeric_ecdfs(original: pd.DataFrame, tables: Sequence[pd.DataFrame], name: 
         return to_data_uri(fig)
 
 
+def release_ecdfs(original: np.ndarray, releases: Sequence[tuple[str, Sequence[np.ndarray]]], name: str) -> str | None:
+    """The original's ECDF beside every release's sets, one colour per release.
+
+    The first set of a release is drawn bold, its other sets thin, the original dashed on top.
+    A right-skewed positive column (the central 99% of the original spanning a factor of more
+    than 20) gets a log axis: on a linear one its body would be squeezed against the left edge.
+    """
+    if not original.size:
+        return None
+    lo, hi = np.quantile(original, [0.005, 0.995])
+    log = lo > 0 and hi / lo > 20
+    with _style():
+        fig = Figure(figsize=(WIDTH, 3.4))
+        ax = fig.subplots()
+        for k, (label, sets) in enumerate(releases):
+            for j, values in enumerate(sets):
+                if values.size:
+                    _ecdf(ax, values, set_colour(k), label if j == 0 else None, lw=1.3 if j == 0 else 0.6)
+        _ecdf(ax, original, ORIGINAL, "original", lw=1.6, style="--")  # last, so no release hides it
+        if log:
+            ax.set_xscale("log")
+            ax.set_xlim(lo / 1.5, hi * 1.5)
+        elif hi > lo:
+            ax.set_xlim(lo - 0.03 * (hi - lo), hi + 0.03 * (hi - lo))
+        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: short_number(v)))
+        ax.set_ylim(0, 1.01)
+        ax.set_xlabel(f"{name} (central 99% of the original{', log scale' if log else ''})")
+        ax.set_ylabel("share of rows ≤ x")
+        _legend_above(ax)
+        return to_data_uri(fig)
+
+
 def _legend_above(ax: Any) -> None:
     ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.01), ncol=4, frameon=False, handlelength=1.4, columnspacing=1.0)
 
 
-def _ecdf(ax: Any, values: np.ndarray, colour: str, label: str, lw: float) -> None:
+def _ecdf(ax: Any, values: np.ndarray, colour: str, label: str | None, lw: float, style: str = "-") -> None:
     # Unique values with counts keep the drawn path short for large tables of whole numbers.
     x, counts = np.unique(values, return_counts=True)
     y = np.cumsum(counts) / values.size
-    ax.step(np.r_[x[0], x], np.r_[0.0, y], where="post", color=colour, lw=lw, label=label)
+    ax.step(np.r_[x[0], x], np.r_[0.0, y], where="post", color=colour, lw=lw, ls=style, label=label)
 
 
 # -- relationships and inference -----------------------------------------------------------------

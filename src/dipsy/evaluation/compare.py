@@ -1,0 +1,148 @@
+"""Several releases of one column side by side: the steward's choice between methods.
+
+:func:`compare_releases` reads the original data once and every release folder given, and for the
+chosen integer or numeric column reports per release its guarantee (kind and amounts, as its
+``release.json`` states them), the ECDF utility ``U_m`` and ``U_a`` of every set
+(:func:`.numeric.ecdf_distances`), the mean and the quantiles. :func:`write_comparison` renders
+that as one self-contained HTML page with the overlaid ECDFs.
+
+Guarantees of different kinds are shown, never ranked: a local ε_x (the pseudo-posterior
+mechanism) bounds the privacy loss for this data set only, a DP ε for every data set, so the two
+numbers are not on one scale. Like :func:`~dipsy.evaluation.evaluate`, the comparison reads the
+confidential original and is itself not private.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import DipsyError
+from . import plots
+from .numeric import QUANTILES, ecdf_distances
+
+
+def compare_releases(original: pd.DataFrame | str | Path, releases: Sequence[str | Path], column: str) -> dict[str, Any]:
+    """ECDF utility, means and quantiles of ``column`` in each release, with each one's guarantee.
+
+    Parameters
+    ----------
+    original
+        The confidential data (DataFrame or CSV/Parquet path) every release was made from.
+    releases
+        Release folders written by ``dipsy synth`` (record releases holding ``column``).
+    column
+        An integer or numeric column of every release's domain.
+
+    Returns
+    -------
+    dict
+        ``{"column", "quantiles", "original": {"n", "mean", "quantiles"}, "releases": [...]}``;
+        each release entry holds ``folder``, ``method``, ``release_id``, ``kind`` (``"dp"``,
+        ``"local"`` or ``"test release"``), ``guarantee`` (one line), ``sets`` and, per set,
+        ``U_m``, ``U_a``, ``mean`` and ``quantiles``, with ``U_m_mean`` and ``U_a_mean``.
+    """
+    from . import load_release, read_original
+
+    if not releases:
+        raise DipsyError("compare needs at least one release folder", "pass the --out folders of 'dipsy synth'")
+    loaded = [(Path(r), *load_release(r)) for r in releases]
+    domain = loaded[0][3]
+    if column not in domain:
+        raise DipsyError(f"the release {str(loaded[0][0])!r} does not hold the column {column!r}", f"name one of {list(domain.names)}")
+    if domain[column].kind not in ("integer", "numeric"):
+        raise DipsyError(f"{column!r} is {domain[column].kind}: compare measures integer and numeric columns",
+                         "name an integer or numeric column; 'dipsy evaluate' compares categorical ones")
+    x = _column(read_original(original, domain.project([column])), column)
+    out: dict[str, Any] = {
+        "column": column,
+        "quantiles": list(QUANTILES),
+        "original": {"n": int(x.size), "mean": float(x.mean()), "quantiles": _quantiles(x)},
+        "releases": [],
+    }
+    for folder, meta, tables, dom in loaded:
+        if column not in dom or dom[column] != domain[column]:
+            raise DipsyError(f"the release {str(folder)!r} declares {column!r} differently from {str(loaded[0][0])!r} (or not at all)",
+                             "compare releases made with the same domain for this column")
+        ys = [_column(t, column) for t in tables]
+        ecdf = [ecdf_distances(x, y) for y in ys]
+        out["releases"].append({
+            "folder": str(folder),
+            "method": meta.get("method"),
+            "release_id": meta.get("release_id"),
+            **_guarantee(meta.get("privacy") or {}),
+            "sets": len(tables),
+            "U_m": [u for u, _ in ecdf],
+            "U_a": [a for _, a in ecdf],
+            "U_m_mean": float(np.mean([u for u, _ in ecdf])),
+            "U_a_mean": float(np.mean([a for _, a in ecdf])),
+            "mean": [float(y.mean()) for y in ys],
+            "quantiles": [_quantiles(y) for y in ys],
+        })
+    return out
+
+
+def _column(frame: pd.DataFrame, name: str) -> np.ndarray:
+    values = pd.to_numeric(frame[name], errors="coerce").to_numpy(float)
+    values = values[np.isfinite(values)]
+    if not values.size:
+        raise DipsyError(f"no value of {name!r} is a number", "check the release and the data")
+    return values
+
+
+def _quantiles(values: np.ndarray) -> list[float]:
+    return [float(q) for q in np.quantile(values, QUANTILES)]
+
+
+_SYMBOLS = (("epsilon", "ε"), ("delta", "δ"), ("rho", "ρ"))
+
+
+def _guarantee(privacy: Mapping[str, Any]) -> dict[str, Any]:
+    """The release's guarantee kind and a one-line statement of its amounts."""
+    if privacy.get("differentially_private") is False and "if_unseeded" in privacy:
+        return {"kind": "test release", "guarantee": "none: a seeded test release (not private)"}
+    amounts = ", ".join(f"{s} = {privacy[k + '_total']:.4g}" for k, s in _SYMBOLS if privacy.get(k + "_total") is not None)
+    if privacy.get("definition") == "local":
+        return {"kind": "local", "guarantee": f"local, for this data set only (not DP): {amounts.replace('ε', 'ε_x')}",
+                "epsilon": privacy.get("epsilon_total")}
+    return {"kind": "dp", "guarantee": f"{privacy.get('definition', '?')}: {amounts}", "epsilon": privacy.get("epsilon_total"),
+            "delta": privacy.get("delta_total"), "rho": privacy.get("rho_total")}
+
+
+def write_comparison(result: Mapping[str, Any], original: pd.DataFrame | str | Path, path: str | Path) -> Path:
+    """Write the comparison page (table and overlaid ECDFs) to ``path`` atomically."""
+    from . import load_release, read_original
+    from .report import _figure, _page, _table, _write_atomic, esc, fmt
+
+    name = result["column"]
+    loaded = [load_release(r["folder"]) for r in result["releases"]]
+    x = _column(read_original(original, loaded[0][2].project([name])), name)
+    curves = [(f"{r['method']} ({Path(r['folder']).name})", [_column(t, name) for t in tables])
+              for r, (_, tables, _) in zip(result["releases"], loaded)]
+    rows = [["original", "—", "—", "—", "—", fmt(result["original"]["mean"], 4),
+             " / ".join(fmt(q, 4) for q in result["original"]["quantiles"])]]
+    for r in result["releases"]:
+        q = np.mean(r["quantiles"], axis=0)
+        rows.append([f"{r['method']} ({Path(r['folder']).name})", r["guarantee"], str(r["sets"]),
+                     fmt(r["U_m_mean"], 3), fmt(r["U_a_mean"], 4), fmt(float(np.mean(r["mean"])), 4),
+                     " / ".join(fmt(v, 4) for v in q)])
+    levels = " / ".join(f"{p:g}" for p in result["quantiles"])
+    local = any(r["kind"] == "local" for r in result["releases"])
+    body = [
+        "<p>Each release of the column, against the original, averaged over its synthetic sets. "
+        "U_m is the largest gap between the ECDFs (the Kolmogorov–Smirnov distance) and U_a the mean squared gap "
+        "over the pooled values (Hu, Savitsky &amp; Williams); both are 0 for identical samples, smaller is better.</p>",
+    ]
+    if local:
+        body.append('<blockquote class="caveat"><strong>Guarantees of different kinds.</strong> A local ε_x bounds the '
+                    "privacy loss for the records of this data set and its stated neighbours only; a DP ε bounds it for "
+                    "every data set. The numbers are not on one scale: read each release's statement before comparing.</blockquote>")
+    body.append(_table(["release", "guarantee", "sets", "U_m", "U_a", "mean", f"quantiles {levels}"], rows, numeric=range(2, 7)))
+    body.append(_figure(plots.release_ecdfs(x, curves, name), f"ECDF of {name}: the original (black, dashed) and each release, "
+                        "its first set bold and its other sets thin.", f"ECDFs of {name} in the original and each release"))
+    page = _page(f"Releases of {name} compared", f"<header><h1>Releases of {esc(name)} compared</h1></header>",
+                 "<section>" + "".join(body) + "</section>")
+    return _write_atomic(Path(path), page)
