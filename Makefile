@@ -21,7 +21,7 @@ demo: $(STAMP)
 	$(BIN)/python examples/compare.py examples/ce/CEdata.csv $(DEMO)/ce-race
 	$(BIN)/dipsy synth examples/ct_deaths/deaths.csv --domain examples/ct_deaths/domain.yaml \
 		--method gamma-poisson --columns county --epsilon 1 \
-		--option exposures=examples/ct_deaths/populations.csv --on-invalid drop --release table \
+		--option exposures=examples/ct_deaths/populations.csv --on-invalid drop --release table --accept-noise \
 		--out $(DEMO)/ct-deaths --overwrite --ledger $(DEMO)/ledger.sqlite --dataset-id ct-deaths-demo
 	$(BIN)/python examples/compare.py examples/ct_deaths/deaths.csv $(DEMO)/ct-deaths
 	$(BIN)/dipsy synth examples/ce/CEdata.csv --domain examples/ce/domain.yaml \
@@ -51,13 +51,14 @@ demo: $(STAMP)
 		--out $(DEMO)/ce-ppm --overwrite --ledger $(DEMO)/ledger.sqlite --dataset-id ce-demo
 	$(BIN)/dipsy evaluate examples/ce/CEdata.csv $(DEMO)/ce-ppm \
 		--formula 'np.log(Expenditure) ~ np.log(Income) + C(UrbanRural)' --report $(DEMO)/ce-ppm-report.html
-	# DP methods on the same column at ε = 1.5, near the local ε_x above (a different kind of guarantee)
+	# DP methods on the same column at ε = 1.5, near the local ε_x above (a different kind of guarantee);
+	# the forecast calls modips and the smoothed histogram noise here: --accept-noise shows how right it is
 	$(BIN)/dipsy synth examples/ce/CEdata.csv --domain examples/ce/domain.yaml --columns Expenditure,Income,UrbanRural \
-		--method modips --sets 5 --epsilon 1.5 --out $(DEMO)/ce-modips --overwrite --ledger $(DEMO)/ledger.sqlite --dataset-id ce-demo
+		--method modips --sets 5 --epsilon 1.5 --accept-noise --out $(DEMO)/ce-modips --overwrite --ledger $(DEMO)/ledger.sqlite --dataset-id ce-demo
 	$(BIN)/dipsy synth examples/ce/CEdata.csv --domain examples/ce/domain.yaml --columns Expenditure \
 		--method perturbed-histogram --sets 5 --epsilon 1.5 --out $(DEMO)/ce-hist --overwrite --ledger $(DEMO)/ledger.sqlite --dataset-id ce-demo
 	$(BIN)/dipsy synth examples/ce/CEdata.csv --domain examples/ce/domain.yaml --columns Expenditure \
-		--method smoothed-histogram --epsilon 1.5 --out $(DEMO)/ce-smooth --overwrite --ledger $(DEMO)/ledger.sqlite --dataset-id ce-demo
+		--method smoothed-histogram --epsilon 1.5 --accept-noise --out $(DEMO)/ce-smooth --overwrite --ledger $(DEMO)/ledger.sqlite --dataset-id ce-demo
 	$(BIN)/dipsy compare examples/ce/CEdata.csv $(DEMO)/ce-ppm $(DEMO)/ce-modips $(DEMO)/ce-hist $(DEMO)/ce-smooth \
 		--column Expenditure --report $(DEMO)/ce-expenditure-compare.html --json $(DEMO)/ce-expenditure-compare.json
 
@@ -78,6 +79,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bowen_liu.py
 	$(BIN)/python benchmarks/rdt.py
 	$(BIN)/python benchmarks/pseudo_posterior.py
+	$(BIN)/python benchmarks/forecast.py
 
 # Hours of CPU: dipsy beside SmartNoise and OpenDP on Adult (each peer in its own venv, made here),
 # then DPSyn with Adult's public/private split.

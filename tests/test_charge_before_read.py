@@ -254,7 +254,7 @@ def test_a_refused_release_reads_nothing(method, how, backend, recorder, tmp_pat
         earlier_release_leaving_little(ledger)
     recorder.events.clear()
     with pytest.raises(BudgetError, match="cap"):  # unseeded: a seeded (test) release is never checked against a cap
-        dipsy.synthesize(data, domain, method=method, ledger=ledger, dataset_id="ds", **kwargs)
+        dipsy.synthesize(data, domain, method=method, ledger=ledger, dataset_id="ds", accept_noise=True, **kwargs)
     assert "ledger: asked" in recorder.events and "ledger: charged" not in recorder.events
     assert recorder.events == [*VALIDATION, "ledger: asked"], recorder.events  # validation, then the refusal
     earlier = [] if how == GIVEN else ["earlier"]
@@ -268,7 +268,7 @@ def test_with_room_every_read_comes_after_the_charge(method, backend, recorder, 
     data, domain, kwargs = invocation(method, tmp_path, backend)
     ledger = tmp_path / "spy-ledger.sqlite"
     recorder.events.clear()
-    release = dipsy.synthesize(data, domain, method=method, seed=1, ledger=ledger, dataset_id="ds", **kwargs)
+    release = dipsy.synthesize(data, domain, method=method, seed=1, ledger=ledger, dataset_id="ds", accept_noise=True, **kwargs)
     assert len(release.tables) >= 1
     events = recorder.events
     assert events[:4] == [*VALIDATION, "ledger: asked", "ledger: charged"], events[:6]
@@ -284,7 +284,7 @@ def test_a_local_release_given_a_cap_is_refused_before_any_read(method, recorder
     ledger = tmp_path / "spy-ledger.sqlite"
     recorder.events.clear()
     with pytest.raises(BudgetError, match="never counts against a budget cap"):
-        dipsy.synthesize(data, domain, method=method, ledger=ledger, dataset_id="ds", budget_cap="1", **kwargs)
+        dipsy.synthesize(data, domain, method=method, ledger=ledger, dataset_id="ds", budget_cap="1", accept_noise=True, **kwargs)
     assert recorder.events == [*VALIDATION], recorder.events
     assert not ledger.exists()
 
@@ -297,7 +297,7 @@ def test_a_local_release_is_recorded_after_its_reads_and_never_counted(method, r
     ledger = tmp_path / "spy-ledger.sqlite"
     earlier_release_leaving_little(ledger)
     recorder.events.clear()
-    release = dipsy.synthesize(data, domain, method=method, ledger=ledger, dataset_id="ds", **kwargs)
+    release = dipsy.synthesize(data, domain, method=method, ledger=ledger, dataset_id="ds", accept_noise=True, **kwargs)
     events = recorder.events
     assert events[:2] == [*VALIDATION] and events[-2:] == ["ledger: asked", "ledger: charged"], events
     assert any(e in QUERIES for e in events[2:-2]), events
@@ -323,7 +323,7 @@ def test_under_add_remove_the_plan_never_sees_n(method, tmp_path, monkeypatch):
     seen = []
     real_plan = kind.plan
     monkeypatch.setattr(kind, "plan", lambda self, n, d: seen.append(n) or real_plan(self, n, d))
-    release = dipsy.synthesize(data, domain, method=method, seed=1, **kwargs)
+    release = dipsy.synthesize(data, domain, method=method, seed=1, accept_noise=True, **kwargs)
     assert seen == [None]
     assert not any(p.startswith("n =") for p in release.statement.public)
 
@@ -357,3 +357,31 @@ def test_the_spy_sees_a_read_behind_the_engine_interface(recorder, tmp_path, mon
     data, domain, _ = invocation("dirichlet-multinomial", tmp_path, "numpy")
     dipsy.synthesize(data, domain, method="leaky", epsilon=1.0, ledger=tmp_path / "l.sqlite", dataset_id="ds")
     assert recorder.events == [*VALIDATION, "ledger: asked", "ledger: charged", "attribute frame"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_release_forecast_to_be_noise_is_refused_before_the_charge(backend, recorder, tmp_path):
+    """The forecast is made from the plan: the one validation pass (n for substitution), then the
+    refusal — no read of a statistic, nothing asked of the ledger."""
+    from dipsy.errors import NoiseError
+
+    data, domain, kwargs = invocation("dirichlet-multinomial", tmp_path, backend)
+    kwargs["epsilon"] = 0.05  # every CE categorical column: the prior outweighs the data
+    ledger = tmp_path / "spy-ledger.sqlite"
+    recorder.events.clear()
+    with pytest.raises(NoiseError, match="essentially noise"):
+        dipsy.synthesize(data, domain, method="dirichlet-multinomial", ledger=ledger, dataset_id="ds", **kwargs)
+    assert recorder.events == [*VALIDATION], recorder.events
+    assert not ledger.exists() or not Ledger(ledger).spends("ds")
+
+
+@pytest.mark.parametrize("method", [m for m in DP_METHODS if not REGISTRY[m].relations[0].fixes_n])
+def test_a_forecast_under_add_remove_reads_nothing(method, recorder, tmp_path):
+    """Where n is not public the forecast opens no engine at all: the data may even be absent."""
+    from dipsy.api import plan_forecast
+
+    _, domain, kwargs = invocation(method, tmp_path, "numpy")
+    kwargs.pop("seed", None)
+    recorder.events.clear()
+    result = plan_forecast(None, domain, method, **kwargs)  # the method's own relation: add/remove
+    assert recorder.events == [] and result.verdict in ("useful", "weak", "noise", "unknown")

@@ -138,7 +138,7 @@ def test_bad_files_exit_2(capsys, tmp_path, bad_data):
 
 def test_invalid_rows_can_be_dropped_and_only_the_terminal_says_how_many(capsys, tmp_path, bad_data):
     out = tmp_path / "rel"
-    code, text, err = run(capsys, "synth", bad_data, "--domain", CE_DOMAIN, "--epsilon", "1", "--out", out, "--on-invalid", "drop")
+    code, text, err = run(capsys, "synth", bad_data, "--domain", CE_DOMAIN, "--epsilon", "1", "--out", out, "--on-invalid", "drop", "--accept-noise")
     assert code == 0, err
     assert "3 row(s) that did not match the domain were dropped" in text
     meta = json.loads((out / "release.json").read_text())

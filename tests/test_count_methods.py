@@ -183,7 +183,7 @@ def test_ct_demo_runs(tmp_path, capsys):
     ex = ROOT / "examples" / "ct_deaths"
     code = main(["synth", str(ex / "deaths.csv"), "--domain", str(ex / "domain.yaml"), "--method", "gamma-poisson",
                  "--columns", "county", "--epsilon", "1", "--on-invalid", "drop", "--option", f"exposures={ex / 'populations.csv'}",
-                 "--release", "table", "--seed", "1", "--out", str(tmp_path / "rel")])
+                 "--release", "table", "--seed", "1", "--accept-noise", "--out", str(tmp_path / "rel")])
     assert code == 0, capsys.readouterr().err
     table = pd.read_parquet(tmp_path / "rel" / "table_1.parquet")
     assert len(table) == 8 and table["count"].sum() == pd.read_csv(ex / "deaths.csv")["county"].notna().sum()

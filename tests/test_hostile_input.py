@@ -199,7 +199,7 @@ CASES = [
     ("rho above range", lambda p, s: synth(p, s, "--method", "privsyn", "--rho", "1e5"), "rho must lie between"),
     ("rho negative", lambda p, s: synth(p, s, "--method", "privsyn", "--rho", "-1"), "rho must be a finite number > 0"),
     ("budget cap text", lambda p, s: synth(p, s, "--epsilon", "1", "--budget-cap", "lots", "--dataset-id", "ce"), "budget cap"),
-    ("budget cap below spend", lambda p, s: synth(p, s, "--epsilon", "1", "--budget-cap", "0.5", "--dataset-id", "ce"), "cap"),
+    ("budget cap below spend", lambda p, s: synth(p, s, "--epsilon", "1", "--budget-cap", "0.5", "--dataset-id", "ce", "--accept-noise"), "cap"),
     # sets
     ("sets 10^9", lambda p, s: synth(p, s, "--epsilon", "1", "--sets", "1000000000"), f"at most {MAX_SETS}"),
     ("sets 0", lambda p, s: synth(p, s, "--epsilon", "1", "--sets", "0"), "see 'dipsy synth --help'"),
@@ -519,7 +519,7 @@ def test_spill_folders_of_killed_runs_are_swept(quiet_temp):
 @pytest.mark.parametrize(
     "args",
     [
-        pytest.param(["--epsilon", str(EPSILON_RANGE[0]), "--sets", "10"], id="dirichlet-multinomial at the least ε"),
+        pytest.param(["--epsilon", str(EPSILON_RANGE[0]), "--sets", "10", "--accept-noise"], id="dirichlet-multinomial at the least ε"),
         pytest.param(["--epsilon", str(EPSILON_RANGE[1])], id="dirichlet-multinomial at the greatest ε"),
         pytest.param(["--method", "laplace-sanitizer", "--epsilon", str(EPSILON_RANGE[1])], id="laplace-sanitizer at the greatest ε"),
     ],

@@ -96,12 +96,12 @@ def test_an_invalid_confidential_row_changes_nothing_in_release_json(method, kwa
 def test_an_add_remove_spend_counts_double_under_a_substitution_cap(tmp_path):
     ledger = tmp_path / "ledger.sqlite"
     dipsy.synthesize(CE_DATA, CE_DOMAIN, method="dirichlet-multinomial", epsilon=0.5, columns=["Race"],
-                     ledger=ledger, dataset_id="ce", budget_cap=2)  # substitute: the cap is stated under substitution
+                     ledger=ledger, dataset_id="ce", budget_cap=2, accept_noise=True)  # substitute: the cap is stated under substitution
     dipsy.synthesize(CE_DATA, CE_DOMAIN, method="laplace-sanitizer", epsilon=0.5, columns=["Race"], release="table",
                      neighbouring="add-remove", ledger=ledger, dataset_id="ce")  # counts as ε = 1 under substitution
     with pytest.raises(BudgetError):
         dipsy.synthesize(CE_DATA, CE_DOMAIN, method="dirichlet-multinomial", epsilon=0.6, columns=["Race"],
-                         ledger=ledger, dataset_id="ce")  # 0.5 + 1 + 0.6 > 2 (the old ledger said 1.6)
+                         ledger=ledger, dataset_id="ce", accept_noise=True)  # 0.5 + 1 + 0.6 > 2 (the old ledger said 1.6)
 
 
 def test_a_release_that_publishes_n_cannot_count_under_an_add_remove_cap(tmp_path):
@@ -110,7 +110,7 @@ def test_a_release_that_publishes_n_cannot_count_under_an_add_remove_cap(tmp_pat
                      neighbouring="add-remove", ledger=ledger, dataset_id="ce", budget_cap=2)
     with pytest.raises(BudgetError, match="cannot count"):
         dipsy.synthesize(CE_DATA, CE_DOMAIN, method="dirichlet-multinomial", epsilon=0.5, columns=["Race"],
-                         ledger=ledger, dataset_id="ce")
+                         ledger=ledger, dataset_id="ce", accept_noise=True)
 
 
 # -- 4. a model draws exactly the sets that were charged --------------------------------------------

@@ -23,7 +23,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from . import __version__
 from .domain import Domain, decode
 from .engine import engine_for
-from .errors import BudgetError, DataError
+from .errors import BudgetError, DataError, NoiseError
+from .forecast import Forecast, forecast
 from .methods import Model, Synthesizer, get
 from .methods.base import build_statement
 from .methods.counts import cells_frame
@@ -56,6 +57,8 @@ def synthesize(
     release: str = "records",
     progress: bool = False,
     on_release: Callable[[Release], Any] | None = None,
+    accept_noise: bool = False,
+    rows: int | None = None,
 ) -> Release:
     """Draw ``sets`` differentially private synthetic tables from ``data``.
 
@@ -115,20 +118,75 @@ def synthesize(
         The spend is committed before any data are read; a run that fails before the release
         exists takes it back, a killed one leaves it counted.
 
+    accept_noise
+        Release even when the forecast (:mod:`dipsy.forecast`, made from the plan before any
+        read) says the release will be essentially noise; by default such a release is refused
+        before anything is charged.
+    rows
+        A number of rows the steward declares public, for the forecast of methods that do not
+        treat n as public (it is stated in the release's forecast as declared, and used nowhere else).
+
     Returns
     -------
     Release
-        ``.tables`` (m DataFrames), ``.statement``, ``.save(folder)``.
+        ``.tables`` (m DataFrames), ``.statement``, ``.save(folder)``, ``.forecast``.
     """
     return _release(data, domain, method, epsilon, sets, delta=delta, rho=rho, columns=columns, seed=seed,
                     options=options, ledger=ledger, dataset_id=dataset_id, budget_cap=budget_cap,
                     raise_cap=raise_cap, on_invalid=on_invalid, neighbouring=neighbouring, release=release,
-                    progress=progress, on_release=on_release)
+                    progress=progress, on_release=on_release, accept_noise=accept_noise, rows=rows)
+
+
+def plan_forecast(
+    data: pd.DataFrame | str | Path | None,
+    domain: Domain | str | Path,
+    method: str = "dirichlet-multinomial",
+    epsilon: float | None = None,
+    sets: int = 1,
+    *,
+    delta: float | None = None,
+    rho: float | None = None,
+    columns: Sequence[str] | None = None,
+    options: Mapping[str, Any] | None = None,
+    on_invalid: str = "error",
+    neighbouring: str | None = None,
+    release: str = "records",
+    rows: int | None = None,
+) -> Forecast:
+    """The forecast of a release, from public inputs only, before anything is charged.
+
+    Nothing of ``data`` is read unless the method treats n as public (substitution): then the
+    rows are validated against the domain and counted, as ``synthesize`` does before its plan.
+    Under add/remove ``data`` may be None; ``rows`` (a count the steward declares public) lets
+    the forecast judge noisy tables against n.
+    """
+    kind = get(method)
+    budget, _ = requested_budget(kind.definition, epsilon, delta, rho)
+    synthesizer = kind(budget, sets, options, neighbouring, release)
+    if not isinstance(domain, Domain):
+        domain = Domain.load(domain)
+    scope = domain.project(columns)
+    n = None
+    if synthesizer.relation.fixes_n:
+        if data is None:
+            raise DataError(f"{method} treats n as public under {synthesizer.relation.name}: its forecast needs the data's row count",
+                            "pass the data file")
+        engine = engine_for(data, scope, on_invalid)
+        try:
+            n = engine.ensure_valid().valid_rows
+        finally:
+            getattr(engine, "close", lambda: None)()
+    return forecast(synthesizer.plan(n, scope), scope, rows=rows, method=method)
+
+
+def _refuse_noise(method: str, outlook: Forecast) -> None:
+    raise NoiseError(f"{method}: {outlook.summary()}",
+                     "change the release as the forecast suggests, or pass --accept-noise (accept_noise=True) to release it anyway")
 
 
 def _release(data, domain, method, epsilon, sets, *, delta, rho, columns, seed, options, ledger, dataset_id,
              budget_cap, raise_cap=False, on_invalid="error", neighbouring=None, release="records", progress=False,
-             on_release=None, tamper: Callable[[Measurement], Measurement] | None = None) -> Release:
+             on_release=None, tamper: Callable[[Measurement], Measurement] | None = None, accept_noise=False, rows=None) -> Release:
     """The release path. ``tamper`` is for the end-to-end audit's broken variants only: it weakens
     every measurement's noise while the plan still states the original cost; such a release says
     it is not private (:data:`dipsy.methods.base.BROKEN`) and is recorded as a test release."""
@@ -153,6 +211,9 @@ def _release(data, domain, method, epsilon, sets, *, delta, rho, columns, seed, 
         raise BudgetError(f"{method}'s guarantee is local (not worst-case DP): it never counts against a budget cap",
                           "leave out --budget-cap (set the data set's cap with a DP release)")
     total = plan.declared(budget)  # the accountant refuses a plan that declares more than the budget
+    outlook = forecast(plan, scope, rows=rows, method=method)  # public inputs only: refused before any charge
+    if outlook.noise and not accept_noise:
+        _refuse_noise(method, outlook)
     seeded, broken = seed is not None, tamper is not None
     release_id = uuid.uuid4().hex
     if ledger is not None and not local:  # committed before any read: a killed run may over-count, never under-count
@@ -184,6 +245,7 @@ def _release(data, domain, method, epsilon, sets, *, delta, rho, columns, seed, 
             kind=release,
             on_invalid=on_invalid,
             dropped_rows=report.invalid_rows,
+            forecast=outlook.to_dict() | {"accepted_noise": outlook.noise},
         )
         if ledger is not None and local:
             ledger.reserve(dataset_id or fingerprint(data), release_id, method, session.spends, plan.relation,

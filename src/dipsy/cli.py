@@ -1,4 +1,4 @@
-"""The ``dipsy`` command line: ``methods``, ``domain check``, ``synth``, ``evaluate``, ``compare``, ``budget show``.
+"""The ``dipsy`` command line: ``methods``, ``domain check``, ``plan``, ``synth``, ``evaluate``, ``compare``, ``budget show``.
 
 Bad input ends with one line on standard error, ``error: <problem>; <fix>``, and exit code 2
 (design rule 5), with no Python traceback, and leaves nothing behind: no output folder, no ledger
@@ -274,6 +274,8 @@ def domain_check(data: Path, domain_path: Path, columns: tuple[str, ...], on_inv
 @click.option("--dataset-id", default=None, help="Name of the data set in the ledger; default the SHA-256 of DATA.")
 @click.option("--budget-cap", default=None, help="What this data set may ever spend: ε, 'ε,δ' or 'rho=ρ' (stored in the ledger).")
 @click.option("--raise-cap", is_flag=True, help="Let --budget-cap raise or redefine a stored cap (recorded in the ledger).")
+@click.option("--accept-noise", is_flag=True, help="Release even when the forecast says the release will be essentially noise.")
+@click.option("--rows", type=click.IntRange(min=1), default=None, help="A row count you declare public, for the forecast of methods that do not treat n as public.")
 def synth(
     data: Path,
     domain_path: Path,
@@ -295,6 +297,8 @@ def synth(
     dataset_id: str | None,
     budget_cap: str | None,
     raise_cap: bool,
+    accept_noise: bool,
+    rows: int | None,
 ) -> None:
     """Synthesize DATA (CSV or Parquet) under differential privacy and write a release to --out."""
     # Everything that can be checked before any work is checked here, in this order.
@@ -335,7 +339,10 @@ def synth(
         release=kind,
         progress=sys.stderr.isatty(),  # a progress bar only for a person at a terminal, never in a log
         on_release=lambda r: r.save(out_dir, format=fmt, overwrite=overwrite),
+        accept_noise=accept_noise,
+        rows=rows,
     )
+    _print_forecast(release.forecast)
     s = release.statement
     params = ", ".join(_parameter(k, v) for k, v in release.parameters.items() if not isinstance(v, dict))
     out.print(f"{release.method}: {params}")
@@ -357,6 +364,63 @@ def synth(
         out.print(f"note: {release.dropped_rows} row(s) that did not match the domain were dropped (not written to the release)")
     what = "table(s) of" if release.kind == "table" else "set(s) of"
     out.print(f"wrote {len(release.tables)} {what} {len(release.tables[0])} rows to {out_dir} (ledger: {ledger_path})")
+
+
+def _print_forecast(forecast: dict | None) -> None:
+    if not forecast:
+        return
+    style = {"noise": "bold red", "weak": "bold yellow"}.get(forecast["verdict"], "")
+    verdict = f"[{style}]{forecast['verdict'].upper()}[/{style}]" if style else forecast["verdict"]
+    out.print(f"forecast ({verdict}): {forecast['summary']}", highlight=False)
+    if forecast.get("not_forecast"):
+        out.print(f"  not forecast: {'; '.join(forecast['not_forecast'][:3])}" + (" …" if len(forecast["not_forecast"]) > 3 else ""))
+
+
+@cli.command("plan")
+@click.argument("data", type=click.Path(path_type=Path), required=False)
+@click.option("--domain", "domain_path", required=True, type=click.Path(path_type=Path), help="Domain file (YAML or JSON).")
+@click.option("--method", default="dirichlet-multinomial", show_default=True, help="Synthesis method (see 'dipsy methods').")
+@click.option("--epsilon", default=None, help="Total privacy budget ε of the release.")
+@click.option("--delta", default=None, help="δ of an (ε, δ) budget.")
+@click.option("--rho", default=None, help="A ρ-zCDP budget instead of --epsilon/--delta.")
+@click.option("--sets", default=1, show_default=True, type=click.IntRange(min=1), help="Number of synthetic sets m.")
+@click.option("--columns", multiple=True, help="Columns to synthesize (comma-separated or repeated); default all.")
+@click.option("--option", "options", multiple=True, metavar="NAME=VALUE", help="Method option (repeatable).")
+@click.option("--neighbouring", type=click.Choice(list(NEIGHBOURINGS)), default=None, help="Neighbouring relation, for methods private under either.")
+@click.option("--on-invalid", type=click.Choice(["error", "drop"]), default="error", show_default=True)
+@click.option("--rows", type=click.IntRange(min=1), default=None, help="A row count you declare public (for methods that do not treat n as public).")
+@click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write the forecast as JSON here.")
+def plan_command(data: Path | None, domain_path: Path, method: str, epsilon: str | None, delta: str | None, rho: str | None,
+                 sets: int, columns: tuple[str, ...], options: tuple[str, ...], neighbouring: str | None, on_invalid: str,
+                 rows: int | None, json_path: Path | None) -> None:
+    """Forecast a release's error from public inputs, before anything is read or charged.
+
+    DATA is read only when the method treats n as public (its rows are validated and counted);
+    nothing is charged and nothing is recorded in the ledger.
+    """
+    from .api import plan_forecast
+
+    _number("--epsilon", epsilon, EPSILON_RANGE)
+    _number("--delta", delta)
+    _number("--rho", rho, RHO_RANGE)
+    if json_path is not None:
+        _check_output_file(json_path, "--json")
+    domain = Domain.load(domain_path)
+    chosen = _columns(columns)
+    domain.project(chosen)
+    _doing[0] = "forecasting the release"
+    result = plan_forecast(data, domain, method, epsilon, sets, delta=delta, rho=rho, columns=chosen, options=_options(options),
+                           on_invalid=on_invalid, neighbouring=neighbouring, rows=rows)
+    table = Table("part", "verdict", "what the numbers say", title=f"forecast for {method}: {result.verdict.upper()}")
+    for part in result.parts:
+        table.add_row(part["what"] + (f" (×{part['sets']})" if part.get("sets") else ""), part["verdict"], part["text"])
+    out.print(table)
+    _print_forecast(result.to_dict())
+    if json_path is not None:
+        _keep_no_new_folders(json_path.parent)
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(json.dumps(result.to_dict(), indent=1) + "\n", encoding="utf-8")
+        out.print(f"wrote {json_path}")
 
 
 def _parameter(name: str, value: Any) -> str:

@@ -39,3 +39,7 @@ class ReleaseError(DipsyError):
 class PrivacyError(DipsyError):
     """A step would release what the plan did not budget (a measurement outside the plan, a
     further set from a model, a read after the session closed); nothing was released."""
+
+
+class NoiseError(DipsyError):
+    """The forecast says the release would be essentially noise; nothing was read or charged."""

@@ -91,6 +91,8 @@ class Release:
     #: The invalid-row policy the operator chose (public); how many rows it dropped is not.
     on_invalid: str = "error"
     dropped_rows: int = 0
+    #: The expected error forecast from the plan before any read (:mod:`dipsy.forecast`): public inputs only.
+    forecast: dict[str, Any] | None = None
 
     def metadata(self) -> dict[str, Any]:
         """The content of ``release.json``."""
@@ -122,6 +124,8 @@ class Release:
             ),
             "created": self.created,
         }
+        if self.forecast is not None:
+            meta["forecast"] = self.forecast
         if self.kind == "table":
             meta["cells"] = describe_cells(self.domain)
             meta["files"] = [f"{self.stem}_{k}" for k in range(1, len(self.tables) + 1)]

@@ -1,0 +1,312 @@
+"""The expected error of a release, forecast from its plan before any record is read.
+
+A plan (:class:`~dipsy.methods.base.Plan`) fixes every measurement's query and noise from public
+inputs: the domain, the budget, the number of sets and, where the method treats it as public, n.
+That is enough to say beforehand how much of the release will be prior or noise rather than data:
+
+- **A posterior draw with a flat prior** (Dirichlet-multinomial, beta-binomial, DP-prior): the
+  posterior mean of a cell is ``(y_k + α) / (n + Kα)``, so the prior holds the share
+  ``s = Kα / (n + Kα)`` of it whatever the data are. With Abowd & Vilhuber's least prior
+  ``α = n / (e^(ε/m) − 1)`` this is ``K / (K + e^(ε/m) − 1)``: independent of n. For the
+  gamma-Poisson model (prior ``Gamma(c·rate·E, c·E)``) a cell's posterior mean puts the weight
+  ``c / (1 + c)`` on the prior rate.
+- **A noisy table** (discrete Laplace or Gaussian on every cell, negatives set to 0): a cell
+  with no records gets on average ``E[max(e, 0)]`` spurious records, so a table of K cells gains
+  at most ``K·E[max(e, 0)]`` of them. Their share ``s = K·E⁺ / (n + K·E⁺)`` is an upper bound
+  (reached when almost every cell is empty, as in a large cross-tabulation); it needs n, which
+  is public only under substitution, else a row count the steward declares (``rows``), else the
+  forecast gives the break-even n at which s = 1/2.
+- **The smoothed histogram**: its δ is the uniform's share of the sampling distribution.
+- **modips' sanitized statistics**: the noise sd of a mean in the column's units, and the
+  smallest spread (SD) a sanitized variance or sum of squares can tell from 0,
+  ``sqrt(noise sd per record)``, each against the width of the column's public bounds.
+
+Each part gets a verdict against stated thresholds (:data:`SHARE_NOISE`, …); the release's is the
+worst part's. Adaptive steps (privsyn's pairs, random trees' leaves) and data-dependent costs
+(the pseudo-posterior) are not forecast, and the forecast says so. Every figure is a function of
+public inputs only, so the forecast may go into ``release.json``.
+
+>>> from dipsy.domain import Domain
+>>> from dipsy.methods import get
+>>> from dipsy.privacy import PureDP
+>>> d = Domain.from_sizes({"a": 40, "b": 40, "c": 40})
+>>> f = forecast(get("dirichlet-multinomial")(PureDP(1.0)).plan(1000, d), d)
+>>> f.verdict, round(f.parts[0]["figures"]["prior_share"], 4)
+('noise', 1.0)
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from .domain import Domain
+from .privacy.measurement import DiscreteGaussian, DiscreteLaplace, Laplace, PosteriorDraw, Table
+
+#: A part is "noise" when prior or noise makes at least this share of it: the data decide less
+#: than a tenth of what the synthetic records look like (``synth`` refuses it by default).
+SHARE_NOISE = 0.9
+#: … and "weak" from this share: nearly one synthetic record in three is prior or noise.
+SHARE_WEAK = 0.3
+#: A sanitized spread is "noise" when it cannot resolve an SD of an eighth of the column's
+#: bounds (skewed survey amounts, with the bound at a plausible maximum, have SDs about that size
+#: or smaller), "weak" below a fortieth.
+SPREAD_NOISE, SPREAD_WEAK = 1 / 8, 1 / 40
+#: A sanitized mean is "noise" when its noise sd exceeds a twentieth of the bounds' width, "weak"
+#: from a two-hundredth.
+MEAN_NOISE, MEAN_WEAK = 1 / 20, 1 / 200
+
+VERDICTS = ("useful", "weak", "noise")  # in order of severity; "unknown" is apart
+HEADLINES = {
+    "noise": "the release will be essentially noise",
+    "weak": "the release will be weak",
+    "useful": "the data will dominate the release",
+    "unknown": "no verdict",
+}
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """The expected error of one planned release (public: a function of the plan only)."""
+
+    method: str
+    verdict: str
+    parts: tuple[dict, ...]
+    inputs: tuple[str, ...]
+    advice: tuple[str, ...] = ()
+    not_forecast: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def noise(self) -> bool:
+        """Whether the release is forecast to be essentially noise (``synth`` refuses it)."""
+        return self.verdict == "noise"
+
+    def summary(self) -> str:
+        """One plain sentence: the verdict and the worst part's reason."""
+        worst = [p for p in self.parts if p["verdict"] == self.verdict]
+        reason = f": {worst[0]['text']}" if worst else ""
+        tail = f" — {'; '.join(self.advice)}" if self.advice and self.verdict in ("noise", "weak") else ""
+        return f"{HEADLINES[self.verdict]}{reason}{tail}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "summary": self.summary(),
+            "parts": [dict(p) for p in self.parts],
+            "public_inputs": list(self.inputs),
+            "not_forecast": list(self.not_forecast),
+            "thresholds": (f"share of prior or noise ≥ {SHARE_NOISE:g}: noise, ≥ {SHARE_WEAK:g}: weak; smallest resolvable SD ≥ "
+                           f"{SPREAD_NOISE:g} of the bounds' width: noise, ≥ {SPREAD_WEAK:g}: weak; noise sd of a mean ≥ "
+                           f"{MEAN_NOISE:g} of the width: noise, ≥ {MEAN_WEAK:g}: weak"),
+            "advice": list(self.advice),
+        }
+
+
+def forecast(plan: Any, domain: Domain, rows: int | None = None, method: str = "") -> Forecast:
+    """The forecast of ``plan``'s release over ``domain``.
+
+    Parameters
+    ----------
+    plan
+        The method's :class:`~dipsy.methods.base.Plan` (made from public inputs).
+    domain
+        The released columns' public domain.
+    rows
+        A number of rows the steward declares public (an estimate from the survey design, or a
+        published count), used where the plan does not hold n (add/remove relations).
+    method
+        The method's name, for the advice.
+    """
+    n = plan.parameters.get("n") if isinstance(plan.parameters.get("n"), int) else None
+    inputs = ["the domain", "the budget and the number of sets"]
+    if n is not None:
+        inputs.append(f"n = {n} (public under the release's relation)")
+    elif rows is not None:
+        n = rows
+        inputs.append(f"n ≈ {rows} rows, declared public by the steward for this forecast")
+    parts, skipped = [], []
+    for m in plan.measurements:
+        part = _part(m, domain, n)
+        if part is not None:
+            parts.append(part)
+        elif not _silent(m):
+            skipped.append(m.label)
+    if plan.adaptive is not None:
+        skipped.append(f"{plan.adaptive_label} (chosen during the run)")
+    # worst first, and within a verdict the largest share of prior or noise first
+    parts = sorted(_merge_sets(parts), key=lambda p: (-_severity(p["verdict"]), -(p["share"] or 0.0)))
+    judged = [p["verdict"] for p in parts if p["verdict"] in VERDICTS]
+    verdict = max(judged, key=VERDICTS.index) if judged else "unknown"
+    return Forecast(method, verdict, tuple(parts), tuple(inputs), tuple(_advice(method, verdict, parts)), tuple(skipped))
+
+
+def _severity(verdict: str) -> int:
+    return VERDICTS.index(verdict) if verdict in VERDICTS else -1
+
+
+# -- one measurement -----------------------------------------------------------------------------
+
+
+def _silent(m: Any) -> bool:
+    """Measurements with no error of their own to forecast: values declared public, a noisy total."""
+    from .privacy.measurement import DeclaredPublic, Total
+
+    return isinstance(m.query, Total) or isinstance(m.mechanism, DeclaredPublic)
+
+
+def _cells(query: Any, domain: Domain) -> int | None:
+    if not isinstance(query, Table):
+        return None
+    source = query.domain or domain
+    return math.prod(source[c].size for c in query.columns) if all(c in source for c in query.columns) else None
+
+
+def _part(m: Any, domain: Domain, n: int | None) -> dict | None:
+    mech = m.mechanism
+    if isinstance(mech, PosteriorDraw):
+        return _posterior(m, domain, n)
+    if isinstance(mech, (DiscreteLaplace, DiscreteGaussian, Laplace)):
+        cells = _cells(m.query, domain)
+        return None if cells is None else _table(m.label, m.query.columns, cells, _positive_noise(mech), _sd(mech), n)
+    name = type(mech).__name__
+    if name == "SmoothedDraw":
+        return _share_part(m.label, mech.delta, f"the uniform is δ = {mech.delta:.3g} of the sampling distribution", {"delta": mech.delta})
+    if name == "Sanitization":
+        return _sanitization(m.label, mech, domain, n)
+    return None
+
+
+def _share_part(what: str, share: float, text: str, figures: Mapping[str, Any]) -> dict:
+    verdict = "noise" if share >= SHARE_NOISE else "weak" if share >= SHARE_WEAK else "useful"
+    return {"what": what, "verdict": verdict, "share": share, "text": text, "figures": dict(figures)}
+
+
+def _posterior(m: Any, domain: Domain, n: int | None) -> dict | None:
+    mech, cells = m.mechanism, _cells(m.query, domain)
+    if "gamma" in mech.name.lower():  # Gamma(c·rate·E, c·E): the prior's weight is c/(1 + c) per cell
+        share = mech.strength / (1 + mech.strength)
+        return _share_part(m.label, share, f"the public prior (rate × exposure) holds {_ratio(share)} of every cell's posterior mean: "
+                           "the release mostly repeats the exposures",
+                           {"strength": mech.strength, "prior_share": share})
+    if cells is None or n is None:
+        return None
+    prior = cells * mech.strength
+    share = prior / (n + prior)
+    return _share_part(m.label, share, f"the prior outweighs the data {_ratio(share)} at this ε over {cells:,} cells"
+                       if share >= 0.5 else f"the prior holds {_ratio(share)} of the posterior over {cells:,} cells",
+                       {"cells": cells, "prior_per_cell": mech.strength, "prior_share": share, "n": n})
+
+
+def _ratio(share: float) -> str:
+    """``share`` as 'prior : data' in whole percent, e.g. '97 : 3'."""
+    a = min(100, max(0, round(100 * share)))
+    if a in (0, 100) and 0 < share < 1:  # say 99.8 : 0.2, not 100 : 0, while the other side is not nil
+        a = round(100 * share, 1)
+        return f"{a:g} : {round(100 - a, 1):g}"
+    return f"{a} : {100 - a}"
+
+
+def _positive_noise(mech: Any) -> float:
+    """E[max(e, 0)]: the spurious records an empty cell gains once negatives are set to 0.
+
+    Discrete Laplace, P(z) ∝ p^|z| with p = e^(−1/scale): Σ_{z≥1} z P(z) = p / (1 − p²).
+    Laplace (continuous) of scale b: b/2. Discrete Gaussian: summed over |z| ≤ 40σ + 10.
+    """
+    if isinstance(mech, DiscreteLaplace):
+        p = math.exp(-1 / float(mech.scale))
+        return p / (1 - p * p)
+    if isinstance(mech, Laplace):
+        return float(mech.scale) / 2
+    s2 = float(mech.sigma2)
+    top = int(40 * math.sqrt(s2)) + 10
+    w = [math.exp(-z * z / (2 * s2)) for z in range(top + 1)]
+    total = w[0] + 2 * sum(w[1:])
+    return sum(z * w[z] for z in range(1, top + 1)) / total
+
+
+def _sd(mech: Any) -> float:
+    if isinstance(mech, DiscreteGaussian):
+        return mech.sd
+    desc = mech.describe()
+    return float(desc.get("sd", math.sqrt(2) * float(getattr(mech, "scale", 0))))
+
+
+def _table(what: str, columns: Sequence[str], cells: int, positive: float, sd: float, n: int | None) -> dict:
+    spurious = cells * positive
+    figures = {"cells": cells, "noise_sd_per_cell": sd, "spurious_per_empty_cell": positive, "spurious_at_most": spurious}
+    if n is None:  # n is not public here: the break-even size instead of a verdict
+        figures["break_even_n"] = spurious
+        return {"what": what, "verdict": "unknown", "share": None, "figures": figures,
+                "text": f"noise may add up to {spurious:,.0f} spurious records over {cells:,} cells (sd {sd:.3g} per cell); "
+                        f"with fewer than {spurious:,.0f} rows they would outnumber the data (declare --rows to judge)"}
+    share = spurious / (n + spurious)
+    figures |= {"n": n, "mean_count_per_cell": n / cells, "noise_share_at_most": share}
+    return _share_part(what, share, f"up to {_ratio(share)} of the records may be noise over {cells:,} cells "
+                       f"(noise sd {sd:.3g} per cell against {n / cells:.3g} records per cell on average)", figures)
+
+
+def _sanitization(what: str, mech: Any, domain: Domain, n: int | None) -> dict | None:
+    """modips' statistics: resolvable spread and mean precision against the public width."""
+    worst = None
+    numeric = [c for c in domain.columns if c.kind in ("integer", "numeric")]
+    for comp, scale in zip(mech.components, mech.scales):
+        sd = math.sqrt(2) * float(scale) * (2 if mech.post == "truncation" else 1)
+        name = comp.name
+        column = next((c for c in numeric if c.name in name), numeric[0] if len(numeric) == 1 else None)
+        if comp.discrete:  # cell counts: as a noisy table
+            part = None if n is None else _table(f"{what}: {name}", (), comp.size, float(scale) / 2, sd, n)
+        elif column is None:
+            continue
+        else:
+            width = float(column.upper) - float(column.lower)
+            per_record = not any(w in name for w in ("sum", "cross"))
+            if not per_record and n is None:
+                continue
+            noise = sd if per_record else sd / n
+            if any(w in name for w in ("variance", "squares", "cross")):
+                spread = math.sqrt(noise)
+                ratio = spread / width
+                verdict = "noise" if ratio >= SPREAD_NOISE else "weak" if ratio >= SPREAD_WEAK else "useful"
+                part = {"what": f"{what}: {name}", "verdict": verdict, "share": None,
+                        "figures": {"noise_sd_per_record": noise, "smallest_resolvable_sd": spread, "width": width},
+                        "text": f"spreads of {column.name} below an SD of {spread:,.4g} cannot be told from 0 "
+                                f"(its bounds are {width:,.4g} wide)"}
+            else:
+                ratio = noise / width
+                verdict = "noise" if ratio >= MEAN_NOISE else "weak" if ratio >= MEAN_WEAK else "useful"
+                part = {"what": f"{what}: {name}", "verdict": verdict, "share": None,
+                        "figures": {"mean_noise_sd": noise, "width": width},
+                        "text": f"the mean of {column.name} carries noise of sd {noise:,.4g} (its bounds are {width:,.4g} wide)"}
+        if part is not None and (worst is None or VERDICTS.index(part["verdict"]) > VERDICTS.index(worst["verdict"])):
+            worst = part
+    return worst
+
+
+def _merge_sets(parts: list[dict]) -> list[dict]:
+    """One part per measurement and text: m sets with the same noise say it once, with the count."""
+    out: dict[tuple[str, str], dict] = {}
+    for p in parts:
+        key = (re.sub(r"set \d+ of \d+", "set k", p["what"]), p["text"])
+        if key in out:
+            out[key]["sets"] = out[key].get("sets", 1) + 1
+        else:
+            out[key] = dict(p)
+    return list(out.values())
+
+
+def _advice(method: str, verdict: str, parts: Sequence[Mapping[str, Any]]) -> list[str]:
+    if verdict not in ("noise", "weak"):
+        return []
+    if method in ("dirichlet-multinomial", "dp-prior", "laplace-sanitizer", "beta-binomial"):
+        cells = max((p["figures"].get("cells", 0) for p in parts), default=0)
+        return [f"fewer columns or coarser bins ({cells:,} cells now)", "a marginal method (privsyn, dpsyn) would do better",
+                "or a larger ε"]
+    if method == "smoothed-histogram":
+        return ["perturbed-histogram puts noise on each bin instead of mixing in the uniform", "or fewer, wider bins"]
+    if method == "perturbed-histogram":
+        return ["fewer, wider bins", "or a larger ε"]
+    if method == "modips":
+        return ["tighter public bounds (or clip: true top-coding in the domain): the noise scales with them", "or a larger ε"]
+    return ["a larger ε or a smaller domain"]

@@ -1,0 +1,113 @@
+"""The forecast of a release's error, from its plan alone (dipsy.forecast)."""
+
+from __future__ import annotations
+
+import json
+import math
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dipsy
+from dipsy.api import plan_forecast
+from dipsy.cli import main
+from dipsy.domain import Domain
+from dipsy.engine import engine_for
+from dipsy.errors import NoiseError
+from dipsy.forecast import SHARE_NOISE, _positive_noise, forecast
+from dipsy.methods import get
+from dipsy.privacy import PureDP
+from dipsy.privacy.measurement import DiscreteGaussian, DiscreteLaplace
+from dipsy.privacy.rng import Randomness
+from dipsy.privacy.samplers import discrete_gaussian, discrete_laplace
+
+from conftest import CE_DATA, CE_DOMAIN
+
+
+@pytest.mark.parametrize("cells, epsilon, sets", [(6, 5.0, 1), (960, 10.0, 1), (766_080, 5.0, 5), (12, 1.0, 3)])
+def test_the_dirichlet_prior_share_is_k_over_k_plus_e_to_the_eps_minus_one(cells, epsilon, sets):
+    """With the least prior α = n/(e^(ε/m) − 1) the prior's share is K/(K + e^(ε/m) − 1), whatever n."""
+    domain = Domain.from_sizes({"x": cells})
+    for n in (100, 10_000):
+        plan = get("dirichlet-multinomial")(PureDP(epsilon), sets).plan(n, domain)
+        share = forecast(plan, domain).parts[0]["figures"]["prior_share"]
+        assert share == pytest.approx(cells / (cells + math.expm1(epsilon / sets)), rel=1e-12)
+
+
+@pytest.mark.parametrize("mech", [DiscreteLaplace(Fraction(4, 3)), DiscreteLaplace(Fraction(20, 27)), DiscreteLaplace(Fraction(50)),
+                                  DiscreteGaussian(Fraction(9, 4)), DiscreteGaussian(Fraction(457))])
+def test_the_spurious_records_of_an_empty_cell_match_the_samplers(mech):
+    """E[max(e, 0)] in closed form (or summed) against 200,000 draws of the exact sampler: within 5 standard errors."""
+    rand = Randomness.from_seed(7)
+    draws = (discrete_laplace(mech.scale, 200_000, rand) if isinstance(mech, DiscreteLaplace)
+             else discrete_gaussian(mech.sigma2, 200_000, rand))
+    positive = np.maximum(draws, 0)
+    se = positive.std() / math.sqrt(positive.size)
+    assert abs(positive.mean() - _positive_noise(mech)) < 5 * se
+    assert abs(_positive_noise(mech) - 1.05 * _positive_noise(mech)) > 5 * se  # the test could tell a 5 % error
+
+
+def test_the_noisy_table_forecast_bounds_the_spurious_records_measured_on_ce(tmp_path):
+    """Laplace sanitizer over all CE columns: records in cells the original leaves empty are pure
+    noise. The forecast's bound K·E⁺ holds, and (empty cells)·E⁺ predicts the measured count."""
+    domain = Domain.load(CE_DOMAIN)
+    original = pd.read_csv(CE_DATA)
+    plan = get("laplace-sanitizer")(PureDP(1.0)).plan(len(original), domain)
+    part = forecast(plan, domain).parts[0]
+    per_cell = part["figures"]["spurious_per_empty_cell"]
+    release = dipsy.synthesize(CE_DATA, CE_DOMAIN, method="laplace-sanitizer", epsilon=1.0, release="table", accept_noise=True)
+    released = release.tables[0]["count"].to_numpy()  # one row per cell, in the dense table's C order
+    engine = engine_for(original, domain, "error")
+    counts = np.asarray(engine.contingency(list(domain.names), form="dense").counts)
+    assert released.shape == counts.shape
+    empty = counts == 0
+    spurious = released[empty]
+    assert spurious.sum() <= part["figures"]["spurious_at_most"] * 1.1
+    # each empty cell's count is max(e, 0): mean E⁺ with the sd of max(e, 0) (from the sampler's law)
+    draws = np.maximum(discrete_laplace(plan.measurements[0].mechanism.scale, 100_000, Randomness.from_seed(1)), 0)
+    se = draws.std() * math.sqrt(empty.sum())
+    assert abs(spurious.sum() - empty.sum() * per_cell) < 5 * se
+
+
+def test_verdicts_on_the_ce_sample():
+    cases = {
+        ("dirichlet-multinomial", None, 10.0): "useful",
+        ("dirichlet-multinomial", None, 0.5): "noise",
+        ("smoothed-histogram", ("Expenditure",), 1.5): "noise",
+        ("perturbed-histogram", ("Expenditure",), 1.5): "unknown",  # add/remove: n is not public
+        ("modips", ("Expenditure", "Income", "UrbanRural"), 1.5): "noise",
+    }
+    for (method, columns, epsilon), verdict in cases.items():
+        sets = 5 if method in ("modips", "perturbed-histogram") else 1
+        got = plan_forecast(CE_DATA, CE_DOMAIN, method, epsilon, sets, columns=columns)
+        assert got.verdict == verdict, (method, got.summary())
+    declared = plan_forecast(None, CE_DOMAIN, "perturbed-histogram", 1.5, 5, columns=("Expenditure",), rows=994)
+    assert declared.verdict == "useful" and any("declared public" in i for i in declared.inputs)
+
+
+def test_the_forecast_goes_into_the_release_and_a_noise_release_needs_consent(tmp_path, capsys):
+    with pytest.raises(NoiseError, match="prior outweighs the data"):
+        dipsy.synthesize(CE_DATA, CE_DOMAIN, epsilon=0.5)
+    out = tmp_path / "rel"
+    code = main(["synth", str(CE_DATA), "--domain", str(CE_DOMAIN), "--epsilon", "0.5", "--out", str(out)])
+    assert code == 2 and "--accept-noise" in capsys.readouterr().err and not out.exists()
+    code = main(["synth", str(CE_DATA), "--domain", str(CE_DOMAIN), "--epsilon", "0.5", "--out", str(out), "--accept-noise"])
+    text = capsys.readouterr().out
+    assert code == 0 and "forecast (NOISE)" in text
+    meta = json.loads((out / "release.json").read_text())
+    assert meta["forecast"]["verdict"] == "noise" and meta["forecast"]["accepted_noise"] is True
+    assert meta["forecast"]["parts"][0]["figures"]["prior_share"] >= SHARE_NOISE
+    assert "n = 994" in " ".join(meta["forecast"]["public_inputs"])  # public under substitution, and stated
+
+
+def test_the_plan_command_prints_the_verdict_and_writes_json(tmp_path, capsys):
+    path = tmp_path / "f.json"
+    code = main(["plan", str(CE_DATA), "--domain", str(CE_DOMAIN), "--method", "smoothed-histogram", "--columns", "Expenditure",
+                 "--epsilon", "1.5", "--json", str(path)])
+    text = capsys.readouterr().out
+    assert code == 0 and "NOISE" in text and "δ = 0.964" in text
+    assert json.loads(path.read_text())["verdict"] == "noise"
+    code = main(["plan", "--domain", str(CE_DOMAIN), "--method", "smoothed-histogram", "--columns", "Expenditure", "--epsilon", "1.5"])
+    assert code == 2 and "needs the data's row count" in capsys.readouterr().err
