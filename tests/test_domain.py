@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dipsy.domain import Column, Domain, decode, encode_column, encode_frame
+from dipsy.engine import NumpyEngine
 from dipsy.errors import DataError, DomainError
 
 CE = Path(__file__).resolve().parents[1] / "examples" / "ce"
@@ -173,3 +174,111 @@ def test_huge_whole_floats_are_matched_as_text_without_overflow():
     assert c.category_texts == ("1", "x", "2")
     with np.errstate(all="raise"):
         assert encode_column(pd.Series([1e20, 1.0, 2.0]), c).codes.tolist() == [-1, 0, 2]
+
+
+# -- YAML's surprises, TODO placeholders ----------------------------------------------------------
+
+YAML_PITFALLS = [
+    ("unquoted yes/no", "  Smoker: {kind: categorical, categories: [yes, no]}\n",
+     ["column 'Smoker'", "the category yes (line 2)", "boolean true", "quote it: 'yes'"]),
+    ("unquoted Off", "  Light:\n    kind: categorical\n    categories: ['dim', Off]\n",
+     ["column 'Light'", "the category Off (line 4)", "boolean false", "quote it: 'Off'"]),
+    ("a label", "  Smoker: {kind: categorical, categories: [1, 2], labels: [on, off]}\n", ["the label on", "quote it: 'on'"]),
+    ("a column name", "  no: {kind: categorical, categories: [a, b]}\n", ["the column name no (line 2)", "quote it: 'no'"]),
+    ("octal", "  Code: {kind: categorical, categories: [01, 02, 010]}\n", ["the category 010", "the number 8", "quote it ('010')"]),
+    ("sexagesimal", "  Code: {kind: categorical, categories: [1:30]}\n", ["the category 1:30", "the number 90"]),
+    ("07 a number, 08 text", "  Code: {kind: categorical, categories: [06, 07, 08, 09]}\n",
+     ["column 'Code' lists 06 (line 2) as the number 6 but 08 (line 2) as the text '08'", "quote every category"]),
+    ("empty", "  Code: {kind: categorical, categories: [a, ~]}\n", ["the category ~", "empty"]),
+]
+
+
+@pytest.mark.parametrize("case, columns, pieces", YAML_PITFALLS, ids=[c[0] for c in YAML_PITFALLS])
+def test_yaml_surprises_are_refused_quoting_the_text_as_written(tmp_path, case, columns, pieces):
+    (tmp_path / "d.yaml").write_text("columns:\n" + columns)
+    with pytest.raises(DomainError) as e:
+        Domain.load(tmp_path / "d.yaml")
+    assert all(p in str(e.value) for p in pieces), str(e.value)
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("categories, read", [
+    ("['yes', 'no']", ("yes", "no")),
+    ("[01, 02, 07]", (1, 2, 7)),  # leading zeros that read as the same numbers: matched as numbers, as meant
+    ("['07', '08']", ("07", "08")),
+    ("[1, 2, x3, 1.5]", (1, 2, "x3", 1.5)),
+])
+def test_what_yaml_reads_as_written_loads(tmp_path, categories, read):
+    (tmp_path / "d.yaml").write_text(f"columns:\n  c: {{kind: categorical, categories: {categories}}}\n")
+    assert Domain.load(tmp_path / "d.yaml")["c"].categories == read
+
+
+def test_todo_placeholders_are_refused_each_named():
+    spec = {"columns": {"Sex": {"kind": "categorical", "categories": "TODO"},
+                        "Wage": {"kind": "numeric", "lower": 0, "upper": "TODO", "bins": [0, "TODO", 10]},
+                        "Ok": {"kind": "categorical", "categories": ["TODO", "done"]}}}  # a category may be called TODO
+    with pytest.raises(DomainError, match=r"3 TODO placeholders to fill: Sex \(categories\); Wage \(upper, bins\); declare"):
+        Domain.from_dict(spec)
+
+
+# -- numbers against text, at check time -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("categories, values, pieces", [
+    ((1, 2), ["M", "F", "M"], ["values of the wrong type (e.g. M, F)", "lists its categories as numbers (1, 2) and these values are text"]),
+    (("01", "02"), [1, 2, 1], ["outside the domain (e.g. 1, 2)", "lists '01', '02' as text", "these values are numbers"]),
+    (("Male", "Female"), [1, 2], ["outside the domain (e.g. 1, 2)", "categories are text ('Male', 'Female')", "labels:"]),
+])
+def test_numbers_against_text_are_explained_with_both_forms(categories, values, pieces):
+    domain = Domain((Column("Sex", "categorical", categories=categories),))
+    report = NumpyEngine(pd.DataFrame({"Sex": values}), domain).report
+    assert all(p in report.summary() for p in pieces), report.summary()
+    with pytest.raises(DataError) as e:
+        report.raise_if_invalid()
+    assert "column 'Sex'" in str(e.value)
+
+
+def test_other_mismatches_get_no_hint():
+    domain = Domain((Column("Sex", "categorical", categories=("F", "M")), Column("n", "categorical", categories=(1, 2))))
+    report = NumpyEngine(pd.DataFrame({"Sex": ["F", "X"], "n": [1, 3]}), domain).report
+    assert [i.hint for i in report.issues] == ["", ""]
+
+
+# -- clipping (top- and bottom-coding) -------------------------------------------------------------
+
+
+def test_clip_is_declared_on_integer_and_numeric_columns_only():
+    c = Column.from_dict("Wage", {"kind": "numeric", "lower": 0, "upper": 20000, "bins": 4, "clip": True})
+    assert c.clip and c.to_dict()["clip"] is True
+    assert "clip" not in Column("Wage", "numeric", lower=0, upper=1).to_dict()  # a domain without clipping keeps its fingerprint
+    with pytest.raises(DomainError, match="'Race' is categorical and has clip: true"):
+        Column.from_dict("Race", {"kind": "categorical", "categories": [1, 2], "clip": True})
+    with pytest.raises(DomainError, match="clip: 'yes'"):
+        Column.from_dict("Wage", {"kind": "numeric", "lower": 0, "upper": 1, "clip": "yes"})
+
+
+def test_clip_sets_values_outside_to_the_nearest_bound_and_keeps_the_other_checks():
+    c = Column("Age", "integer", lower=18, upper=90, bins=(18, 30, 65, 90), clip=True)
+    e = encode_column(pd.Series([10, 18, 95, 50.0, float("inf"), 2.5, None, "x"]), c)
+    assert e.codes.tolist() == [0, 0, 2, 1, 2, -1, -1, -1]
+    assert e.outside.sum() == 0 and e.wrong_type.tolist()[5:] == [True, False, True] and e.missing[6]
+    plain = encode_column(pd.Series([10, 95]), Column("Age", "integer", lower=18, upper=90))
+    assert plain.outside.tolist() == [True, True]
+
+
+def test_the_release_states_clipping_from_the_domain_alone():
+    import dipsy
+
+    domain = Domain((Column("Wage", "numeric", lower=0, upper=20000, bins=(0, 1000, 5000, 20000), clip=True),
+                     Column("Sex", "categorical", categories=("F", "M"))))
+    line = "Wage: values outside [0, 20000] set to the nearest bound (top/bottom-coding declared in the domain)"
+    assert domain.transformations() == (line,)
+    frame = pd.DataFrame({"Wage": [500.0, 250000.0, -3.0, 7000.0] * 100, "Sex": ["F", "M", "F", "M"] * 100})
+    for seed in (None, 3):
+        meta = dipsy.synthesize(frame, domain, epsilon=5.0, seed=seed).metadata()
+        claim = meta["privacy"] if seed is None else meta["privacy"]["if_unseeded"]
+        assert claim["transformations"] == [line]
+        assert list(claim).index("transformations") == list(claim).index("public") + 1
+    other = Domain((Column("Sex", "categorical", categories=("F", "M")),))
+    meta = dipsy.synthesize(frame[["Sex"]], other, epsilon=5.0).metadata()
+    assert "transformations" not in meta["privacy"]

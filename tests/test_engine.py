@@ -7,6 +7,7 @@ file is compared with ``NumpyEngine(pd.read_csv(path))`` or with the frame it wa
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import itertools
 import re
@@ -386,6 +387,8 @@ def column_with_values(draw, name: str):
     else:
         column = Column(name, "numeric", lower=0, upper=1)
         pool = [0, 0.5, 1, 2, -0.25]
+    if not column.is_categorical and draw(st.booleans()):  # top/bottom-coding: values outside are set to the bounds
+        column = dataclasses.replace(column, clip=True)
     if kind not in ("text", "boolean") and draw(st.booleans()):
         pool.extend(draw(st.lists(st.floats(-3, 12) | st.floats(), min_size=1, max_size=3)))
     values = st.sampled_from(pool) if draw(st.booleans()) else st.one_of(st.sampled_from(pool), st.sampled_from(JUNK))
@@ -529,3 +532,54 @@ def test_a_repeated_column_is_refused_by_both_engines(tmp_path):
     assert DuckDBEngine(path, domain.project(["b"])).contingency().dense().tolist() == [0, 2]  # not in scope: fine
     with pytest.raises(DataError, match="'a' more than once"):
         NumpyEngine(pd.DataFrame([[1, 0, 1]], columns=["a", "a", "b"]), domain)
+
+
+# -- clipping --------------------------------------------------------------------------------------
+
+CLIPPED = Domain((
+    Column("w", "numeric", lower=0, upper=20000, bins=(0.0, 1000.0, 5000.0, 20000.0), clip=True),
+    Column("a", "integer", lower=18, upper=90, clip=True),
+    Column("b", "integer", lower=0, upper=100, bins=tuple(float(e) for e in range(0, 101, 2)), clip=True),  # searched bins
+))
+CLIPPED_FRAME = pd.DataFrame({"w": [-5, 0, 999.5, 25000, np.inf, 20000, 1e300, 7],
+                              "a": [10, 18, 95, 50, 90, 17, 30, 2.5],
+                              "b": [-1, 0, 101, 57, 100, 3, 1e20, 4]})
+# The last row is invalid (2.5 is no integer: clipping never makes a wrong type valid).
+CLIPPED_VALUES = {"w": [0.0, 0.0, 999.5, 20000.0, 20000.0, 20000.0, 20000.0],
+                  "a": [18.0, 18.0, 90.0, 50.0, 90.0, 18.0, 30.0],
+                  "b": [0.0, 0.0, 100.0, 57.0, 100.0, 3.0, 100.0]}
+
+
+def assert_clipped(engine: Engine) -> None:
+    report = engine.report
+    assert (report.rows, report.invalid_rows) == (8, 1)
+    assert [(i.column, i.problem) for i in report.issues] == [("a", "values of the wrong type")]
+    assert engine.contingency(["w"]).dense().tolist() == [3, 0, 4]
+    assert engine.contingency(["a"]).dense()[[0, 12, 32, 72]].tolist() == [3, 1, 1, 2]
+    assert engine.contingency(["b"]).dense()[[0, 1, 28, 49]].tolist() == [2, 1, 1, 3]
+    values = engine.values(["w", "a", "b"])
+    order = np.lexsort((values["b"], values["a"], values["w"]))
+    expected = pd.DataFrame(CLIPPED_VALUES).sort_values(["w", "a", "b"])
+    for name in ("w", "a", "b"):
+        assert values[name][order].tolist() == expected[name].tolist()
+
+
+def test_numpy_engine_clips_to_the_bounds():
+    assert_clipped(NumpyEngine(CLIPPED_FRAME, CLIPPED, "drop"))
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_duckdb_engine_clips_to_the_bounds(tmp_path, suffix):
+    path = tmp_path / f"d{suffix}"
+    CLIPPED_FRAME.to_csv(path, index=False) if suffix == ".csv" else CLIPPED_FRAME.to_parquet(path, index=False)
+    duck = DuckDBEngine(path, CLIPPED, "drop")
+    assert_clipped(duck)
+    read = pd.read_csv(path) if suffix == ".csv" else pd.read_parquet(path)
+    assert_agree(NumpyEngine(read, CLIPPED, "drop"), duck, [("w",), ("a",), ("b",), ("w", "a", "b")])
+    duck.close()
+
+
+def test_without_clip_the_same_values_are_outside():
+    plain = Domain(tuple(dataclasses.replace(c, clip=False) for c in CLIPPED.columns))
+    report = NumpyEngine(CLIPPED_FRAME, plain, "drop").report
+    assert {(i.column, i.problem, i.rows) for i in report.issues} >= {("w", "values outside the domain", 4), ("b", "values outside the domain", 3)}

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 from fractions import Fraction
 from pathlib import Path
 
@@ -273,6 +275,60 @@ def test_the_audit_case_reads_a_leaf_through_fifty_targets():
     from dipsy.privacy.e2e import CASES
     case = CASES["rdt"]
     assert case.kwargs["neighbouring"] == "add-remove" and len(case.files["targets.csv"]) == 50
+
+
+# -- roles and the tree summary -------------------------------------------------------------------------
+
+ROLED = Domain(tuple(dataclasses.replace(c, role="public" if c.name in ("a", "b", "h") else "sensitive") for c in DOMAIN.columns))
+
+
+def test_the_domains_roles_choose_the_columns_when_no_option_does(files):
+    from dipsy.domain.columns import ROLE_READERS
+    assert RandomDecisionTrees.name in ROLE_READERS  # what 'dipsy domain check' says about roles stays true
+    _, structure = files
+    opts = {k: v for k, v in options(structure).items() if k != "sensitive"}
+    synth = RandomDecisionTrees(PureDP(1.0), 1, opts)
+    roles = synth.roles(ROLED)
+    assert roles.public == ("a", "b", "h") and roles.sensitive == ("sex", "race")
+    with pytest.raises(DipsyError, match="which columns are sensitive"):  # no role declared public: the options must say
+        RandomDecisionTrees(PureDP(1.0), 1, opts).roles(DOMAIN)
+
+
+@pytest.mark.parametrize("given, message", [
+    ({"sensitive": "sex"}, "'race' is neither public nor sensitive (the domain declares it sensitive"),
+    ({"public": "a,b,h,race", "sensitive": "sex"}, "'race' is named public (released as it is), and the domain declares it sensitive"),
+    ({"public": "a,b"}, "'h' is neither public nor sensitive (the domain declares it public"),
+    ({"sensitive": "sex,race,a"}, "'a' is named sensitive, and the domain declares it public"),
+])
+def test_a_column_declared_sensitive_is_never_released_as_it_is(files, given, message):
+    _, structure = files
+    opts = {**{k: v for k, v in options(structure).items() if k != "sensitive"}, **given}
+    with pytest.raises(DipsyError, match=re.escape(message)):
+        RandomDecisionTrees(PureDP(1.0), 1, opts).roles(ROLED)
+
+
+def test_the_tree_summary_holds_the_public_structure_and_no_true_count(files):
+    """The summary's structure is the same for two confidential tables that share nothing but
+    their size; only the post-processed count of leaves that kept their own distribution differs."""
+    _, structure = files
+    one = records(1500, 2)
+    other = records(1500, 12)
+    other["sex"] = np.where(other["sex"] == "F", "M", "F")
+    summaries = [dipsy.synthesize(d, DOMAIN, method="rdt", epsilon=2.0, sets=2, seed=s, options=options(structure)).parameters
+                 for d, s in ((one, 1), (other, 2))]
+    first, second = (p["tree_summary"] for p in summaries)
+    assert list(first) == ["sex", "race"]
+    for label in first:
+        own = [first[label].pop("leaves_with_own_distribution"), second[label].pop("leaves_with_own_distribution")]
+        assert first[label] == second[label]  # the structure: public inputs and the public seed only
+        assert all(0 <= k <= n for o in own for k, n in zip(o, first[label]["leaves_per_tree"]))
+    sex = first["sex"]
+    assert sex["trees"] == 6 and sex["split_attributes"] == ["a", "b", "h"] and first["race"]["split_attributes"] == ["a", "b", "h", "sex"]
+    per_tree = summaries[0]["trees"]  # the plan's facts per tree, in plan order: set, then sensitive column, then tree
+    sex_trees = [per_tree[(k * 2 + 0) * 3 + t] for k in range(2) for t in range(3)]
+    assert sex["leaves_per_tree"] == [t["leaves"] for t in sex_trees] and sex["depth_per_tree"] == [t["depth"] for t in sex_trees]
+    assert sum(sex["splits"].values()) == sum(t["nodes"] - t["leaves"] for t in sex_trees) > 0  # one split per inner node
+    json.dumps(summaries[0]["tree_summary"])  # release.json can hold it
 
 
 # -- bad input ----------------------------------------------------------------------------------------

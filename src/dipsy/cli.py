@@ -251,6 +251,48 @@ def domain_check(data: Path, domain_path: Path, columns: tuple[str, ...], on_inv
         out.print(f"ok: all {report.rows} rows match the domain ({len(scope)} columns)")
     else:
         out.print(f"{report.summary()}\n{report.invalid_rows} row(s) would be dropped; {report.valid_rows} kept")
+    for note in _domain_notes(scope):
+        out.print(f"note: {note}", markup=False)
+
+
+def _domain_notes(scope: Domain) -> list[str]:
+    """What the domain's declarations do, from the domain alone: roles, and clipping."""
+    from .domain.columns import ROLE_READERS
+
+    notes = []
+    public = [c.name for c in scope.columns if c.role == "public"]
+    if public:
+        notes.append(f"the domain declares {', '.join(public)} public: only {', '.join(sorted(ROLE_READERS))} reads roles "
+                     "(its public attributes, released as they are); every other method protects every released column "
+                     "alike, whatever its role")
+    return notes + [f"{line}; releases state it" for line in scope.transformations()]
+
+
+@domain.command("init")
+@click.argument("data", type=click.Path(path_type=Path))
+@click.option("--out", "out_path", default="domain.yaml", show_default=True, type=click.Path(path_type=Path), help="Domain file to write (YAML).")
+@click.option("--from-public", "public", type=click.Path(path_type=Path), default=None,
+              help="A file you declare public (CSV or Parquet): categories and bounds are filled from it, its SHA-256 recorded.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing --out file.")
+def domain_init(data: Path, out_path: Path, public: Path | None, overwrite: bool) -> None:
+    """Write a domain skeleton for DATA (CSV or Parquet) from its column names (and Parquet types) only.
+
+    No value of DATA is read or written: every category list, bound and bin (and every kind of a
+    CSV file) is TODO, to fill from public knowledge; dipsy refuses the file until none is left.
+    """
+    from .domain.authoring import check_target, init_domain, write_skeleton
+
+    check_target(out_path, overwrite)  # every output check before any work
+    _check_output_file(out_path, "--out")
+    _doing[0] = f"reading the header of {data}"
+    skeleton = init_domain(data, public)
+    _keep_no_new_folders(out_path.parent)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    write_skeleton(skeleton, out_path, overwrite)
+    filled = f"; categories and bounds from the public file {skeleton.public}" if skeleton.public else ""
+    left = (f"{skeleton.todos} TODO placeholder(s) to fill from public knowledge (dipsy refuses the file until none is left)"
+            if skeleton.todos else "no TODO left: check the values, then 'dipsy domain check'")
+    out.print(f"wrote {out_path}: {len(skeleton.columns)} columns{filled}; {left}", markup=False)
 
 
 @cli.command()
@@ -343,6 +385,8 @@ def synth(
         rows=rows,
     )
     _print_forecast(release.forecast)
+    for note in _domain_notes(release.domain):
+        out.print(f"note: {note}")
     s = release.statement
     params = ", ".join(_parameter(k, v) for k, v in release.parameters.items() if not isinstance(v, dict))
     out.print(f"{release.method}: {params}")

@@ -102,7 +102,7 @@ class Release:
             "method": self.method,
             "options": self.options,
             "parameters": self.parameters,
-            "privacy": self.statement.to_dict(),
+            "privacy": _with_transformations(self.statement.to_dict(), self.domain),
             "spends": [s.to_dict() for s in self.spends],
             "sets": len(self.tables),
             "combining_rule": self.combining_rule,
@@ -258,6 +258,27 @@ def sweep_stale(out: Path) -> list[Path]:
 
 def _mark(folder: Path, out: Path, role: str) -> Path:
     return mark(folder, folder.with_name(folder.name + OWNER_SUFFIX), target=out.name, role=role)
+
+
+def _with_transformations(privacy: dict[str, Any], domain: Domain) -> dict[str, Any]:
+    """The statement with the domain's per-record transformations (clipping), listed after what it
+    treats as public: one line per column, from the domain alone, never a count of changed records.
+
+    The guarantee is unchanged: clipping is stable (a record maps to one record), so a mechanism
+    that is ε-DP on the clipped data is ε-DP on the original (see :mod:`dipsy.domain.columns`)."""
+    lines = domain.transformations()
+    if not lines:
+        return privacy
+    claim = privacy.get("if_unseeded", privacy)  # a seeded release states its would-be guarantee there
+    stated = {}
+    for key, value in claim.items():
+        stated[key] = value
+        if key == "public":
+            stated["transformations"] = list(lines)
+    stated.setdefault("transformations", list(lines))
+    if claim is privacy:
+        return stated
+    return {**privacy, "if_unseeded": stated}
 
 
 def _umask() -> int:

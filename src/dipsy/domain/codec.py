@@ -6,7 +6,9 @@ Matching rules (the DuckDB engine implements the same ones in SQL, so both agree
   and ``"1"`` are the same category); otherwise values are matched as text, a whole-number float
   written without its ``.0``;
 - integer and numeric values are read as numbers; an integer column rejects fractions;
-- a value below ``lower`` or above ``upper`` is outside the domain; bins assign
+- a value below ``lower`` or above ``upper`` is outside the domain, unless the column has
+  ``clip: true``: then it is set to the nearest bound first (after the checks of type and
+  wholeness, so ``2.5`` in an integer column is still of the wrong type); bins assign
   ``k = #{interior edges <= v}`` (the last bin holds ``upper``).
 
 Decoding returns the category, the integer, or a value drawn uniformly inside its bin.
@@ -59,6 +61,7 @@ def encode_column(values: pd.Series, column: Column) -> EncodedColumn:
     if column.kind == "integer":
         wrong |= ~missing & ~wrong & (v != np.floor(v))
     ok = ~missing & ~wrong
+    v = clipped(v, column)
     if column.is_categorical:
         keys = np.asarray(column.categories, dtype=float)
         order = np.argsort(keys, kind="stable")
@@ -78,6 +81,23 @@ def encode_column(values: pd.Series, column: Column) -> EncodedColumn:
     else:
         codes = np.full(v.shape, -1)
     return EncodedColumn(np.where(inside, codes, -1).astype(np.int64), missing, wrong, outside)
+
+
+def clipped(v: np.ndarray, column: Column) -> np.ndarray:
+    """Numbers of a ``clip: true`` column set to the nearest bound when outside (top/bottom-coding;
+    ``±inf`` too, NaN stays NaN); other columns' numbers as they are.
+
+    >>> clipped(np.array([-5.0, 3.0, np.inf, np.nan]), Column("x", "numeric", lower=0, upper=10, clip=True)).tolist()
+    [0.0, 3.0, 10.0, nan]
+    """
+    if not column.clip:
+        return v
+    return np.clip(v, float(column.lower), float(column.upper))
+
+
+def numbers(values: pd.Series, column: Column) -> np.ndarray:
+    """An integer or numeric column's values as numbers, as the codec reads them (clipped if declared)."""
+    return clipped(pd.to_numeric(values, errors="coerce").to_numpy(dtype=float, na_value=np.nan), column)
 
 
 def encode_frame(frame: pd.DataFrame, domain: Domain) -> tuple[dict[str, EncodedColumn], ValidationReport]:

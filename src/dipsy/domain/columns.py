@@ -1,4 +1,4 @@
-"""One column of a public domain: its kind, its categories or bounds, its role.
+"""One column of a public domain: its kind, its categories or bounds, its role, its clipping.
 
 A column is a small frozen value object. Its categories, bounds and bins are public knowledge
 declared by the user (design rule 1); nothing here is ever read off the data.
@@ -17,6 +17,27 @@ Kinds
 Bins are given as a count (equal widths over ``[lower, upper]``) or as edges
 ``e_0 = lower < e_1 < ... < e_K = upper``; bin ``k`` holds ``e_k <= v < e_{k+1}`` and the last bin
 also holds ``upper``.
+
+Roles
+-----
+``role`` is ``sensitive`` (the default) or ``public``. Only ``rdt`` reads it (:data:`ROLE_READERS`):
+its public attributes are the columns declared public, and it releases them as they are. Every
+other method protects every released column alike, whatever its role; ``dipsy domain check``
+says so for a domain that declares public columns.
+
+Clipping (top- and bottom-coding)
+---------------------------------
+``clip: true`` on an integer or numeric column sets a value below ``lower`` to ``lower`` and one
+above ``upper`` to ``upper`` (``-inf`` and ``inf`` too) instead of calling it invalid; a value that
+is missing, not a number, or (integer kind) not whole is still invalid. The release states it, one
+line per column, from the domain alone (:meth:`Column.clip_statement`), never with a count.
+
+Privacy: clipping maps each record on its own, so two data sets that differ in one record still
+differ in at most that record after it: a transformation of stability 1 (McSherry 2009, "Privacy
+integrated queries", stable transformations: an ε-DP mechanism after a c-stable transformation is
+cε-DP). A mechanism that is ε-DP (or ρ-zCDP) on the clipped data is therefore ε-DP (ρ-zCDP) for
+the original data under the same neighbouring relation, and a method's sensitivity may rely on
+the bounds.
 """
 
 from __future__ import annotations
@@ -32,7 +53,11 @@ from .limits import MAX_CODES, too_many_codes
 
 KINDS = ("categorical", "ordinal", "integer", "numeric")
 ROLES = ("sensitive", "public")
-_FIELDS = {"kind", "categories", "labels", "lower", "upper", "bins", "role", "description"}
+#: The methods that read ``role`` (rdt: its public attributes, released as they are); for every
+#: other method a column's role changes nothing. A method that starts reading roles joins here,
+#: so that what ``dipsy domain check`` says stays true.
+ROLE_READERS = frozenset({"rdt"})
+_FIELDS = {"kind", "categories", "labels", "lower", "upper", "bins", "clip", "role", "description"}
 
 
 @dataclass(frozen=True)
@@ -43,6 +68,8 @@ class Column:
     3
     >>> Column("Age", "integer", lower=0, upper=99, bins=(0, 50, 99)).size
     2
+    >>> Column("Income", "numeric", lower=0, upper=20000, clip=True).clip_statement()
+    'Income: values outside [0, 20000] set to the nearest bound (top/bottom-coding declared in the domain)'
     """
 
     name: str
@@ -54,6 +81,8 @@ class Column:
     bins: tuple[float, ...] | None = None
     role: str = "sensitive"
     description: str = ""
+    #: Values outside [lower, upper] are set to the nearest bound (integer and numeric kinds).
+    clip: bool = False
 
     def __post_init__(self) -> None:
         where = f"column {self.name!r}"
@@ -61,6 +90,11 @@ class Column:
             raise DomainError(f"{where} has kind {self.kind!r}", f"use one of {', '.join(KINDS)}")
         if self.role not in ROLES:
             raise DomainError(f"{where} has role {self.role!r}", "use 'sensitive' or 'public'")
+        if not isinstance(self.clip, (bool, np.bool_)):
+            raise DomainError(f"{where} has clip: {self.clip!r}", "write clip: true or clip: false (unquoted)")
+        if self.clip and self.kind not in ("integer", "numeric"):
+            raise DomainError(f"{where} is {self.kind} and has clip: true",
+                              "clip (top/bottom-coding at lower and upper) applies to integer and numeric columns: remove it")
         if self.is_categorical:
             self._check_categories(where)
         else:
@@ -104,6 +138,7 @@ class Column:
             bins=bins,
             role=spec.get("role", "sensitive"),
             description=str(spec.get("description", "")),
+            clip=spec.get("clip", False),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -117,6 +152,8 @@ class Column:
             out["lower"], out["upper"] = self.lower, self.upper
             if self.bins is not None:
                 out["bins"] = list(self.bins)
+            if self.clip:  # only when set: the fingerprint of a domain without clipping is unchanged
+                out["clip"] = True
         out["role"] = self.role
         if self.description:
             out["description"] = self.description
@@ -153,6 +190,13 @@ class Column:
         if self.kind == "integer":
             return int(self.upper) - int(self.lower) + 1
         return None
+
+    def clip_statement(self) -> str | None:
+        """The release's line for a clipped column (from the domain alone), or None."""
+        if not self.clip:
+            return None
+        return (f"{self.name}: values outside [{_number_text(self.lower)}, {_number_text(self.upper)}] set to the "
+                "nearest bound (top/bottom-coding declared in the domain)")
 
     def integer_bin_ranges(self) -> tuple[np.ndarray, np.ndarray]:
         """For a binned integer column: the least and greatest integer of each bin."""
@@ -240,6 +284,12 @@ def _edges(name: str, kind: str, lower: Any, upper: Any, bins: Any) -> tuple[flo
     if not all(_is_number(e) for e in bins):
         raise DomainError(f"column {name!r} has a bin edge that is not a number", "list numbers only")
     return tuple(float(e) for e in bins)
+
+
+def _number_text(x: float) -> str:
+    """A bound as written: whole numbers without '.0', others in full (repr)."""
+    x = float(x)
+    return str(int(x)) if x.is_integer() and abs(x) < 2**63 else repr(x)
 
 
 def _is_number(x: Any) -> bool:

@@ -19,6 +19,12 @@ A domain file looks like this (see the README for the full format)::
 
 A JSON object of column sizes, ``{"age": 85, "sex": 2}``, is read as integer columns with codes
 ``0 .. size - 1`` (the form mbi and the NIST benchmarks use).
+
+A field whose value is ``TODO`` (what ``dipsy domain init`` writes for every category list,
+bound and bin) is refused with every such field named, so a skeleton is never synthesized from.
+YAML's surprises in category lists are refused with the line and the text as written (see
+:func:`_check_yaml_scalars`): unquoted ``yes``/``no``/``on``/``off``/``true``/``false`` (booleans),
+``010`` (octal 8), and lists in which ``07`` reads as the number 7 but ``08`` as the text '08'.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -37,6 +44,8 @@ from .columns import Column
 
 #: What refuses a YAML anchor or alias (see :func:`_load_yaml`).
 ANCHOR_FIX = "write the domain without YAML anchors (&) and aliases (*): spell each entry out"
+#: The placeholder ``dipsy domain init`` writes for what the steward must declare.
+TODO = "TODO"
 
 
 @dataclass(frozen=True)
@@ -104,6 +113,11 @@ class Domain:
         """Number of cells of the full cross-tabulation (a Python int: it may pass 2**63)."""
         return math.prod(self.shape(names))
 
+    def transformations(self) -> tuple[str, ...]:
+        """What is done to each record before any measurement, one line per clipped column, from
+        the domain alone (a release states them; never a count of the records they changed)."""
+        return tuple(line for c in self.columns if (line := c.clip_statement()) is not None)
+
     # -- files ----------------------------------------------------------------------------------
 
     @classmethod
@@ -130,6 +144,7 @@ class Domain:
         columns = spec["columns"]
         if not isinstance(columns, Mapping):
             raise DomainError("'columns:' is not a mapping of column names", "write one entry per column name")
+        _refuse_placeholders(columns)
         for n in columns:
             if isinstance(n, bool) or n is None:
                 raise DomainError(
@@ -209,4 +224,114 @@ def _load_yaml(text: str, path: Path) -> Any:
                 mark = getattr(event, "start_mark", None)
                 where = f" (line {mark.line + 1})" if mark is not None else ""
                 raise DomainError(f"domain file {str(path)!r} uses a YAML anchor or alias{where}", ANCHOR_FIX)
-    return yaml.load(text, Loader=_DomainLoader)  # noqa: S506 - a safe loader
+    loader = _DomainLoader(text)
+    try:  # yaml.load's steps, with the parsed nodes checked before they are built into values
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_yaml_scalars(node, path)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _refuse_placeholders(columns: Mapping[Any, Any]) -> None:
+    """Refuse a domain that still holds ``TODO`` placeholders, naming every one (column and field).
+
+    A field counts when its value is ``TODO`` or a list holding it; a category list counts only
+    when it is ``[TODO]`` alone (a real category could be called TODO)."""
+    found: dict[str, list[str]] = {}
+    for name, spec in columns.items():
+        if not isinstance(spec, Mapping):
+            continue
+        for field, value in spec.items():
+            listed = isinstance(value, (list, tuple))
+            if (value == TODO or (listed and field not in ("categories", "labels") and TODO in value)
+                    or (listed and list(value) == [TODO])):
+                found.setdefault(str(name), []).append(str(field))
+    if found:
+        count = sum(len(fields) for fields in found.values())
+        listed = "; ".join(f"{name} ({', '.join(fields)})" for name, fields in found.items())
+        raise DomainError(
+            f"the domain still has {count} TODO placeholder{'s' if count != 1 else ''} to fill: {listed}",
+            "declare each from public knowledge (a codebook, a previous public release; 'dipsy domain init DATA "
+            "--from-public FILE' fills categories and bounds from a public file), never from the confidential data, "
+            "and delete the fields that do not apply to a column's kind (see 'Writing a domain' in the README)",
+        )
+
+
+_BOOL, _INT, _FLOAT, _NULL, _STR = (f"tag:yaml.org,2002:{t}" for t in ("bool", "int", "float", "null", "str"))
+#: Text YAML leaves as text (a plain scalar) that a reader takes for a number, e.g. 08 or 1e3.
+_NUMBER_LIKE = re.compile(r"[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)(?:[eE][-+]?[0-9]+)?")
+
+
+def _check_yaml_scalars(root: yaml.Node, path: Path) -> None:
+    """Refuse what YAML 1.1 (PyYAML's) reads otherwise than it is written, where a domain holds it:
+    column names, categories and labels. Each error quotes the text as written and its line.
+
+    - an unquoted yes/no, on/off, true/false (any case) is a boolean, ~ or null is empty;
+    - an integer written otherwise than in plain decimal reads as another number: 010 is octal 8,
+      0x1F is 31, 1:30 is 90 (sexagesimal);
+    - a category list in which some unquoted codes read as numbers and others as text (07 is the
+      number 7, but 08 and 09 are not octal and stay the text '08', '09') matches neither way.
+    """
+    if not isinstance(root, yaml.MappingNode):
+        return
+    for key, columns in root.value:
+        if key.value != "columns" or not isinstance(columns, yaml.MappingNode):
+            continue
+        for name, spec in columns.value:
+            if isinstance(name, yaml.ScalarNode):
+                _refuse_misread(name, "the column name", None, path)
+            if not isinstance(spec, yaml.MappingNode):
+                continue
+            column = name.value if isinstance(name, yaml.ScalarNode) else "?"
+            for field, items in spec.value:
+                if field.value not in ("categories", "labels") or not isinstance(items, yaml.SequenceNode):
+                    continue
+                what = "the category" if field.value == "categories" else "the label"
+                scalars = [x for x in items.value if isinstance(x, yaml.ScalarNode)]
+                for item in scalars:
+                    _refuse_misread(item, what, column, path)
+                if field.value == "categories":
+                    _refuse_mixed_numbers(scalars, column, path)
+
+
+def _refuse_misread(node: yaml.ScalarNode, what: str, column: str | None, path: Path) -> None:
+    """Refuse one scalar that YAML reads otherwise than it is written (see :func:`_check_yaml_scalars`)."""
+    text = node.value
+    quoted = "'" + text.replace("'", "''") + "'"
+    subject = (f"domain file {str(path)!r}: " + (f"column {column!r}: " if column is not None else "")
+               + f"{what} {text} (line {node.start_mark.line + 1})")
+    if node.tag == _BOOL:
+        read = str(yaml.safe_load(text)).lower()
+        example = {"the category": "categories: ['yes', 'no']", "the label": "labels: ['yes', 'no']"}.get(what, "'yes': {kind: ...}")
+        raise DomainError(f"{subject} is read by YAML as the boolean {read}, not as the text {quoted}",
+                          f"quote it: {quoted} (YAML reads unquoted yes/no, on/off and true/false as booleans), e.g. {example}")
+    if node.tag == _NULL and column is not None:
+        raise DomainError(f"{subject} is read by YAML as empty (no value)", f"quote it ({quoted}) if it is a value, or remove it")
+    if node.tag in (_INT, _FLOAT) and _PLAIN_NUMBER.fullmatch(text) is None:
+        read = yaml.safe_load(text)
+        if node.tag == _INT and re.fullmatch(r"[-+]?0[0-9_]*", text) and int(text.replace("_", ""), 10) == read:
+            return  # a leading zero that reads as the same number (01 is 1): matched as a number, as meant
+        raise DomainError(f"{subject} is read by YAML as the number {read!r}",
+                          f"quote it ({quoted}) if it is a code to match as text, or write the number in plain decimal")
+
+
+#: A number YAML reads as written: plain decimal, optionally with a fraction and exponent.
+_PLAIN_NUMBER = re.compile(r"[-+]?(?:0|[1-9][0-9]*)(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?")
+
+
+def _refuse_mixed_numbers(items: list[yaml.ScalarNode], column: str, path: Path) -> None:
+    numbers = [x for x in items if x.tag in (_INT, _FLOAT)]
+    texts = [x for x in items if x.tag == _STR and x.style in (None, "") and _NUMBER_LIKE.fullmatch(x.value)]
+    if numbers and texts:
+        n, t = numbers[0], texts[0]
+        raise DomainError(
+            f"domain file {str(path)!r}: column {column!r} lists {n.value} (line {n.start_mark.line + 1}) as the number "
+            f"{yaml.safe_load(n.value)!r} but {t.value} (line {t.start_mark.line + 1}) as the text {t.value!r}, so the list "
+            "matches the data neither as numbers nor as text (YAML reads an unquoted code with a leading 0 as an octal "
+            "number where it can, 07, and as text where it cannot, 08; and 1e3, without a '.', as text)",
+            "quote every category to match them as text (e.g. ['01', '02', '08']), or write them without leading "
+            "zeros to match them as numbers (e.g. [1, 2, 8])",
+        )

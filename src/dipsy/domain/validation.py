@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 from ..errors import DataError
+
+if TYPE_CHECKING:
+    from .columns import Column
+    from .domain import Domain
 
 MISSING = "missing values"
 WRONG_TYPE = "values of the wrong type"
@@ -15,16 +21,61 @@ EXAMPLES = 5
 
 @dataclass(frozen=True)
 class ColumnIssue:
-    """``rows`` rows of ``column`` have ``problem``; ``examples`` shows a few distinct values."""
+    """``rows`` rows of ``column`` have ``problem``; ``examples`` shows a few distinct values;
+    ``hint`` says what the values and the domain's categories have in common, if it is telling
+    (numbers against text categories, or the reverse: see :func:`type_hint`)."""
 
     column: str
     problem: str
     rows: int
     examples: tuple[str, ...] = ()
+    hint: str = ""
 
     def describe(self) -> str:
         shown = f" (e.g. {', '.join(self.examples)})" if self.examples else ""
-        return f"column {self.column!r}: {self.rows} row{'s' if self.rows != 1 else ''} with {self.problem}{shown}"
+        hint = f" — {self.hint}" if self.hint else ""
+        return f"column {self.column!r}: {self.rows} row{'s' if self.rows != 1 else ''} with {self.problem}{shown}{hint}"
+
+
+def type_hint(column: "Column", problem: str, examples: tuple[str, ...]) -> str:
+    """Why a categorical column's values may not match: numbers against text, shown both ways.
+
+    Decided from the domain and the examples the error shows anyway (so both engines, which
+    show the same examples, give the same hint).
+
+    >>> from dipsy.domain import Column
+    >>> type_hint(Column("Sex", "categorical", categories=(1, 2)), WRONG_TYPE, ("M", "F"))
+    'the domain lists its categories as numbers (1, 2) and these values are text: if the data write the categories as text, list them as the data write them, quoted'
+    >>> type_hint(Column("Sex", "categorical", categories=("01", "02")), OUTSIDE, ("1", "2"))
+    "the domain lists '01', '02' as text, matched as written, and these values are numbers (read without leading zeros or '.0'): list such categories as numbers, unquoted, if the data hold numbers"
+    """
+    if not column.is_categorical or not examples:
+        return ""
+    if column.numeric_categories and problem == WRONG_TYPE:
+        return (f"the domain lists its categories as numbers ({_shown(column.categories)}) and these values are text: "
+                "if the data write the categories as text, list them as the data write them, quoted")
+    if column.numeric_categories or problem != OUTSIDE or not all(_reads_as_number(e) for e in examples):
+        return ""
+    number_texts = [c for c in column.categories if isinstance(c, str) and _reads_as_number(c)]
+    if number_texts:
+        return (f"the domain lists {_shown(number_texts)} as text, matched as written, and these values are numbers "
+                "(read without leading zeros or '.0'): list such categories as numbers, unquoted, if the data hold numbers")
+    if all(isinstance(c, str) for c in column.categories):
+        return (f"the domain's categories are text ({_shown(column.categories)}) and these values are numbers: if the "
+                "data hold codes, list the codes as the categories and the words under labels:")
+    return ""
+
+
+def _reads_as_number(text: Any) -> bool:
+    try:
+        return math.isfinite(float(text))
+    except (TypeError, ValueError):
+        return False
+
+
+def _shown(categories: Any, most: int = 4) -> str:
+    items = [repr(c) if isinstance(c, str) else str(c) for c in list(categories)[:most]]
+    return ", ".join(items) + (", …" if len(categories) > most else "")
 
 
 @dataclass(frozen=True)
@@ -50,6 +101,12 @@ class ValidationReport:
     @property
     def valid_rows(self) -> int:
         return self.rows - self.invalid_rows
+
+    def explained(self, domain: "Domain") -> "ValidationReport":
+        """The report with a :func:`type_hint` on each issue where one is telling."""
+        issues = tuple(replace(i, hint=type_hint(domain[i.column], i.problem, i.examples)) if i.column in domain else i
+                       for i in self.issues)
+        return replace(self, issues=issues)
 
     def summary(self) -> str:
         if self.missing_columns:

@@ -142,7 +142,9 @@ class Engine(ABC):
     def report(self) -> ValidationReport:
         """The check of every row against the domain (computed once)."""
         if self._report is None:
-            self._report = self._validate()
+            # Hints (numbers against text categories) are added here, from the domain and the
+            # examples alone, so that every backend gives the same report.
+            self._report = self._validate().explained(self.domain)
         return self._report
 
     def ensure_valid(self) -> ValidationReport:
@@ -185,11 +187,11 @@ class Engine(ABC):
         """The same data read against ``domain``: the same columns, kinds and bounds, other bins.
 
         Bins never decide which rows are valid (missing values, wrong types and values outside
-        the bounds do), so the new engine keeps exactly these rows.
+        the bounds do, or clipping), so the new engine keeps exactly these rows.
         """
         if domain == self.domain:
             return self
-        same = lambda d: [(c.name, c.kind, c.lower, c.upper, c.categories) for c in d.columns]  # noqa: E731
+        same = lambda d: [(c.name, c.kind, c.lower, c.upper, c.categories, c.clip) for c in d.columns]  # noqa: E731
         if same(domain) != same(self.domain):
             raise ValueError("rebinned() changes bins only, never columns, kinds or bounds")
         return self._reopen(domain)

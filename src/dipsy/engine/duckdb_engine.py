@@ -155,10 +155,11 @@ class DuckDBEngine(Engine):
         # pandas would read them; rows invalid in any column in scope are left out.
         scope = self.domain.columns
         index = {c.name: j for j, c in enumerate(scope)}
-        select = [f"k{index[n]}" if self.domain[n].is_categorical else f"x{index[n]}" for n in names]
+        select = [f"k{index[n]}" if self.domain[n].is_categorical else _clipped(self.domain[n], f"x{index[n]}") for n in names]
         where = " AND ".join(f"k{j} >= 0" for j in range(len(scope)))
-        result = self._run(f"SELECT {', '.join(select)} FROM ({self._codes_sql(scope, keep=True)}) WHERE {where}").fetchnumpy()
-        return {n: np.asarray(result[s], dtype=np.int64 if self.domain[n].is_categorical else float) for n, s in zip(names, select)}
+        aliases = ", ".join(f"{s} AS v{i}" for i, s in enumerate(select))
+        result = self._run(f"SELECT {aliases} FROM ({self._codes_sql(scope, keep=True)}) WHERE {where}").fetchnumpy()
+        return {n: np.asarray(result[f"v{i}"], dtype=np.int64 if self.domain[n].is_categorical else float) for i, n in enumerate(names)}
 
     def _reopen(self, domain: Domain) -> "DuckDBEngine":
         return DuckDBEngine(self.path, domain, self.on_invalid)
@@ -550,7 +551,12 @@ class DuckDBEngine(Engine):
                 found = f"CASE {v} " + " ".join(f"WHEN {_double(d)} THEN {k}" for k, d in keys) + " END" if keys else "NULL"
             arms.append(f"ELSE coalesce({found}, {_OUTSIDE})")
         else:
-            arms.append(f"WHEN NOT ({v} >= {_double(column.lower)} AND {v} <= {_double(column.upper)}) THEN {_OUTSIDE}")
+            if column.clip:
+                # Top/bottom-coding: no value is outside; the code is that of the nearest bound. A
+                # bin found by search (``binned``) already is: below lower is bin 0, above upper the last.
+                v = _clipped(column, v)
+            else:
+                arms.append(f"WHEN NOT ({v} >= {_double(column.lower)} AND {v} <= {_double(column.upper)}) THEN {_OUTSIDE}")
             if binned is not None:
                 code = binned
             elif column.bins is not None:
@@ -710,6 +716,14 @@ def _text(s: str) -> str:
 def _any_of(r: str, items: tuple[str, ...]) -> str:
     """``r IN (items)`` as equalities: DuckDB runs a long IN list as a join, far slower here."""
     return "(" + " OR ".join(f"{r} = {_text(s)}" for s in items) + ")"
+
+
+def _clipped(column: Column, x: str) -> str:
+    """The number ``x`` (never NULL here: DuckDB's greatest and least skip NULLs) set to the nearest
+    bound when the column is clipped, as the codec's ``clipped`` does; otherwise ``x``."""
+    if not column.clip:
+        return x
+    return f"least(greatest({x}, {_double(column.lower)}), {_double(column.upper)})"
 
 
 def _double(x: float) -> str:

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from ..domain import Domain, ValidationReport, encode_frame, valid_rows
+from ..domain.codec import numbers
 from ..errors import DataError
 from .base import Engine
 
@@ -45,7 +46,7 @@ class NumpyEngine(Engine):
             if self.domain[name].is_categorical:
                 out[name] = self._codes[name].astype(np.int64)
             else:
-                out[name] = pd.to_numeric(self.frame[name], errors="coerce").to_numpy(dtype=float, na_value=np.nan)[self._valid]
+                out[name] = numbers(self.frame[name], self.domain[name])[self._valid]  # clipped, if the domain says so
         return out
 
     def _cell_counts(self, names: tuple[str, ...], shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:

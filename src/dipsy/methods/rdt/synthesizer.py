@@ -78,7 +78,7 @@ from ...privacy.samplers import to_fraction
 from ...privacy.session import Session
 from ..base import Model, Option, Plan, Synthesizer, whole
 from .features import Features, codes_of, grouping
-from .trees import Tree, grow_public, grow_random, leaf_distributions
+from .trees import Tree, distributions_and_sources, grow_public, grow_random
 
 COMBINE = ("average", "random-tree")
 #: S-004's defaults: n_B = 1000, six node attributes (depth 6), five trees.
@@ -223,7 +223,16 @@ class RandomDecisionTrees(Synthesizer):
     # -- what is public, and what is measured --------------------------------------------------------
 
     def roles(self, domain: Domain) -> Roles:
-        """The public and sensitive columns, checked against the domain (before anything is read)."""
+        """The public and sensitive columns, checked against the domain (before anything is read).
+
+        The domain's ``role`` decides them when no option does: rdt is the one method for which a
+        column's role changes what is released (its public columns are released as they are), so
+        the role is read, not ignored. When the domain declares any column public, the sensitive
+        columns are those it declares sensitive and the public ones those it declares public, and
+        neither option may move a column across (a column declared sensitive is never released as
+        it is). A domain that declares no column public (every column has the default role) says
+        nothing: then ``sensitive=`` is required and the other columns are public.
+        """
         s = self.settings
         unknown = [c for c in (*s.get("sensitive", ()), *s.get("public", ())) if c not in domain]
         if unknown:
@@ -242,10 +251,21 @@ class RandomDecisionTrees(Synthesizer):
         if declared:
             raise DipsyError(f"the column {declared[0]!r} is named sensitive, and the domain declares it public",
                              "fix its role in the domain file, or leave it out of sensitive=")
-        public = s.get("public") or tuple(c for c in domain.names if c not in sensitive)
+        uses_roles = any(c.role == "public" for c in domain.columns)
+        if uses_roles:
+            protected = [c for c in s.get("public", ()) if domain[c].role == "sensitive"]
+            if protected:
+                raise DipsyError(f"the column {protected[0]!r} is named public (released as it is), and the domain declares it sensitive",
+                                 "fix its role in the domain file, or leave it out of public=")
+            public = s.get("public") or tuple(c.name for c in domain.columns if c.role == "public")
+        else:
+            public = s.get("public") or tuple(c for c in domain.names if c not in sensitive)
         rest = [c for c in domain.names if c not in public and c not in sensitive]
         if rest:
-            raise DipsyError(f"the column {rest[0]!r} is neither public nor sensitive", "pass --columns with just the public and sensitive ones")
+            why = (f" (the domain declares it {domain[rest[0]].role}, and the options leave it out: rdt would neither "
+                   "synthesize nor release it)") if uses_roles else ""
+            raise DipsyError(f"the column {rest[0]!r} is neither public nor sensitive{why}",
+                             "name it in sensitive=, or pass --columns with just the public and sensitive ones")
         if not sensitive or not public:
             raise DipsyError("rdt needs at least one public and one sensitive column", "see --option public= and sensitive=")
         for c in sensitive:
@@ -313,10 +333,12 @@ class RandomDecisionTrees(Synthesizer):
         leaf_min = 0 if s["structure"] == "random" else s.get("leaf_min", DEFAULTS["leaf_min"])
         E, S = s.get("trees", DEFAULTS["trees"]), len(roles.sensitive)
         sd = math.sqrt(discrete_laplace_variance(plan.measurements[-1].mechanism.scale))  # one scale for every tree
-        dists = [leaf_distributions(tree, c.reshape(len(tree.leaves), -1), leaf_min, sd) for tree, c in zip(trees, noisy)]
+        done = [distributions_and_sources(tree, c.reshape(len(tree.leaves), -1), leaf_min, sd) for tree, c in zip(trees, noisy)]
+        dists = [d for d, _ in done]
+        own = [int((sources == tree.leaves).sum()) for tree, (_, sources) in zip(trees, done)]
         shape = lambda xs: tuple(tuple(tuple(xs[(k * S + j) * E + t] for t in range(E)) for j in range(S)) for k in range(self.sets))  # noqa: E731
         return TreesModel(session.domain, roles, self.features, shape(trees), shape(dists), dict(targets),
-                          s.get("combine", "average"), self.sets)
+                          s.get("combine", "average"), self.sets, shape(own))
 
     # -- the plan's parts -----------------------------------------------------------------------------
 
@@ -451,10 +473,38 @@ class TreesModel(Model):
     targets: dict[str, np.ndarray]
     combine: str
     charged: int
+    #: Per tree (same nesting): how many leaves kept their own distribution (post-processing).
+    own_leaves: tuple = ()
 
     @property
     def sets(self) -> int:
         return self.charged
+
+    def choices(self) -> dict[str, Any]:
+        """The trees of each sensitive column, summarised for release.json.
+
+        Only public quantities and post-processing of noisy ones: the structure (trees, depth,
+        leaves, which attributes split how often) is grown from public inputs and a public seed;
+        how many leaves kept their own distribution, rather than an ancestor's, follows from the
+        noisy leaf counts and the structure file's public counts. No true count appears.
+        """
+        summary = {}
+        for j, label in enumerate(self.roles.sensitive):
+            trees = [t for k in range(self.sets) for t in self.trees[k][j]]
+            splits: dict[str, int] = {}
+            for tree in trees:
+                for name, times in tree.summary()["splits"].items():
+                    splits[name] = splits.get(name, 0) + times
+            summary[label] = {
+                "trees": len(trees),
+                "split_attributes": list(self.features[j].columns),
+                "splits": dict(sorted(splits.items(), key=lambda item: (-item[1], item[0]))),
+                "depth_per_tree": [int(t.depth.max()) for t in trees],
+                "leaves_per_tree": [int(len(t.leaves)) for t in trees],
+            }
+            if self.own_leaves:
+                summary[label]["leaves_with_own_distribution"] = [n for k in range(self.sets) for n in self.own_leaves[k][j]]
+        return {"tree_summary": summary}
 
     def sample(self, k: int, rand: Randomness) -> pd.DataFrame:
         rows = len(next(iter(self.targets.values())))

@@ -230,6 +230,18 @@ def leaf_distributions(tree: Tree, noisy: np.ndarray, leaf_min: float, sd: float
     >>> leaf_distributions(t, np.array([[3, -2], [0, 0]]), leaf_min=0).tolist()
     [[1.0, 0.0], [1.0, 0.0]]
     """
+    return distributions_and_sources(tree, noisy, leaf_min, sd)[0]
+
+
+def distributions_and_sources(tree: Tree, noisy: np.ndarray, leaf_min: float, sd: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`leaf_distributions`, and for each leaf the node whose counts it took (itself, or the
+    nearest qualifying ancestor): post-processing of the noisy counts and the public structure, so
+    how many leaves kept their own is public (release.json states it; see ``TreesModel.choices``).
+
+    >>> t = grow_public(("a",), [2], [1.0], np.array([[0.0], [1.0], [1.0]]), 1.0, 1, 1, np.random.default_rng(0))
+    >>> distributions_and_sources(t, np.array([[3, -2], [0, 0]]), leaf_min=0)[1].tolist()
+    [1, 0]
+    """
     labels = noisy.shape[1]
     counts = np.zeros((tree.nodes, labels))
     cells = np.zeros(tree.nodes)
@@ -246,4 +258,4 @@ def leaf_distributions(tree: Tree, noisy: np.ndarray, leaf_min: float, sd: float
         use[v] = v if own[v] else use[tree.parent[v]]
     chosen = project(counts[use[leaves]])
     sums = chosen.sum(axis=1, keepdims=True)
-    return np.where(sums > 0, chosen / np.where(sums > 0, sums, 1), 1 / labels)
+    return np.where(sums > 0, chosen / np.where(sums > 0, sums, 1), 1 / labels), use[leaves]

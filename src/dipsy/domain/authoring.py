@@ -1,0 +1,380 @@
+"""Writing a domain: a skeleton from a data file's metadata, every value left for the steward.
+
+``dipsy domain init DATA`` writes the skeleton of a domain file for DATA: its column names and,
+where the file declares them, its column types; every category list, bound and bin is the
+placeholder ``TODO``, which :meth:`~dipsy.domain.Domain.load` refuses with each one named, so a
+skeleton is never synthesized from.
+
+Nothing is read from the data's values (design rule 1: the domain is public input). Of a CSV file
+only the header line is read — its types would have to be inferred by parsing values, and a kind
+guessed from them (are all incomes whole?) is a fact about the confidential data that the domain,
+which every release carries, would then publish; so the steward declares each kind. Of a Parquet
+file only the schema is read (the footer: names and declared types, never the statistics it may
+also hold), and the kind follows the declared type.
+
+``--from-public FILE`` fills categories (the sorted distinct values) and bounds (least and
+greatest values) from a file the steward declares public — a previous public release, a codebook
+— read in full, since it is public; the domain records the file's name and SHA-256. Bins stay
+for the steward: they are a modelling choice (see 'Writing a domain' in the README).
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import hashlib
+import itertools
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..engine.duckdb_engine import _dedup_names, _file_format, _fix, _reason
+from ..errors import DataError, DipsyError
+from .domain import TODO
+from .limits import MAX_CODES
+
+#: The note on kinds a CSV skeleton carries (no type is read from a CSV file).
+KIND_CHOICES = "categorical, ordinal, integer or numeric"
+
+
+@dataclass(frozen=True)
+class Skeleton:
+    """A domain file's text, and what it leaves to fill.
+
+    ``columns`` are the data's column names in order; ``todos`` counts the placeholders;
+    ``public`` is the name of the public file values came from (None: none did).
+    """
+
+    text: str
+    columns: tuple[str, ...]
+    todos: int
+    public: str | None = None
+
+
+def init_domain(data: str | Path, public: str | Path | None = None) -> Skeleton:
+    """The skeleton of a domain file for ``data`` (CSV or Parquet), from its metadata only.
+
+    Parameters
+    ----------
+    data
+        The confidential data file. Of a CSV file only the header is read; of a Parquet file
+        only the schema (names and declared types). No value of it is read or written.
+    public
+        A file the steward declares public (CSV or Parquet): categories and bounds are filled
+        from it, and its name and SHA-256 recorded in the domain's description.
+
+    Returns
+    -------
+    Skeleton
+        The YAML text (with comments that say what to fill and how), the columns, and how many
+        ``TODO`` placeholders it holds.
+
+    >>> import tempfile, os
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     p = os.path.join(tmp, "d.csv")
+    ...     _ = open(p, "w").write("Sex,Income\\nF,73519.25\\n")
+    ...     s = init_domain(p)
+    >>> s.columns, s.todos, "73519" in s.text
+    (('Sex', 'Income'), 10, False)
+    """
+    data = Path(data)
+    fmt = _checked_format(data, "data file")
+    columns = _csv_header(data) if fmt == "csv" else _parquet_schema(data)
+    facts, digest = {}, None
+    if public is not None:
+        public = Path(public)
+        facts = _public_facts(public, [name for name, _, _ in columns])
+        digest = _sha256(public)
+    lines = _header(data, fmt, public, digest)
+    todos = 0
+    for name, kind, declared in columns:
+        block, count = _column(name, kind, declared, facts.get(name), public is not None)
+        lines += block
+        todos += count
+    return Skeleton("\n".join(lines) + "\n", tuple(n for n, _, _ in columns), todos, public.name if public else None)
+
+
+def write_skeleton(skeleton: Skeleton, path: str | Path, overwrite: bool = False) -> Path:
+    """Write ``skeleton`` to ``path`` atomically (a temporary file beside it, then a rename).
+
+    An existing file is refused unless ``overwrite``: a domain someone has filled in is work
+    that a second ``init`` must not silently lose. A failure leaves nothing behind.
+    """
+    path = Path(path)
+    check_target(path, overwrite)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as e:
+        raise DipsyError(f"cannot write into {str(path.parent)!r} ({e.strerror})", "choose a writable --out") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(skeleton.text)
+        from ..release import _umask  # read without changing it (the release's own files get the same)
+
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def check_target(path: str | Path, overwrite: bool = False) -> None:
+    """Refuse a target that is a folder, is not a .yaml/.yml file, or exists (unless ``overwrite``)."""
+    path = Path(path)
+    if path.is_dir():
+        raise DipsyError(f"--out {str(path)!r} is a folder", f"pass --out with a file path, e.g. {path / 'domain.yaml'}")
+    if path.suffix.lower() not in (".yaml", ".yml"):
+        raise DipsyError(f"--out {str(path)!r} does not end in .yaml or .yml", "name the domain file e.g. domain.yaml")
+    if (path.exists() or path.is_symlink()) and not overwrite:
+        raise DipsyError(f"{str(path)!r} already exists", "choose another --out, or pass --overwrite to replace it")
+
+
+# -- the data's metadata -----------------------------------------------------------------------------
+
+
+def _checked_format(path: Path, what: str) -> str:
+    try:
+        fmt = _file_format(path)
+    except DataError as e:
+        raise DataError(e.problem.replace("data file", what, 1), e.fix) from None
+    if not path.exists():
+        raise DataError(f"{what} {str(path)!r} does not exist", f"check the path of the {what}")
+    if not path.is_file():
+        raise DataError(f"{what} {str(path)!r} is not a file", "pass the path of a CSV or Parquet file")
+    return fmt
+
+
+def _csv_header(path: Path) -> list[tuple[str, str | None, str | None]]:
+    """The header's names as the engines read them (blank lines before it skipped, blank names
+    'Unnamed: i', repeats 'a.1'). Lines are read and decoded one at a time, and only until the
+    header's record ends (one line, unless a quoted name holds a line break): no value is read."""
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+
+    def decoded(lines):
+        for k, line in enumerate(lines):
+            yield (line.removeprefix(b"\xef\xbb\xbf") if k == 0 else line).decode("utf-8")
+
+    try:
+        with opener(path, "rb") as f:
+            lines = decoded(f)
+            for line in lines:
+                if line.strip(" \t\r\n"):
+                    names = next(csv.reader(itertools.chain([line], lines)))
+                    return [(name, None, None) for name in _dedup_names(names)]
+    except (OSError, UnicodeDecodeError, csv.Error, EOFError) as e:
+        raise DataError(f"cannot read the header of CSV file {str(path)!r}: {_reason(e)}", _fix("csv")) from None
+    raise DataError(f"CSV file {str(path)!r} has no header row", "write the column names on its first line")
+
+
+def _parquet_schema(path: Path) -> list[tuple[str, str | None, str | None]]:
+    """Names and declared types from the schema (the file's footer); pandas' stored index, which
+    the engines do not read as a column, is left out."""
+    try:
+        schema = pq.read_schema(path)
+    except (OSError, pa.ArrowException) as e:
+        raise DataError(f"cannot read Parquet file {str(path)!r}: {_reason(e)}", _fix("parquet")) from None
+    index = {c for c in (schema.pandas_metadata or {}).get("index_columns", []) if isinstance(c, str)}
+    names = [f.name for f in schema if f.name not in index]
+    if len(set(names)) < len(names):
+        twice = sorted({n for n in names if names.count(n) > 1})
+        raise DataError(f"the columns of {str(path)!r} name {', '.join(map(repr, twice))} more than once",
+                        "give each column of the data a distinct name")
+    return [(f.name, _kind_of(f.type), str(f.type)) for f in schema if f.name not in index]
+
+
+def _kind_of(dtype: pa.DataType) -> str | None:
+    """The kind a declared Parquet type implies, or None when the steward must choose."""
+    if pa.types.is_dictionary(dtype):
+        dtype = dtype.value_type
+    if pa.types.is_boolean(dtype):
+        return "boolean"
+    if pa.types.is_integer(dtype):
+        return "integer"
+    if pa.types.is_floating(dtype) or pa.types.is_decimal(dtype):
+        return "numeric"
+    if pa.types.is_string(dtype) or pa.types.is_large_string(dtype) or getattr(pa.types, "is_string_view", lambda t: False)(dtype):
+        return "categorical"
+    return None
+
+
+# -- a public file's facts ----------------------------------------------------------------------------
+
+
+def _public_facts(path: Path, names: list[str]) -> dict[str, dict[str, Any]]:
+    """For each column of ``names`` the public file holds: its kind and categories or bounds."""
+    fmt = _checked_format(path, "public file")
+    try:  # public data: read whole, as the methods read public files
+        frame = pd.read_csv(path) if fmt == "csv" else pd.read_parquet(path)
+    except (OSError, ValueError, pa.ArrowException) as e:
+        raise DataError(f"cannot read the public file {str(path)!r} ({_reason(e)})", "pass a CSV or Parquet file") from None
+    shared = [n for n in names if n in frame.columns]
+    if not shared:
+        raise DataError(f"the public file {path.name!r} has none of the data's columns ({', '.join(names[:5])}{', …' if len(names) > 5 else ''})",
+                        "pass a public file whose columns are named as the data's")
+    return {name: _facts(frame[name]) for name in shared}
+
+
+def _facts(values: pd.Series) -> dict[str, Any]:
+    """Kind and categories (sorted distinct values) or bounds (least, greatest) of a public column."""
+    if isinstance(values, pd.DataFrame):  # a name the public file repeats
+        return {"problem": "the public file names this column more than once"}
+    present = values.dropna()
+    if len(present) == 0:
+        return {"problem": "the public file holds no value of this column"}
+    if pd.api.types.is_bool_dtype(present.dtype):
+        return {"kind": "categorical", "categories": ["False", "True"]}
+    if pd.api.types.is_numeric_dtype(present.dtype):
+        v = present.to_numpy(dtype=float)
+        v = v[np.isfinite(v)]
+        if v.size == 0:
+            return {"problem": "the public file holds no finite value of this column"}
+        whole = bool(np.all(v == np.floor(v)) and np.all(np.abs(v) < 2**53))
+        lower, upper = (int(v.min()), int(v.max())) if whole else (float(v.min()), float(v.max()))
+        distinct = np.unique(v)
+        facts = {"kind": "integer" if whole else "numeric", "lower": lower, "upper": upper,
+                 "categories": [int(x) if whole else float(x) for x in distinct] if distinct.size <= MAX_CODES else None}
+        if lower == upper:
+            facts["problem"] = f"the public file holds the single value {_scalar(lower)}: bounds need lower < upper"
+        return facts
+    texts = sorted({str(x) for x in present})
+    if len(texts) > MAX_CODES:
+        return {"problem": f"the public file holds {len(texts):,} distinct values, more than the {MAX_CODES:,} a column may have"}
+    return {"kind": "categorical", "categories": texts}
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+# -- the text -----------------------------------------------------------------------------------------
+
+
+def _header(data: Path, fmt: str, public: Path | None, digest: str | None) -> list[str]:
+    if fmt == "csv":
+        source = (f"# Domain skeleton for {data.name}, written by 'dipsy domain init' from its header line only:\n"
+                  "# no value of the data was read, so every kind is TODO as well.")
+    else:
+        source = (f"# Domain skeleton for {data.name}, written by 'dipsy domain init' from its Parquet schema only\n"
+                  "# (column names and declared types): no value of the data was read.")
+    lines = source.splitlines() + [
+        "# Fill every TODO from public knowledge (a codebook, a previous public release, the survey's",
+        "# documentation), never from the confidential data: the domain is published with every release.",
+        "# dipsy refuses this file, naming each TODO, until none is left; delete the lines that do not",
+        "# apply to a column's kind.",
+        "#",
+        "# kind: categorical (listed categories) | ordinal (categories in order) | integer (whole numbers",
+        "#   in [lower, upper]) | numeric (real numbers in [lower, upper]; bins to count them).",
+        "# categories: quote text, above all yes/no, on/off, true/false and codes with leading zeros:",
+        "#   ['yes', 'no'], ['01', '02']. Unquoted, YAML reads yes as a boolean and 010 as the number 8.",
+        "# bins: a count (equal widths) or edges from lower to upper; for a skewed column (wages,",
+        "#   incomes) log-spaced edges, e.g. [0, 1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000]",
+        "#   with clip: true at the top.",
+        "# clip: true sets values outside [lower, upper] to the nearest bound (top/bottom-coding); the",
+        "#   release states it. Without it such values are errors.",
+        "# role: sensitive (the default) or public. Only rdt reads it (its public attributes, released as",
+        "#   they are); every other method protects every released column alike.",
+    ]
+    if public is not None:
+        lines += ["#",
+                  f"# Categories and bounds come from the public file {public.name}, its distinct values and its",
+                  "# least and greatest values (SHA-256 of the file, recorded in the description:",
+                  f"# {digest}). Check them: a public sample's range may be narrower than the",
+                  "# confidential data's (rows outside are errors unless clip: true)."]
+    lines.append("")
+    if public is not None:
+        lines.append("description: " + _scalar(f"categories and bounds from the public file {public.name} (SHA-256 {digest}), "
+                                              "by dipsy domain init"))
+    lines.append("columns:")
+    return lines
+
+
+def _column(name: str, kind: str | None, declared: str | None, facts: dict[str, Any] | None,
+            from_public: bool) -> tuple[list[str], int]:
+    """One column's entry and its number of TODOs."""
+    out = [f"  {_scalar(name)}:"]
+    todos = 0
+
+    def field(key: str, value: str, note: str = "") -> None:
+        nonlocal todos
+        todos += value == TODO
+        text = f"    {key}: {value}"
+        out.append(f"{text:<34}# {note}" if note else text)
+
+    problem = None
+    if from_public:
+        if facts is None:
+            problem = "not in the public file"
+        elif "problem" in facts:
+            problem = facts["problem"]
+    if problem:
+        out.append(f"    # {problem}")
+    usable = facts if facts is not None and not problem else None
+    if kind == "boolean":
+        field("kind", "categorical", f"the schema's type ({declared}): its two values, as text")
+        field("categories", "['False', 'True']")
+    elif kind is None and usable is None:
+        field("kind", TODO, KIND_CHOICES + (f" (the schema's type, {declared}, has no kind)" if declared else ""))
+        field("categories", TODO, "categorical or ordinal: the list, e.g. [1, 2] or ['yes', 'no']")
+        field("lower", TODO, "integer or numeric: the public least value")
+        field("upper", TODO, "integer or numeric: the public greatest value")
+        field("bins", TODO, "numeric: a count or edges; optional for integer")
+        out.append(f"{'    # clip: true':<34}# integer or numeric: top/bottom-coding at lower, upper")
+    else:
+        chosen = kind or usable["kind"]
+        why = f"the schema's type ({declared})" if kind else "the public file's values"
+        if kind == "integer" and usable is not None and usable["kind"] == "numeric":
+            usable, problem = None, "the public file's values are not whole numbers"
+            out.append(f"    # {problem}")
+        if chosen == "categorical":
+            cats = None if usable is None else usable.get("categories")
+            field("kind", "categorical", f"from {why}; or ordinal, categories in order")
+            if usable is not None and cats is None:
+                out.append("    # the public file holds too many distinct values to list")
+            field("categories", TODO if cats is None else "[" + ", ".join(_scalar(c) for c in cats) + "]",
+                  "" if cats is not None else "the list, e.g. [1, 2] or ['yes', 'no']")
+        else:
+            if kind and usable is not None and usable["kind"] == "categorical":
+                usable = None
+                out.append("    # the public file's values are not numbers")
+            field("kind", chosen, f"from {why}" + ("; or categorical, if the numbers are codes" if chosen == "integer" else ""))
+            field("lower", TODO if usable is None else _scalar(usable["lower"]), "" if usable else "the public least value")
+            field("upper", TODO if usable is None else _scalar(usable["upper"]), "" if usable else "the public greatest value")
+            if chosen == "numeric":
+                field("bins", TODO, "a count or edges; log-spaced if skewed")
+            else:
+                out.append(f"{'    # bins: 10':<34}# optional: a count or edges")
+            out.append(f"{'    # clip: true':<34}# top/bottom-coding at lower, upper")
+    field("role", "sensitive", "or public (read by rdt only)")
+    return out, todos
+
+
+def _scalar(x: Any) -> str:
+    """A YAML scalar that reads back as ``x``: text always quoted, numbers plain."""
+    if isinstance(x, (bool, np.bool_)):
+        return "true" if x else "false"
+    if isinstance(x, (int, np.integer)):
+        return str(int(x))
+    if isinstance(x, (float, np.floating)):
+        x = float(x)
+        if x.is_integer() and abs(x) < 2**53:
+            return f"{x:.1f}"
+        return repr(x) if math.isfinite(x) else (".inf" if x > 0 else "-.inf" if x < 0 else ".nan")
+    text = str(x)
+    if text.isprintable():
+        return "'" + text.replace("'", "''") + "'"
+    return json.dumps(text, ensure_ascii=False)  # a JSON string is a YAML double-quoted scalar
+
