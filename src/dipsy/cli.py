@@ -295,15 +295,27 @@ def domain_init(data: Path, out_path: Path, public: Path | None, overwrite: bool
     out.print(f"wrote {out_path}: {len(skeleton.columns)} columns{filled}; {left}", markup=False)
 
 
+_RELEASE_CHOICES = (
+    click.option("--domain", "domain_path", required=True, type=click.Path(path_type=Path), help="Domain file (YAML or JSON)."),
+    click.option("--method", default="dirichlet-multinomial", show_default=True, help="Synthesis method (see 'dipsy methods')."),
+    click.option("--epsilon", default=None, help="Total privacy budget ε of the release (all sets together)."),
+    click.option("--delta", default=None, help="δ of an (ε, δ) budget, for zCDP and (ε, δ) methods (e.g. privsyn, dpsyn)."),
+    click.option("--rho", default=None, help="A ρ-zCDP budget instead of --epsilon/--delta, for zCDP methods."),
+    click.option("--sets", default=1, show_default=True, type=click.IntRange(min=1), help="Number of synthetic sets m (each ε/m)."),
+    click.option("--columns", multiple=True, help="Columns to synthesize (comma-separated or repeated); default all."),
+)
+
+
+def _release_choices(command: Callable) -> Callable:
+    """The options that say what a release is: ``synth`` takes them, and ``plan`` that forecasts it."""
+    for option in reversed(_RELEASE_CHOICES):
+        command = option(command)
+    return command
+
+
 @cli.command()
 @click.argument("data", type=click.Path(path_type=Path))
-@click.option("--domain", "domain_path", required=True, type=click.Path(path_type=Path), help="Domain file (YAML or JSON).")
-@click.option("--method", default="dirichlet-multinomial", show_default=True, help="Synthesis method (see 'dipsy methods').")
-@click.option("--epsilon", default=None, help="Total privacy budget ε of the release (all sets together).")
-@click.option("--delta", default=None, help="δ of an (ε, δ) budget, for zCDP and (ε, δ) methods (e.g. privsyn, dpsyn).")
-@click.option("--rho", default=None, help="A ρ-zCDP budget instead of --epsilon/--delta, for zCDP methods.")
-@click.option("--sets", default=1, show_default=True, type=click.IntRange(min=1), help="Number of synthetic sets m (each ε/m).")
-@click.option("--columns", multiple=True, help="Columns to synthesize (comma-separated or repeated); default all.")
+@_release_choices
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed for reproducibility (recorded); default from the OS.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="parquet", show_default=True)
 @click.option("--option", "options", multiple=True, metavar="NAME=VALUE", help="Method option, e.g. alpha=10 (repeatable).")
@@ -422,13 +434,7 @@ def _print_forecast(forecast: dict | None) -> None:
 
 @cli.command("plan")
 @click.argument("data", type=click.Path(path_type=Path), required=False)
-@click.option("--domain", "domain_path", required=True, type=click.Path(path_type=Path), help="Domain file (YAML or JSON).")
-@click.option("--method", default="dirichlet-multinomial", show_default=True, help="Synthesis method (see 'dipsy methods').")
-@click.option("--epsilon", default=None, help="Total privacy budget ε of the release.")
-@click.option("--delta", default=None, help="δ of an (ε, δ) budget.")
-@click.option("--rho", default=None, help="A ρ-zCDP budget instead of --epsilon/--delta.")
-@click.option("--sets", default=1, show_default=True, type=click.IntRange(min=1), help="Number of synthetic sets m.")
-@click.option("--columns", multiple=True, help="Columns to synthesize (comma-separated or repeated); default all.")
+@_release_choices
 @click.option("--option", "options", multiple=True, metavar="NAME=VALUE", help="Method option (repeatable).")
 @click.option("--neighbouring", type=click.Choice(list(NEIGHBOURINGS)), default=None, help="Neighbouring relation, for methods private under either.")
 @click.option("--on-invalid", type=click.Choice(["error", "drop"]), default="error", show_default=True)

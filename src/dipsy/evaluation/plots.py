@@ -373,14 +373,7 @@ def numeric_ecdfs(original: pd.DataFrame, tables: Sequence[pd.DataFrame], name: 
             if syn.size:
                 _ecdf(ax, syn, set_colour(k), f"set {k + 1}", lw=1.0)
         lo, hi = np.quantile(orig, [0.005, 0.995])
-        if hi > lo:
-            pad = 0.03 * (hi - lo)
-            ax.set_xlim(lo - pad, hi + pad)
-        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: short_number(v)))
-        ax.set_ylim(0, 1.01)
-        ax.set_xlabel(f"{name} (central 99% of the original)")
-        ax.set_ylabel("share of rows ≤ x")
-        _legend_above(ax)
+        _ecdf_frame(ax, name, lo, hi, log=False)
         return to_data_uri(fig)
 
 
@@ -403,17 +396,22 @@ def release_ecdfs(original: np.ndarray, releases: Sequence[tuple[str, Sequence[n
                 if values.size:
                     _ecdf(ax, values, set_colour(k), label if j == 0 else None, lw=1.3 if j == 0 else 0.6)
         _ecdf(ax, original, ORIGINAL, "original", lw=1.6, style="--")  # last, so no release hides it
-        if log:
-            ax.set_xscale("log")
-            ax.set_xlim(lo / 1.5, hi * 1.5)
-        elif hi > lo:
-            ax.set_xlim(lo - 0.03 * (hi - lo), hi + 0.03 * (hi - lo))
-        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: short_number(v)))
-        ax.set_ylim(0, 1.01)
-        ax.set_xlabel(f"{name} (central 99% of the original{', log scale' if log else ''})")
-        ax.set_ylabel("share of rows ≤ x")
-        _legend_above(ax)
+        _ecdf_frame(ax, name, lo, hi, log)
         return to_data_uri(fig)
+
+
+def _ecdf_frame(ax: Any, name: str, lo: float, hi: float, log: bool) -> None:
+    """Axes of an ECDF plot: x over [lo, hi] (the original's central 99%), padded; labels; legend."""
+    if log:
+        ax.set_xscale("log")
+        ax.set_xlim(lo / 1.5, hi * 1.5)
+    elif hi > lo:
+        ax.set_xlim(lo - 0.03 * (hi - lo), hi + 0.03 * (hi - lo))
+    ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: short_number(v)))
+    ax.set_ylim(0, 1.01)
+    ax.set_xlabel(f"{name} (central 99% of the original{', log scale' if log else ''})")
+    ax.set_ylabel("share of rows ≤ x")
+    _legend_above(ax)
 
 
 def _legend_above(ax: Any) -> None:
