@@ -32,10 +32,11 @@ np-dips comparator (Laplace sanitizer on the counts + perturbed 2-D histograms p
 three marginal proportions, the mean of y1 in three cells and the within-cell correlation ρ; design
 choices at ``study3_scenario`` (the comment block above ``N3``).
 
-Writes ``build/bench/bowen_liu/study{1,2,3}.json`` and one PNG per study and metric. ``--reps 5000`` is the
-paper's scale; the default is small enough for a minute or two.
+Writes ``study{1,2,3}.json`` and one PNG per study and metric into ``--out`` (default
+``build/bench/bowen_liu``). ``--reps 5000`` is the paper's scale; the default is small enough for a minute
+or two.
 
-Usage: python benchmarks/bowen_liu.py [--reps 200] [--seed 2016]
+Usage: python benchmarks/bowen_liu.py [--reps 200] [--seed 2016] [--out DIR]
 """
 
 from __future__ import annotations
@@ -406,25 +407,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=200)
     parser.add_argument("--seed", type=int, default=2016)
+    parser.add_argument("--out", type=Path, default=OUT, metavar="DIR", help=f"folder for the JSON and PNG files (default {OUT})")
     args = parser.parse_args()
+    out = args.out
     rand = Randomness.from_seed(args.seed)
     results = {f"n={n}, theta={theta}": study1_scenario(n, theta, args.reps, rand) for n in NS for theta in THETAS}
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "study1.json").write_text(json.dumps({"reps": args.reps, "seed": args.seed, "results": results}, indent=1) + "\n")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "study1.json").write_text(json.dumps({"reps": args.reps, "seed": args.seed, "results": results}, indent=1) + "\n")
     for metric in ("bias", "rmse", "coverage", "width"):
-        plot(results, metric, OUT / f"study1_{metric}.png")
+        plot(results, metric, out / f"study1_{metric}.png")
     results2 = {f"n={n}, sigma={sigma}": study2_scenario(n, sigma, args.reps, rand) for n in NS2 for sigma in SIGMAS}
-    (OUT / "study2.json").write_text(json.dumps({"reps": args.reps, "seed": args.seed, "results": results2}, indent=1) + "\n")
+    (out / "study2.json").write_text(json.dumps({"reps": args.reps, "seed": args.seed, "results": results2}, indent=1) + "\n")
     for metric in ("bias", "rmse", "coverage", "width"):
-        plot(results2, metric, OUT / f"study2_{metric}.png", NS2, SIGMAS, "n={n}, sigma={c}", "σ", "Study 2 (normal, mean)")
-    print(f"study 1 (binary), {args.reps} repetitions; results in {OUT}")
+        plot(results2, metric, out / f"study2_{metric}.png", NS2, SIGMAS, "n={n}, sigma={c}", "σ", "Study 2 (normal, mean)")
+    print(f"study 1 (binary), {args.reps} repetitions; results in {out}")
     shown = (-8, -4, 0, 4)
     print(f"{'scenario':20}{'method':10}" + "".join(f"{'ln ε = ' + str(e):>15}" for e in shown) + "   (RMSE  coverage)")
     for scenario, methods in results.items():
         for name, rows in methods.items():
             by = {r["log_epsilon"]: r for r in rows}
             print(f"{scenario:20}{name:10}" + "".join(f"{by[e]['rmse']:>9.3f} {by[e]['coverage']:>5.2f}" for e in shown))
-    print(f"\nstudy 2 (normal, the mean); results in {OUT}")
+    print(f"\nstudy 2 (normal, the mean); results in {out}")
     shown2 = (-2, 0, 2, 4)
     print(f"{'scenario':20}{'method':16}" + "".join(f"{'ln ε = ' + str(e):>15}" for e in shown2) + "   (RMSE  coverage)")
     for scenario, methods in results2.items():
@@ -432,10 +435,10 @@ def main() -> None:
             by = {r["log_epsilon"]: r for r in rows}
             print(f"{scenario:20}{name:16}" + "".join(f"{by[e]['rmse']:>9.3f} {by[e]['coverage']:>5.2f}" for e in shown2))
     results3 = study3_scenario(args.reps, rand)
-    (OUT / "study3.json").write_text(json.dumps({"reps": args.reps, "seed": args.seed, "n": N3, "results": results3}, indent=1) + "\n")
+    (out / "study3.json").write_text(json.dumps({"reps": args.reps, "seed": args.seed, "n": N3, "results": results3}, indent=1) + "\n")
     for metric in ("bias", "rmse", "coverage", "width"):
-        plot(results3, metric, OUT / f"study3_{metric}.png", (N3,), tuple(results3), "{c}", "", "Study 3 (mixed)", (18, 3.6))
-    print(f"\nstudy 3 (mixed, n = {N3}); results in {OUT}")
+        plot(results3, metric, out / f"study3_{metric}.png", (N3,), tuple(results3), "{c}", "", "Study 3 (mixed)", (18, 3.6))
+    print(f"\nstudy 3 (mixed, n = {N3}); results in {out}")
     shown3 = (0, 2, 4, 6)
     print(f"{'estimand':20}{'method':8}" + "".join(f"{'ln ε = ' + str(e):>22}" for e in shown3) + "   (bias  RMSE  coverage)")
     for estimand, methods in results3.items():

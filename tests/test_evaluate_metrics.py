@@ -26,11 +26,11 @@ import dipsy
 from dipsy.domain import Column, Domain
 from dipsy.errors import DataError
 from dipsy.evaluation.marginals import BASELINE_FRACTIONS, kway_marginals, marginal_tvd
-from dipsy.evaluation.numeric import QUANTILES, ecdf_distances, numeric_summary
-from dipsy.evaluation.propensity import CART_CAVEAT, pmse, pmse_all
+from dipsy.evaluation.numeric import QUANTILES, binning_floor, ecdf_distances, numeric_summary, redraw_in_bins
+from dipsy.evaluation.propensity import CART_CAVEAT, MAX_DESIGN_COLUMNS, independent_columns, pmse, pmse_all
 from dipsy.evaluation.relationships import indicator_relationships, numeric_correlations
 
-from conftest import ROOT
+from conftest import CE_DATA, CE_DOMAIN, ROOT
 
 ADULT = ROOT / "tests" / "data" / "adult.csv"
 ADULT_DOMAIN = ROOT / "tests" / "data" / "adult-domain.json"
@@ -201,7 +201,58 @@ def test_numeric_summary_keys_means_and_quantiles():
     assert x["quantiles"] == list(QUANTILES)
     assert x["quantiles_original"] == pytest.approx(np.quantile([1, 2], QUANTILES).tolist())
     assert out["z"]["U_m"] == [0.0, 0.0] and plain(out)
+    assert x["floor"] is None and out["z"]["floor"] is None  # no bins, no binning floor
     assert numeric_summary(orig[["g"]], [syn[["g"]]], domain) == {}
+
+
+# -- the binning floor ----------------------------------------------------------------------------
+
+def test_binning_floor_by_hand():
+    # Bins [0, 10) and [10, 100]: rows 1, 2, 3 (mean 2, a uniform draw averages 5) and 20 (a
+    # uniform draw averages 55). Expected mean shift (3 (5 − 2) + (55 − 20)) / 4 = 11 on a mean of
+    # 6.5; the top bin alone moves it by 35 / 4.
+    column = Column("v", "numeric", lower=0, upper=100, bins=(0, 10, 100))
+    domain = Domain((column,))
+    x = np.array([1.0, 2.0, 3.0, 20.0])
+    redrawn = redraw_in_bins(pd.DataFrame({"v": x}), domain, seed=4)["v"].to_numpy()
+    assert np.all((redrawn[:3] >= 0) & (redrawn[:3] < 10)) and 10 <= redrawn[3] <= 100  # each stays in its bin
+    assert np.array_equal(redrawn, redraw_in_bins(pd.DataFrame({"v": x}), domain, seed=4)["v"].to_numpy())  # seeded
+    floor = binning_floor(x, redrawn, column, seed=4)
+    assert floor["expected_mean_shift"] == pytest.approx(11 / 6.5)
+    assert floor["mean_shift"] == pytest.approx(redrawn.mean() / 6.5 - 1)
+    top = floor["bins"][0]
+    assert (top["bin"], top["rows"], top["mean_original"], top["mean_uniform"]) == (1, 1, 20.0, 55.0)
+    assert top["shift"] == pytest.approx(35 / 4 / 6.5) and floor["bins"][1]["shift"] == pytest.approx(9 / 4 / 6.5)
+    assert floor["U_m"] == ecdf_distances(x, redrawn)[0] and floor["seed"] == 4 and plain(floor)
+    assert binning_floor(x, redrawn, Column("v", "numeric", lower=0, upper=100)) is None
+
+
+def test_binning_floor_of_integer_bins_uses_their_integers():
+    # Integer bins [0, 5) and [5, 9]: the uniform means are (0 + 4) / 2 and (5 + 9) / 2.
+    column = Column("k", "integer", lower=0, upper=9, bins=(0, 5, 9))
+    x = np.array([0.0, 0.0, 9.0, 9.0])
+    redrawn = redraw_in_bins(pd.DataFrame({"k": x}), Domain((column,)), seed=1)["k"].to_numpy()
+    assert np.all(redrawn == np.round(redrawn)) and np.all(redrawn[:2] <= 4) and np.all(redrawn[2:] >= 5)
+    floor = binning_floor(x, redrawn, column)
+    assert [b["mean_uniform"] for b in sorted(floor["bins"], key=lambda b: b["bin"])] == [2.0, 7.0]
+    assert floor["expected_mean_shift"] == pytest.approx((2 * (2 - 0) + 2 * (7 - 9)) / 4 / 4.5)
+
+
+def test_ce_income_floor_names_the_top_bin():
+    # CE's Income bins end with 250k–1M: its few records average far below the bin's midpoint of
+    # 625k, so a uniform draw inside it moves the mean most; the synthetic sets carry the floor.
+    ce = pd.read_csv(CE_DATA)
+    domain = Domain.load(CE_DOMAIN)
+    out = numeric_summary(ce, [ce], domain, seed=0)
+    floor = out["Income"]["floor"]
+    assert floor["expected_mean_shift"] > 0.05 and floor["bins"][0]["lower"] == 250_000
+    assert floor["bins"][0]["shift"] > floor["expected_mean_shift"] / 2
+    again = numeric_summary(ce, [ce], domain, seed=0)["Income"]["floor"]
+    assert again == floor  # the evaluate seed fixes the redraw
+    # a column's redraw does not depend on the others redrawn with it (the report redraws one)
+    alone = redraw_in_bins(ce, domain.project(["Expenditure"]), seed=0)["Expenditure"]
+    assert np.array_equal(alone, redraw_in_bins(ce, domain, seed=0)["Expenditure"])
+    assert not np.array_equal(alone, redraw_in_bins(ce, domain, seed=1)["Expenditure"])
 
 
 # -- pMSE -----------------------------------------------------------------------------------------
@@ -217,17 +268,66 @@ def mixed(n: int, rng: np.random.Generator, shift: float = 0.0) -> pd.DataFrame:
 MIXED = Domain((cat("g", 4), cat("h", 2), Column("x", "numeric", lower=0, upper=100)))
 
 
-def test_pmse_null_is_snoke_et_al_formula():
-    # k = 1 + (4 - 1) + (2 - 1) + 1 = 6 parameters; N = 3000, c = 1000 / 3000.
+@pytest.mark.parametrize("interactions, k", [
+    (False, 6),   # 1 + (4 − 1) + (2 − 1) + 1: intercept, g, h, x
+    # main effects 5, the square of x 1, products g×h 3, g×x 3, h×x 1 (g by its 3 indicators
+    # after the most common, h by 1, x by its value): 1 + 5 + 1 + 7
+    (True, 14),
+])
+def test_pmse_null_is_snoke_et_al_formula(interactions, k):
+    # N = 3000, c = 1000 / 3000.
     rng = np.random.default_rng(0)
-    out = pmse(mixed(2000, rng), mixed(1000, rng), MIXED)
-    n, c, k = 3000, 1 / 3, 6
+    out = pmse(mixed(2000, rng), mixed(1000, rng), MIXED, interactions=interactions)
+    n, c = 3000, 1 / 3
     assert out["parameters"] == k and out["c"] == pytest.approx(c)
+    assert out["design"]["columns"] == k - 1 and out["design"]["pairs"] == (3 if interactions else 0)
     assert out["null_mean"] == pytest.approx((k - 1) * (1 - c) ** 2 * c / n)
     assert out["null_sd"] == pytest.approx(math.sqrt(2 * (k - 1)) * (1 - c) ** 2 * c / n)
     assert out["ratio"] == pytest.approx(out["pmse"] / out["null_mean"])
     assert out["standardised"] == pytest.approx((out["pmse"] - out["null_mean"]) / out["null_sd"])
     assert out["rows_used"] == {"original": 2000, "synthetic": 1000} and out["converged"] and plain(out)
+
+
+def test_pmse_k_is_the_rank_of_the_design():
+    # b copies a: the main effects a=1 and b=1 are one column, and the product a=1 × b=1 equals
+    # it too. One free parameter beside the intercept, so the null is that of k = 2.
+    domain = Domain((cat("a", 2), cat("b", 2)))
+    rng = np.random.default_rng(3)
+    frames = [pd.DataFrame({"a": v, "b": v}) for v in (rng.integers(0, 2, 400), rng.integers(0, 2, 300))]
+    out = pmse(*frames, domain)
+    assert out["design"]["columns"] == 3 and out["parameters"] == 2
+    assert out["null_mean"] == pytest.approx((2 - 1) * (1 - 3 / 7) ** 2 * (3 / 7) / 700)  # c = 300 / 700
+
+
+def test_the_design_is_bounded_and_says_how():
+    # 30 columns of 5 categories: main effects 120, and 435 pairs of columns even at one
+    # indicator each: more than the bound, so a seeded sample of pairs fills it.
+    rng = np.random.default_rng(8)
+    names = [f"c{k}" for k in range(30)]
+    domain = Domain(tuple(cat(n, 5) for n in names))
+    frames = [pd.DataFrame(rng.integers(0, 5, (300, 30)), columns=names) for _ in range(2)]
+    out = pmse(*frames, domain, seed=2)
+    design = out["design"]
+    assert design["main"] == 120 and design["indicators_per_column"] == 1 and design["pairs_available"] == 435
+    assert design["pairs"] == MAX_DESIGN_COLUMNS - 120 and design["columns"] <= MAX_DESIGN_COLUMNS
+    assert "a seeded sample" in design["description"] and f"at most {MAX_DESIGN_COLUMNS}" in design["description"]
+    assert pmse(*frames, domain, seed=2)["pmse"] == out["pmse"]  # the sample of pairs follows the seed
+
+
+def test_headline_pmse_tells_an_independent_columns_release_from_the_originals_own_subsample():
+    # CE, each column shuffled on its own: every marginal kept exactly, the Income–Expenditure
+    # correlation (0.51) and the rest broken. Main effects see only marginals, so they score it no
+    # worse than a subsample (its pMSE is ~0: the one-hot and standardised columns are identical
+    # on both sides). With the interactions the headline separates them: under the null the
+    # ratio is chi2_21 / 21, above 2 with probability 0.4 %, and the shuffle scores about 10.
+    ce = pd.read_csv(CE_DATA)
+    domain = Domain.load(CE_DOMAIN)
+    shuffled = independent_columns(ce, seed=0)
+    subsample = ce.sample(frac=0.5, random_state=1).reset_index(drop=True)
+    main = {name: pmse(ce, other, domain, interactions=False)["ratio"] for name, other in (("shuffled", shuffled), ("subsample", subsample))}
+    assert main["shuffled"] < 2 and main["subsample"] < 2  # the old headline: neither looks worse than chance
+    head = {name: pmse(ce, other, domain)["ratio"] for name, other in (("shuffled", shuffled), ("subsample", subsample))}
+    assert head["subsample"] < 2 and head["shuffled"] > 5 and head["shuffled"] > 4 * head["subsample"]
 
 
 def test_pmse_of_identical_data_is_zero():
@@ -269,6 +369,16 @@ def test_pmse_all_matches_pmse_per_set():
     assert out["rows_used"] == [{"original": 800, "synthetic": 600}, {"original": 800, "synthetic": 700}]
     assert out["caveat"] == CART_CAVEAT and out["max_rows"] == 20_000 and plain(out)
     assert out["logistic"]["pmse_mean"] == pytest.approx(np.mean(out["logistic"]["pmse"]))
+    assert out["headline"] == "logistic" and out["floor"] is None  # x has no bins: no binning floor
+    assert out["independent"]["ratio"] == pmse(orig, independent_columns(orig, 3), MIXED, seed=3)["ratio"]
+
+
+def test_pmse_all_floor_is_the_original_redrawn_in_its_bins():
+    binned = Domain((cat("g", 4), Column("x", "numeric", lower=0, upper=100, bins=(0, 40, 50, 60, 100))))
+    orig = mixed(600, np.random.default_rng(9))[["g", "x"]]
+    out = pmse_all(orig, [orig], binned, seed=5, permutations=2)
+    assert out["floor"]["ratio"] == pmse(orig, redraw_in_bins(orig, binned, 5), binned, seed=5)["ratio"]
+    assert out["floor"]["seed"] == 5 and plain(out)
 
 
 # -- indicator slopes and correlations ------------------------------------------------------------
@@ -279,8 +389,8 @@ def test_indicator_slopes_and_correlations_match_numpy():
     orig = pd.DataFrame({"a": rng.integers(0, 3, 60), "n": rng.integers(0, 10, 60), "b": rng.integers(0, 2, 60)})
     syn = pd.DataFrame({"a": rng.integers(0, 2, 40), "n": rng.integers(0, 10, 40), "b": rng.integers(0, 2, 40)})
     out = indicator_relationships(orig, [syn], domain)
-    # Indicators a=0, a=1, a=2, b=0, b=1; pairs across columns only: 3 x 2.
-    assert out["indicators"] == 5 and out["pairs_available"] == 6 == out["pairs_used"]
+    # Indicators a=0, a=1, a=2 and one of b's two (its mirror left out); pairs across columns: 3 x 1.
+    assert out["indicators"] == 4 and out["pairs_available"] == 3 == out["pairs_used"] and out["mirrors_dropped"] == 1
     for pair in out["pairs"]:
         (cx, vx), (cy, vy) = (s.split("=") for s in (pair["x"], pair["y"]))
         for frame, corr, slope in ((orig, pair["corr_original"], pair["slope_original"]),
@@ -305,11 +415,30 @@ def test_indicators_skip_constant_categories_and_sample_pairs_by_seed():
                          "b": np.zeros(20, int),                            # b constant: none
                          "c": rng.integers(0, 4, 20)})
     orig.loc[:3, "c"] = [0, 1, 2, 3]
-    out = indicator_relationships(orig, [orig], domain, max_pairs=5, seed=9)
+    out = indicator_relationships(orig, [orig], domain, max_pairs=5, seed=9, one_per_binary=False)
     assert out["indicators"] == 6 and out["pairs_available"] == 8 and out["pairs_used"] == 5
     assert all(p["x"].startswith("a=") and p["y"].startswith("c=") for p in out["pairs"])
-    assert out == indicator_relationships(orig, [orig], domain, max_pairs=5, seed=9)
+    assert out == indicator_relationships(orig, [orig], domain, max_pairs=5, seed=9, one_per_binary=False)
     assert out["corr_mean_abs_diff"] == 0 and out["slope_mean_abs_diff"] == 0
+
+
+def test_a_two_category_column_keeps_one_indicator_not_its_mirror():
+    # h has two categories; 1[h = 0] = 1 − 1[h = 1], so its pairs with g's indicators are the same
+    # numbers with the sign flipped. One is kept: the rarer category (here h = 1, 30 % of rows).
+    rng = np.random.default_rng(12)
+    g = rng.integers(0, 3, 1000)
+    h = (rng.random(1000) < np.where(g == 0, 0.5, 0.2)).astype(int)
+    orig = pd.DataFrame({"g": g, "h": h})
+    domain = Domain((cat("g", 3), cat("h", 2)))
+    both = indicator_relationships(orig, [orig], domain, one_per_binary=False)
+    by = {(p["x"], p["y"]): p for p in both["pairs"]}
+    for k in range(3):
+        zero, one = by[(f"g={k}", "h=0")], by[(f"g={k}", "h=1")]
+        assert zero["slope_original"] == pytest.approx(-one["slope_original"])
+        assert zero["corr_original"] == pytest.approx(-one["corr_original"])
+    kept = indicator_relationships(orig, [orig], domain)
+    assert [p["y"] for p in kept["pairs"]] == ["h=1"] * 3 and kept["mirrors_dropped"] == 1
+    assert kept["pairs_used"] == both["pairs_used"] // 2
 
 
 def test_numeric_correlations_match_corrcoef_and_constant_columns_are_nan():

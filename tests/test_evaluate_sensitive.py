@@ -54,11 +54,13 @@ def test_one_sensitive_column_by_hand():
     # r = β₁ sqrt(P(X=1)(1 − P(X=1)) / (P(Y=1)(1 − P(Y=1)))): synthetic P(s=1) = 3/4, P(p=1) = 1/2
     assert q["corr_original"] == pytest.approx(1.0)
     assert q["corr_synthetic"] == [pytest.approx(2 / 3 * math.sqrt((3 / 16) / (1 / 4)))]
-    # every pair has the sensitive indicator as x; the four synthetic slopes are 2/3 of the
-    # original ones (±1), so they correlate perfectly though each is 1/3 off
+    # Both columns have two categories: each enters by one indicator (on a tie, the later
+    # category), since s=0 and p=0 only mirror s=1 and p=1. With all four pairs the synthetic
+    # slopes (±2/3 against ±1) would correlate perfectly, 1/3 off each: an artefact of the
+    # mirrors. One pair leaves no correlation over pairs to take.
     ind = out["indicators"]
-    assert ind["pairs_used"] == 4 and all(q["x"].startswith("s=") for q in ind["pairs"])
-    assert ind["slope_r"] == [pytest.approx(1.0)] and ind["slope_mean_abs_diff"] == [pytest.approx(1 / 3)]
+    assert ind["pairs_used"] == 1 and [(q["x"], q["y"]) for q in ind["pairs"]] == [("s=1", "p=1")]
+    assert math.isnan(ind["slope_r"][0]) and ind["slope_mean_abs_diff"] == [pytest.approx(1 / 3)]
 
 
 TRIPLE = Domain((
@@ -84,12 +86,14 @@ def test_two_sensitive_columns_by_hand():
     assert props["original"][8:] == [0.25, 0, 0, 0.25, 0, 0, 0.25, 0.25]
     assert props["synthetic"][0][8:] == [0, 0, 0.25, 0.25, 0, 0.25, 0.25, 0]
     assert set(props["r_by_way"]) == {"2-way", "3-way"}
-    # r = 1: original P(p=1 | r=1) − P(p=1 | r=0) = 2/3 − 0, synthetic 1/3 − 1
-    q = pair(out, "r=1", "p=1")
-    assert q["slope_original"] == pytest.approx(2 / 3) and q["slope_synthetic"] == [pytest.approx(-2 / 3)]
-    # pairs: s with p and with r, r with p (4 each), the sensitive indicator always x
+    # r enters by its rarer category, r = 0 (one record in four): original P(p=1 | r=0) −
+    # P(p=1 | r=1) = 0 − 2/3; synthetic (r = 0 only in the last record, p = 1) 1 − 1/3
+    q = pair(out, "r=0", "p=1")
+    assert q["slope_original"] == pytest.approx(-2 / 3) and q["slope_synthetic"] == [pytest.approx(2 / 3)]
+    # pairs: s with p and with r, r with p (one each: every column has two categories), the
+    # sensitive indicator always x
     xs = {(q["x"].split("=")[0], q["y"].split("=")[0]) for q in out["indicators"]["pairs"]}
-    assert xs == {("s", "p"), ("s", "r"), ("r", "p")} and out["indicators"]["pairs_used"] == 12
+    assert xs == {("s", "p"), ("s", "r"), ("r", "p")} and out["indicators"]["pairs_used"] == 3
 
 
 # -- agreement and the logistic model ------------------------------------------------------------

@@ -152,6 +152,93 @@ def test_caveat_is_verbatim_and_numbers_are_shown(ce, ce_report):
     assert "Income" in page and "Expenditure" in page and "C(Race)[T.2]" in page
 
 
+def section(page: str, key: str) -> str:
+    """The HTML of one section of a page."""
+    start = page.find(f'<section id="{key}"')
+    return page[start: page.find("</section>", start)]
+
+
+def test_banner_says_the_report_is_confidential_before_anything_else(ce_report):
+    page = ce_report.read_text(encoding="utf-8")
+    banner = page.find('class="banner"')
+    assert 0 < banner < page.find(">1. Privacy statement</h2>") and page.find("<header>") < banner
+    text = page[banner: page.find("</div>", banner)]
+    assert "statistics of the confidential original data" in text and "not covered by the release's privacy guarantee" in text
+    assert "Do not publish it" in text
+
+
+def test_sections_open_with_their_verdict_and_the_summary_lists_them(ce, ce_report):
+    evaluation = ce[0]
+    page = ce_report.read_text(encoding="utf-8")
+    judged = evaluation["verdicts"]
+    assert set(judged) >= {"marginals", "numeric", "propensity", "relationships", "inference"}
+    for key, verdict in judged.items():
+        body = section(page, key)
+        start = body.find('class="verdict ')
+        assert 0 < start < body.find("</h2>") + 40, key  # right under the heading
+        assert html.escape(verdict["text"]) in body and f'verdict {verdict["level"]}' in body
+    summary = section(page, "summary")
+    assert summary.count("<tr class=") == len(judged) and "Verdicts" in summary
+
+
+def test_the_binning_floor_is_shown_beside_the_synthetic_figures(ce_report):
+    numeric = section(ce_report.read_text(encoding="utf-8"), "numeric")
+    assert "mean (binning floor)" in numeric and "<th class=\"num\">binning floor</th>" in numeric
+    # CE Income's top bin, 250k–1M, moves the mean of a bin-uniform redraw most
+    note = numeric[numeric.find("The bins bias the mean of Income"):]
+    assert note and "from the bin 250k–1M" in note[: note.find("</p>")]
+    assert "binning floor" in numeric[numeric.find("empirical CDFs of Income"):]
+
+
+def test_pmse_headline_says_which_model_it_is(ce_report):
+    part = section(ce_report.read_text(encoding="utf-8"), "propensity")
+    assert "Headline: the logistic with interactions model" in part and "pairwise interactions of all 6 pairs" in part
+    assert "original, columns shuffled independently" in part and "original, redrawn inside its bins" in part
+
+
+def test_relationships_carry_one_indicator_of_a_two_category_column(ce, ce_report):
+    pairs = ce[0]["relationships"]["indicators"]["pairs"]
+    names = {p["x"] for p in pairs} | {p["y"] for p in pairs}
+    assert sum(n.startswith("UrbanRural=") for n in names) == 1  # Urban and Rural mirror each other
+    assert "its mirror image" in section(ce_report.read_text(encoding="utf-8"), "relationships")
+
+
+def test_public_parameters_are_shown_readably_whatever_the_method():
+    data, tables, domain = small_case()
+    evaluation = handmade(domain)
+    evaluation["release"]["parameters"] = {
+        "one_way_sigma2": {"x": "465881/512", "y": "3/4"},
+        "selected_marginals": [["x", "y"], ["y", "z"]],
+        "regime": {"name": "two-way", "total_epsilon": 0.0007142857142857143, "group_epsilon": 0.04},
+        "warnings": ["R-hat <1.1> for tau"],
+        "trees": [{"nodes": 267, "splits": {"x": 1, "y": 6}}, {"nodes": 419, "splits": {"x": 2}}],
+        "structure_seed": 5807283045624118978,
+        "shuffle": True,
+    }
+    privacy = section(render(evaluation, data, tables, domain), "privacy")
+    part = privacy[privacy.find("What the method chose / public parameters"):]
+    assert part, "the heading is in the privacy section"
+    assert "909.9" in part and 'title="465881/512 exactly"' in part and "0.75" in part  # fractions as decimals
+    assert "0.0007143" in part and "<dt>total epsilon</dt>" in part  # nested mappings as definition lists
+    assert "<li>x, y</li><li>y, z</li>" in part  # a list of column lists, one a line
+    assert "<td>267</td>" in part and "x 1; y 6" in part  # a list of records as a table
+    assert "R-hat &lt;1.1&gt; for tau" in part and "5807283045624118978" in part and "yes" in part
+    assert not re.search(r"\{'|\[\[|': ", html.unescape(re.sub(r"<[^>]+>", " ", part)))  # no Python reprs
+
+
+def test_one_set_intervals_are_labelled_as_ignoring_synthesis_and_noise(ce_report):
+    several = section(ce_report.read_text(encoding="utf-8"), "inference")  # three sets, Reiter's rule
+    assert "reiter2003-partial" in several and "ignores synthesis and noise variance" not in several
+    data, tables, domain = small_case()
+    evaluation = handmade(domain)
+    evaluation["inference"]["rule"] = "single"
+    page = render(evaluation, data, tables, domain)
+    one = section(page, "inference")
+    assert "synthetic 95% CI (one set: ignores synthesis and noise variance)" in one
+    assert "One synthetic set." in one and "variance of synthesis and of the privacy noise" in one
+    assert "ignore synthesis and noise variance" in section(page, "summary")  # the CI overlap row
+
+
 # -- robustness ----------------------------------------------------------------------------------
 
 
@@ -207,6 +294,34 @@ def test_large_domains_are_capped_for_heat_maps():
     (capped,), kept = plots.cap_levels([codes], labels, domain["c"], codes)
     assert len(kept) == plots.MAX_LEVELS and kept[-1] == "other" and set(capped) <= set(range(plots.MAX_LEVELS))
     assert plots.marginal_heatmaps(data, data, ["c", "n"], domain, 0.0).startswith("data:image/png;base64,")
+
+
+def heat_labels(column, values):
+    codes, labels = plots.column_codes(pd.Series(values), column)
+    (capped,), shown = plots.cap_levels([codes], labels, column, codes)
+    return capped, shown
+
+
+def test_integer_heat_map_labels_never_merge_values_silently():
+    # One code per value, 21 values: every value its own cell and label.
+    small = Domain.from_dict({"columns": {"k": {"kind": "integer", "lower": 0, "upper": 20}}})["k"]
+    capped, shown = heat_labels(small, range(21))
+    assert shown == [str(k) for k in range(21)] and list(capped) == list(range(21))
+    # Bins of 5 years, 20 of them (ACS AGEP): one cell per bin, labelled by its integers.
+    agep = Domain.from_dict({"columns": {"a": {"kind": "integer", "lower": 0, "upper": 99,
+                                               "bins": [*range(0, 100, 5), 99]}}})["a"]
+    capped, shown = heat_labels(agep, range(100))
+    assert len(shown) == 20 and shown[:2] == ["0–4", "5–9"] and shown[-1] == "95–99"
+    # 74 values (17–90) are too many: runs of 5 values on multiples of 5, each label the run's
+    # exact range, and every value in the cell whose label covers it.
+    age = Domain.from_dict({"columns": {"age": {"kind": "integer", "lower": 17, "upper": 90}}})["age"]
+    capped, shown = heat_labels(age, range(17, 91))
+    assert shown[:3] == ["17–19", "20–24", "25–29"] and shown[-1] == "90"
+    for value, cell in zip(range(17, 91), capped):
+        low, _, high = shown[cell].partition("–")
+        assert int(low) <= value <= int(high or low)
+    sizes = [len(range(int(a), int((b or a)) + 1)) for a, _, b in (label.partition("–") for label in shown)]
+    assert set(sizes[1:-1]) == {5}  # equal cells, only the ends cut by the bounds
 
 
 # -- a real browser ------------------------------------------------------------------------------

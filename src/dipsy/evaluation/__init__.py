@@ -25,6 +25,7 @@ from .numeric import numeric_summary
 from .propensity import pmse_all
 from .relationships import indicator_relationships, numeric_correlations
 from .sensitive import sensitive_utility
+from .verdicts import verdicts as section_verdicts  # the name "verdicts" stays the module
 
 
 
@@ -107,13 +108,21 @@ def evaluate(
     model
         ``"ols"`` or ``"logit"`` for the regression.
     seed
-        Seed of the metrics' own sampling (3-way marginals, subsamples, CART permutations).
+        Seed of the metrics' own sampling (3-way marginals, subsamples, CART permutations, the
+        pMSE's independent-columns shuffle and the binning floor's redraw inside the bins).
     sensitive
         Sensitive columns to judge against the public ones (S-004 §6's outputs, key
         ``"sensitive"``, see :func:`.sensitive.sensitive_utility`), each a name or
         ``"name=level"`` naming the category its logistic regression models (``"sex=Female"``);
         default the release's own (``parameters.sensitive``, as ``rdt`` records them, with
         ``parameters.public_columns`` as the public ones), else the key holds None.
+
+    Returns
+    -------
+    dict
+        ``"release"``, ``"privacy"``, ``"dataset"``, one key per section (``"marginals"``,
+        ``"numeric"``, ``"propensity"``, ``"relationships"``, ``"inference"``, ``"sensitive"``)
+        and ``"verdicts"``: per section with one, ``{"level", "text"}`` (:mod:`.verdicts`).
     """
     meta, tables, release_domain = load_release(release)
     if domain is None:
@@ -122,19 +131,22 @@ def evaluate(
         domain = Domain.load(domain)
     domain = domain.project([n for n in release_domain.names if n in domain])
     orig = read_original(original, domain)
-    return {
+    out = {
         "release": meta,
         "privacy": meta["privacy"],
         "dataset": {"rows_original": len(orig), "sets": len(tables), "rows_synthetic": [len(t) for t in tables],
                     "columns": list(domain.names)},
         "marginals": kway_marginals(orig, tables, domain, seed=seed),
-        "numeric": numeric_summary(orig, tables, domain),
+        "numeric": numeric_summary(orig, tables, domain, seed=seed),
         "propensity": pmse_all(orig, tables, domain, seed=seed),
         "relationships": {"indicators": indicator_relationships(orig, tables, domain, seed=seed),
                           "numeric": numeric_correlations(orig, tables, domain)},
         "inference": None if formula is None else regression(formula, orig, tables, meta.get("combining_rule"), model),
         "sensitive": _sensitive(orig, tables, domain, meta, sensitive, seed),
     }
+    # One sentence per section with its threshold (the report shows the same ones).
+    out["verdicts"] = {k: v.to_dict() for k, v in section_verdicts(out).items()}
+    return out
 
 
 def _sensitive(orig: pd.DataFrame, tables: list[pd.DataFrame], domain: Domain, meta: dict,

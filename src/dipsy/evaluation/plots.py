@@ -30,7 +30,12 @@ from ..domain import Column, Domain, encode_column
 
 ORIGINAL = "#222222"
 SETS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")
-MAX_LEVELS = 16  # cells per heat-map axis; more would be unreadable at A4 width
+MAX_LEVELS = 16  # cells per heat-map axis of a categorical column; more would be unreadable at A4 width
+#: Cells per heat-map axis of an ordered column (integer, binned, ordinal) shown one code each. Its
+#: codes read in order, so narrow cells stay legible; past this, codes are grouped into runs of
+#: equal length (never some merged and some not, which would make unequal cells look alike).
+MAX_ORDERED_LEVELS = 32
+_NICE = (1, 2, 5)
 MAX_TERMS = 24  # panels in the coefficient plot; the table lists every term
 DPI = 96
 WIDTH = 8.0  # inches: 768 px, scaled to the page width in print
@@ -119,35 +124,72 @@ def code_labels(column: Column) -> list[str]:
         return [str(v) for v in range(int(column.lower), int(column.upper) + 1)]
     if column.kind == "integer":
         low, high = column.integer_bin_ranges()
-        return [str(a) if a == b else f"{a}–{b}" for a, b in zip(low, high)]
+        # Wide ranges (a cut of a 10^9-value column) read better short; exact integers otherwise.
+        text = short_number if max(abs(float(column.lower)), abs(float(column.upper))) >= 100_000 else str
+        return [text(int(a)) if a == b else f"{text(int(a))}–{text(int(b))}" for a, b in zip(low, high)]
     edges = column.bins
     return [f"{short_number(a)}–{short_number(b)}" for a, b in zip(edges[:-1], edges[1:])]
 
 
 def cap_levels(codes: Sequence[np.ndarray], labels: list[str], column: Column, reference: np.ndarray) -> tuple[list[np.ndarray], list[str]]:
-    """Merge codes so that at most :data:`MAX_LEVELS` remain.
+    """Group codes so that a heat map's axis stays readable.
 
-    Ordered kinds merge neighbouring codes into equal runs; categorical columns keep the most
-    frequent categories of ``reference`` (the original data) and pool the rest as "other".
+    Categorical columns with more than :data:`MAX_LEVELS` categories keep the most frequent
+    categories of ``reference`` (the original data) and pool the rest as "other". Ordered kinds
+    keep every code up to :data:`MAX_ORDERED_LEVELS`; past that, codes are grouped into runs of
+    one length, the least 1-2-5 number that leaves fewer runs than that, aligned on its multiples
+    (of the value, for an integer column with one code per value): each cell spans as many
+    values or bins as the next (the first and last may be cut short by the bounds), and its
+    label gives the whole range.
+
+    >>> col = Column("n", "integer", lower=17, upper=90)
+    >>> _, labels = cap_levels([np.arange(74)], code_labels(col), col, np.arange(74))
+    >>> labels[:3], labels[-1], len(labels)
+    (['17–19', '20–24', '25–29'], '90', 16)
     """
     size = len(labels)
-    if size <= MAX_LEVELS:
-        return list(codes), labels
     if column.kind == "categorical":
+        if size <= MAX_LEVELS:
+            return list(codes), labels
         counts = np.bincount(reference[reference >= 0], minlength=size)
         keep = np.argsort(-counts, kind="stable")[: MAX_LEVELS - 1]
         mapping = np.full(size, MAX_LEVELS - 1)
         mapping[keep] = np.arange(keep.size)
         new_labels = [labels[k] for k in keep] + ["other"]
     else:
-        mapping = np.arange(size) * MAX_LEVELS // size
-        new_labels = [_run_label(labels, np.flatnonzero(mapping == g)) for g in range(MAX_LEVELS)]
+        if size <= MAX_ORDERED_LEVELS:
+            return list(codes), labels
+        run = _nice_run(size)
+        # An integer column with one code per value groups by value (0–9, 10–19), else by code.
+        start = int(column.lower) if column.kind == "integer" and column.bins is None else 0
+        group = (np.arange(size) + start) // run
+        mapping = group - group[0]
+        groups = int(mapping[-1]) + 1
+        new_labels = [_run_label(labels, np.flatnonzero(mapping == g), column.kind != "ordinal") for g in range(groups)]
     return [np.where(c >= 0, mapping[np.clip(c, 0, None)], -1) for c in codes], new_labels
 
 
-def _run_label(labels: list[str], members: np.ndarray) -> str:
+def _nice_run(size: int) -> int:
+    """The least run length 1, 2, 5, 10, 20, 50, ... that leaves at most MAX_ORDERED_LEVELS - 1
+    runs (one spare, since runs aligned on multiples can cut the first one short)."""
+    scale = 1
+    while True:
+        for step in _NICE:
+            if math.ceil(size / (step * scale)) <= MAX_ORDERED_LEVELS - 1:
+                return step * scale
+        scale *= 10
+
+
+def _run_label(labels: list[str], members: np.ndarray, ranges: bool = True) -> str:
+    """The label of a run of codes: from the first one's start to the last one's end.
+
+    Integer and bin labels are ranges ("5–9"), so their ends are read off them; an ordinal
+    category's label is taken whole.
+    """
     first, last = labels[members[0]], labels[members[-1]]
-    start, end = first.split("–")[0], last.split("–")[-1]
+    if members.size == 1:
+        return first
+    start, end = (first.split("–")[0], last.split("–")[-1]) if ranges else (first, last)
     return start if start == end else f"{start}–{end}"
 
 
@@ -215,7 +257,7 @@ def _tick(label: str, width: int = 22) -> str:
 def _draw_heatmaps(p_orig: np.ndarray, p_syn: np.ndarray, labels: list[list[str]], columns: Sequence[str], tvd: float | None) -> str:
     rows, cols = p_orig.shape
     labels = [[_tick(x) for x in axis] for axis in labels]
-    fig = Figure(figsize=(WIDTH + 1.5, max(2.6, min(7.0, 1.9 + 0.28 * rows))), layout="constrained")
+    fig = Figure(figsize=(WIDTH + 1.5, max(2.6, min(8.5, 1.9 + 0.22 * rows))), layout="constrained")
     axes = fig.subplots(1, 3, sharey=True)
     vmax = max(p_orig.max(), p_syn.max(), 1e-12)
     diff = p_syn - p_orig
@@ -229,14 +271,18 @@ def _draw_heatmaps(p_orig: np.ndarray, p_syn: np.ndarray, labels: list[list[str]
     for ax, (values, title, cmap, lo, hi) in zip(axes, panels):
         images.append(ax.imshow(values, cmap=cmap, vmin=lo, vmax=hi, aspect="auto", interpolation="nearest"))
         ax.set_title(title)
-        ax.set_xticks(range(cols), labels[1], rotation=60 if cols > 4 else 0, ha="right" if cols > 4 else "center")
+        # Past MAX_LEVELS columns (an ordered axis) every k-th label, so the labels do not overlap.
+        step = math.ceil(cols / MAX_LEVELS)
+        ax.set_xticks(range(0, cols, step), labels[1][::step], rotation=60 if cols > 4 else 0, ha="right" if cols > 4 else "center")
         ax.set_xlabel(str(columns[1]))
         if cols <= 6 and rows * cols <= 36:  # more cells leave no room for readable numbers
             _annotate(ax, values, hi, signed=lo < 0)
     # One scale for both share panels, so equal shades mean equal shares.
     fig.colorbar(images[1], ax=list(axes[:2]), shrink=0.85, format=ticker.PercentFormatter(1.0, decimals=0), label="share of rows")
-    fig.colorbar(images[2], ax=axes[2], shrink=0.85, format=ticker.PercentFormatter(1.0, decimals=1), label="difference")
-    axes[0].set_yticks(range(rows), labels[0])
+    # decimals=None: as many as the ticks need (a fixed one printed 0.25% as "0.3%").
+    fig.colorbar(images[2], ax=axes[2], shrink=0.85, format=ticker.PercentFormatter(1.0, decimals=None), label="difference")
+    step = math.ceil(rows / MAX_ORDERED_LEVELS)  # cap_levels keeps rows <= MAX_ORDERED_LEVELS: every label fits
+    axes[0].set_yticks(range(0, rows, step), labels[0][::step])
     axes[0].set_ylabel(str(columns[0]))
     if tvd is not None and math.isfinite(tvd):
         fig.suptitle(f"{columns[0]} × {columns[1]}   (TVD, mean over sets: {tvd:.3f})", fontsize=9.5)
@@ -359,8 +405,15 @@ def numeric_histograms(original: pd.DataFrame, tables: Sequence[pd.DataFrame], n
         return to_data_uri(fig)
 
 
-def numeric_ecdfs(original: pd.DataFrame, tables: Sequence[pd.DataFrame], name: str) -> str | None:
-    """Overlaid empirical CDFs; the axis is trimmed to the central 99% of the original values."""
+FLOOR = "#999999"
+
+
+def numeric_ecdfs(original: pd.DataFrame, tables: Sequence[pd.DataFrame], name: str, floor: np.ndarray | None = None) -> str | None:
+    """Overlaid empirical CDFs; the axis is trimmed to the central 99% of the original values.
+
+    ``floor``, if given, is the original redrawn inside its bins (the binning floor), drawn
+    dotted in grey: the closest a synthesizer of those bins can come.
+    """
     orig = _values(original, name)
     if not orig.size:
         return None
@@ -372,6 +425,8 @@ def numeric_ecdfs(original: pd.DataFrame, tables: Sequence[pd.DataFrame], name: 
             syn = _values(table, name)
             if syn.size:
                 _ecdf(ax, syn, set_colour(k), f"set {k + 1}", lw=1.0)
+        if floor is not None and finite(floor).size:
+            _ecdf(ax, finite(floor), FLOOR, "binning floor", lw=1.2, style=":")
         lo, hi = np.quantile(orig, [0.005, 0.995])
         _ecdf_frame(ax, name, lo, hi, log=False)
         return to_data_uri(fig)
@@ -581,11 +636,15 @@ def coefficient_forest(coefficients: Sequence[Mapping[str, Any]], title: str = "
     (blue) just under it; the vertical line at 0.
 
     Unlike :func:`coefficient_plot` the axis is shared: every coefficient of a logistic model
-    with categorical predictors is a log odds ratio (or the intercept's log odds).
+    with categorical predictors is a log odds ratio (or the intercept's log odds). A level with
+    almost no records of the category (separation) gives an interval thousands wide that would
+    squeeze every other one to a dot, so the axis covers the estimates and the intervals up to
+    :data:`FOREST_WIDE` times the median width; wider ones run to the edge, ending in an arrow.
     """
     terms = [c for c in coefficients if _interval(c.get("original")) or _interval(c.get("synthetic"))][:max_terms]
     if not terms:
         return None
+    limits = _forest_limits(terms)
     with _style():
         fig = Figure(figsize=(WIDTH, 0.9 + 0.24 * len(terms)), layout="constrained")
         ax = fig.subplots()
@@ -599,11 +658,39 @@ def coefficient_forest(coefficients: Sequence[Mapping[str, Any]], title: str = "
                 if math.isfinite(lo) and math.isfinite(hi):
                     ax.plot([lo, hi], [y, y], color=colour, lw=1.6, solid_capstyle="butt")
                 ax.plot(est, y, "o", ms=3.5, color=colour, label=key if row == 0 else None)
+                if limits is not None:
+                    for end, edge, marker in ((lo, limits[0], "<"), (hi, limits[1], ">")):
+                        if math.isfinite(end) and (end < edge if marker == "<" else end > edge):
+                            ax.plot(edge, y, marker, ms=4, color=colour, clip_on=False)
         ax.axvline(0, color="#888888", lw=0.8, zorder=0)
+        if limits is not None:
+            ax.set_xlim(limits[0], limits[1])
         ax.set_yticks(range(len(terms)), [_tick(str(t.get("term", "")), 40) for t in terms], fontsize=7)
         ax.set_ylim(len(terms) - 0.5, -0.5)
-        ax.set_xlabel("coefficient (log odds ratio) with its 95% interval")
+        cut = " (arrows: intervals cut at the axis; the table gives them)" if limits is not None and limits[2] else ""
+        ax.set_xlabel("coefficient (log odds ratio) with its 95% interval" + cut)
         if title:
             ax.set_title(title, fontsize=9)
         ax.legend(frameon=True, framealpha=0.85, loc="best", fontsize=7)
         return to_data_uri(fig)
+
+
+#: In the coefficient forest, intervals wider than this many times the median width are cut at the axis.
+FOREST_WIDE = 10
+
+
+def _forest_limits(terms: Sequence[Mapping[str, Any]]) -> tuple[float, float, bool] | None:
+    """x limits covering every estimate and every interval of ordinary width, and whether any
+    interval is cut; None when no interval is much wider than the rest."""
+    ivs = [iv for t in terms for key in ("original", "synthetic") if (iv := _interval(t.get(key))) is not None]
+    widths = np.array([hi - lo for _, lo, hi in ivs if math.isfinite(lo) and math.isfinite(hi)])
+    if widths.size == 0:
+        return None
+    typical = float(np.median(widths))
+    ordinary = [(lo, hi) for _, lo, hi in ivs if math.isfinite(lo) and math.isfinite(hi) and hi - lo <= FOREST_WIDE * max(typical, 1e-12)]
+    if len(ordinary) == widths.size:
+        return None
+    points = [est for est, _, _ in ivs] + [x for pair in ordinary for x in pair] + [0.0]
+    lo, hi = min(points), max(points)
+    pad = 0.05 * max(hi - lo, 1e-9)
+    return lo - pad, hi + pad, True

@@ -12,6 +12,13 @@ For indicators both are functions of three proportions, ``p_x = P(X=1)``, ``p_y 
 ``r = cov / sqrt(p_x (1 - p_x) p_y (1 - p_y))``. They are read off the 2-way contingency table of
 the two columns (one ``np.bincount`` per column pair), which costs O(n) per column pair rather
 than the O(n K^2) of a Gram matrix over all K indicators.
+
+A column with two categories gives two indicators that mirror each other (``1[B = b'] = 1 -
+1[B = b]``): their slopes and correlations with any third indicator are the same numbers with the
+sign flipped. Both would count every relationship twice in the means and, placed symmetrically
+about 0, inflate any correlation taken over the pairs. Such a column keeps one indicator, its
+rarer category in the original (the later one on a tie), as a logistic regression models the
+rarer outcome.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ def indicator_relationships(
     domain: Domain,
     max_pairs: int = 300,
     seed: int = 0,
+    one_per_binary: bool = True,
 ) -> dict[str, Any]:
     """Slopes and correlations of category indicators, original against each synthetic set.
 
@@ -48,6 +56,9 @@ def indicator_relationships(
         ``numpy.random.default_rng(seed).choice`` from all pairs (sorted, as below).
     seed
         Seed of that draw.
+    one_per_binary
+        Keep one indicator of a column with exactly two categories in the original (its rarer
+        one), since the other mirrors it (see the module's notes); ``False`` keeps both.
 
     Returns
     -------
@@ -70,7 +81,7 @@ def indicator_relationships(
     nan_per_set = [math.nan] * len(tables)
     empty = {"pairs": [], "corr_mean_abs_diff": math.nan, "slope_mean_abs_diff": math.nan,
              "corr_mean_abs_diff_per_set": nan_per_set, "slope_mean_abs_diff_per_set": list(nan_per_set),
-             "indicators": 0, "pairs_available": 0, "pairs_used": 0}
+             "indicators": 0, "pairs_available": 0, "pairs_used": 0, "mirrors_dropped": 0}
     if len(cats) < 2:
         return empty
     domain = domain.project(cats)
@@ -79,10 +90,14 @@ def indicator_relationships(
     codes += [encode_valid(t, domain, f"synthetic set {k}")[0] for k, t in enumerate(tables, 1)]
 
     n = len(codes[0][cats[0]])
-    col_of, code_of = [], []
+    col_of, code_of, mirrors = [], [], 0
     for k, name in enumerate(cats):
         counts = np.bincount(codes[0][name], minlength=sizes[name])
         keep = np.flatnonzero((counts > 0) & (counts < n))
+        if one_per_binary and len(keep) == 2:
+            # Two categories share every record: the rarer one's indicator (the later on a tie).
+            keep = keep[[0]] if counts[keep[0]] < counts[keep[1]] else keep[[1]]
+            mirrors += 1
         col_of += [k] * len(keep)
         code_of += keep.tolist()
     col_of, code_of = np.array(col_of, dtype=np.int64), np.array(code_of, dtype=np.int64)
@@ -94,7 +109,7 @@ def indicator_relationships(
         pick = np.sort(np.random.default_rng(seed).choice(available, size=max_pairs, replace=False))
         i, j = i[pick], j[pick]
     if len(i) == 0:
-        return empty | {"indicators": len(col_of)}
+        return empty | {"indicators": len(col_of), "mirrors_dropped": mirrors}
 
     moments = [_indicator_moments(c, cats, sizes, col_of[i], code_of[i], col_of[j], code_of[j]) for c in codes]
     corr = np.array([m[0] for m in moments])  # (1 + m, pairs); row 0 is the original
@@ -116,6 +131,7 @@ def indicator_relationships(
         "indicators": len(col_of),
         "pairs_available": available,
         "pairs_used": len(pairs),
+        "mirrors_dropped": mirrors,
     }
 
 

@@ -2,8 +2,11 @@
 
 Every figure is a PNG inside the page as a ``data:`` URI and the style sheet is inline, so the
 file opens offline, can be mailed or archived as it is, and prints on A4 (one section per page).
-The privacy statement comes first: a reader must know what was guaranteed before judging how
-useful the data are. All text from the evaluation, the release and the domain is escaped.
+A banner under the header says the page holds statistics of the confidential data and is not
+covered by the release's guarantee. The privacy statement comes first: a reader must know what was
+guaranteed before judging how useful the data are; it ends with what the method chose (release.json's
+``parameters``, rendered generically). Each section opens with a one-sentence verdict and its
+threshold (:mod:`.verdicts`). All text from the evaluation, the release and the domain is escaped.
 
 >>> import pandas as pd
 >>> from dipsy.domain import Domain
@@ -18,6 +21,7 @@ from __future__ import annotations
 import html
 import math
 import os
+import re
 import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
@@ -28,7 +32,10 @@ import pandas as pd
 
 from ..domain import Domain
 from . import plots
+from . import verdicts as judge
+from .numeric import redraw_in_bins
 from .plots import finite, nanmean
+from .verdicts import SINGLE_SET_CAVEAT, Verdict, single_set
 
 SECTIONS = (
     ("privacy", "Privacy statement"),
@@ -42,6 +49,16 @@ SECTIONS = (
 )
 WORST_HEATMAPS = 3
 TOP_PAIRS = 10
+#: The first thing under the header: the page holds the confidential data's statistics.
+BANNER = (
+    '<div class="banner" role="note"><strong>Confidential: not for publication.</strong> This report contains statistics '
+    "of the confidential original data — its means, quantiles, cross-tabulations, correlations, regression coefficients "
+    "and plots — set beside the synthetic sets. It is the data steward's evidence for deciding whether to publish the "
+    "release; it is not covered by the release's privacy guarantee. Do not publish it, and share it only with those "
+    "allowed to see the original data.</div>"
+)
+#: Words shown with each verdict level (the colour is never the only signal).
+VERDICT_WORDS = {"good": "Looks good", "caution": "Caution", "poor": "Problem"}
 
 
 def write_report(evaluation: Mapping[str, Any], original: pd.DataFrame, tables: Sequence[pd.DataFrame], domain: Domain, path: str | Path) -> Path:
@@ -75,20 +92,22 @@ def render(evaluation: Mapping[str, Any], original: pd.DataFrame, tables: Sequen
     ev = evaluation or {}
     release = _mapping(ev.get("release"))
     privacy = _mapping(ev.get("privacy")) or _mapping(release.get("privacy"))
+    found = judge.verdicts(ev)
+    sets = _mapping(ev.get("dataset")).get("sets", release.get("sets"))
     builders = {
         "privacy": lambda: _privacy(privacy, release, _mapping(ev.get("dataset"))),
-        "summary": lambda: _summary(ev),
+        "summary": lambda: _summary(ev, found, sets),
         "marginals": lambda: _marginals(_mapping(ev.get("marginals")), original, tables, domain),
         "numeric": lambda: _numeric(_mapping(ev.get("numeric")), original, tables, domain),
         "propensity": lambda: _propensity(_mapping(ev.get("propensity"))),
         "relationships": lambda: _relationships(_mapping(ev.get("relationships"))),
-        "sensitive": lambda: _sensitive(_mapping(ev.get("sensitive"))),
-        "inference": lambda: _inference(_mapping(ev.get("inference"))),
+        "sensitive": lambda: _sensitive(_mapping(ev.get("sensitive")), sets),
+        "inference": lambda: _inference(_mapping(ev.get("inference")), sets),
     }
-    body = [_section(i, key, title, builders[key]()) for i, (key, title) in enumerate(SECTIONS, start=1)]
+    body = [_section(i, key, title, _verdict_box(found.get(key)) + builders[key]()) for i, (key, title) in enumerate(SECTIONS, start=1)]
     method = release.get("method", "unknown method")
     title = f"dipsy evaluation — {method} — release {str(release.get('release_id', ''))[:12]}"
-    return _page(title, _header(release), "".join(body))
+    return _page(title, _header(release) + BANNER, "".join(body))
 
 
 # -- text helpers --------------------------------------------------------------------------------
@@ -171,6 +190,114 @@ def _section(number: int, key: str, title: str, body: str) -> str:
     return f'<section id="{key}"{cls}><h2>{number}. {esc(title)}</h2>{body}</section>'
 
 
+def _verdict_box(verdict: Verdict | None) -> str:
+    """A section's verdict: its level in words and its sentence (empty without a verdict)."""
+    if verdict is None:
+        return ""
+    return (f'<p class="verdict {esc(verdict.level)}"><strong>Verdict: {esc(VERDICT_WORDS[verdict.level])}.</strong> '
+            f"{esc(verdict.text)}</p>")
+
+
+# -- readable values (release.json's parameters and options) --------------------------------------
+
+_FRACTION = re.compile(r"^\s*(-?\d+)\s*/\s*(\d+)\s*$")
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+#: Rows of a list of records shown as a table before the rest is counted, not listed.
+MAX_RECORD_ROWS = 40
+
+
+def readable_number(value: Any) -> str:
+    """A number for people: thousands separated, 4 significant digits, ×10ⁿ for the very large
+    or small; integers of 16 digits or more (seeds, identifiers) as they are.
+
+    >>> readable_number(0.04512957906362964), readable_number(1234567), readable_number(1.9979e13)
+    ('0.04513', '1,234,567', '1.998 × 10¹³')
+    """
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return str(int(value)) if abs(int(value)) >= 10**15 else f"{int(value):,}"
+    x = float(value)
+    if not math.isfinite(x):
+        return "—"
+    if x != 0 and (abs(x) >= 1e9 or abs(x) < 1e-4):
+        mantissa, exponent = f"{x:.3e}".split("e")
+        mantissa = mantissa.rstrip("0").rstrip(".")
+        return f"{mantissa} × 10{str(int(exponent)).translate(_SUPERSCRIPT)}"
+    return f"{x:,.0f}" if abs(x) >= 1e4 else f"{x:,.4g}"
+
+
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (str, bool, int, float, np.integer, np.floating))
+
+
+def _scalar_html(value: Any) -> str:
+    """One value: numbers readable, a fraction 'p/q' as its decimal (exact value on hover)."""
+    if value is None:
+        return "—"
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return esc(readable_number(value))
+    text = str(value)
+    match = _FRACTION.match(text)
+    if match and int(match.group(2)) != 0:
+        decimal = readable_number(int(match.group(1)) / int(match.group(2)))
+        return f'<span title="{esc(text)} exactly">{esc(decimal)}</span>'
+    if len(text) > 32 and " " not in text:  # a hash or a path: let it wrap anywhere
+        return f"<code>{esc(text)}</code>"
+    return esc(text)
+
+
+def _key(key: Any) -> str:
+    return esc(str(key).replace("_", " "))
+
+
+def readable(value: Any) -> Html:
+    """Any JSON value as HTML people can read: a mapping as a definition list, a list of records
+    as a small table, a list of lists one item a line, numbers formatted (see :func:`readable_number`).
+
+    >>> str(readable({"kept": [["x", "y"], ["z"]], "scale": "3/4"}))
+    '<dl class="params"><dt>kept</dt><dd><ol class="params"><li>x, y</li><li>z</li></ol></dd><dt>scale</dt><dd><span title="3/4 exactly">0.75</span></dd></dl>'
+    """
+    if isinstance(value, Mapping):
+        if not value:
+            return Html("none")
+        if all(_scalar(v) for v in value.values()) and len(value) > 6:
+            # Many short entries (a value per column): one flowing line each, not a tall list.
+            items = "".join(f"<li><span class=\"k\">{_key(k)}</span> {_scalar_html(v)}</li>" for k, v in value.items())
+            return Html(f'<ul class="inline">{items}</ul>')
+        items = "".join(f"<dt>{_key(k)}</dt><dd>{readable(v)}</dd>" for k, v in value.items())
+        return Html(f'<dl class="params">{items}</dl>')
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return Html("none")
+        if all(_scalar(v) for v in value):
+            return Html(", ".join(_scalar_html(v) for v in value))
+        if all(isinstance(v, Mapping) for v in value):
+            return _records(value)
+        if all(isinstance(v, (list, tuple)) and all(_scalar(x) for x in v) for v in value):
+            items = "".join(f"<li>{', '.join(_scalar_html(x) for x in v)}</li>" for v in value)
+            return Html(f'<ol class="params">{items}</ol>')
+        return Html('<ul class="params">' + "".join(f"<li>{readable(v)}</li>" for v in value) + "</ul>")
+    return Html(_scalar_html(value))
+
+
+def _records(rows: Sequence[Mapping[str, Any]]) -> Html:
+    """A list of records (e.g. one per tree) as a table; a nested mapping in a cell on one line."""
+    columns = list(dict.fromkeys(k for r in rows for k in r))
+
+    def cell(v: Any) -> str:
+        if isinstance(v, Mapping):
+            return "; ".join(f"{_key(k)} {_scalar_html(x) if _scalar(x) else readable(x)}" for k, x in v.items()) or "—"
+        return readable(v)
+
+    shown = rows[:MAX_RECORD_ROWS]
+    head = "<th>#</th>" + "".join(f"<th>{_key(c)}</th>" for c in columns)
+    body = "".join(f"<tr><td>{i}</td>" + "".join(f"<td>{cell(r.get(c))}</td>" for c in columns) + "</tr>"
+                   for i, r in enumerate(shown, start=1))
+    more = f"<caption>The first {len(shown)} of {len(rows)} (release.json lists all).</caption>" if len(rows) > len(shown) else ""
+    return Html(f'<div class="scroll"><table class="compact records">{more}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>')
+
+
 # -- 1. privacy statement and release facts -------------------------------------------------------
 
 _AMOUNTS = (("epsilon", "ε"), ("delta", "δ"), ("rho", "ρ"))
@@ -202,7 +329,20 @@ def _privacy(privacy: Mapping[str, Any], release: Mapping[str, Any], dataset: Ma
     out.append(f'<p class="guarantee">{esc(_guarantee(privacy))}</p>')
     out.append(_statement_list(privacy))
     out.append("<h3>Release facts</h3>" + _table(["fact", "value"], _release_facts(release, dataset), numeric=()))
+    out.append(_parameters(release.get("parameters")))
     return "".join(out)
+
+
+def _parameters(parameters: Any) -> str:
+    """release.json's ``parameters``: what the method chose or set, shown readably, whatever the method."""
+    intro = ("From release.json's <code>parameters</code>, published with the synthetic sets: the method's settings and "
+             "what it chose on the way (the marginals it measured, its regime, its trees' shapes, its warnings). They are "
+             "part of the release and covered by its privacy statement. Fractions are shown as decimals (the exact "
+             "value on hover).")
+    head = "<h3>What the method chose / public parameters</h3>"
+    if parameters is None or parameters == {} or parameters == []:
+        return head + _na("the release records no parameters")
+    return head + f'<p class="note">{intro}</p><div class="params-block">{readable(parameters)}</div>'
 
 
 def _statement_list(privacy: Mapping[str, Any]) -> str:
@@ -226,10 +366,8 @@ def _statement_list(privacy: Mapping[str, Any]) -> str:
 
 def _release_facts(release: Mapping[str, Any], dataset: Mapping[str, Any]) -> list[list[str]]:
     def text(v: Any) -> str:
-        if isinstance(v, Mapping):
-            return "; ".join(f"{k} = {fmt(x, 6)}" for k, x in v.items()) or "none"
-        if isinstance(v, (list, tuple)):
-            return ", ".join(fmt(x) for x in v) or "none"
+        if isinstance(v, (Mapping, list, tuple)):
+            return readable(v)
         return fmt(v, 6) if isinstance(v, (int, float)) else str(v)
 
     facts = [
@@ -242,7 +380,6 @@ def _release_facts(release: Mapping[str, Any], dataset: Mapping[str, Any]) -> li
         ("rows of the original", dataset.get("rows_original")),
         ("rows per synthetic set", release.get("rows") or dataset.get("rows_synthetic")),
         ("method options", release.get("options")),
-        ("public parameters", release.get("parameters")),
         ("notes", release.get("notes")),
     ]
     return [[name, text(value)] for name, value in facts if value is not None]
@@ -261,15 +398,24 @@ def _header(release: Mapping[str, Any]) -> str:
 # -- 2. summary ----------------------------------------------------------------------------------
 
 
-def _summary(ev: Mapping[str, Any]) -> str:
+def _summary(ev: Mapping[str, Any], found: Mapping[str, Verdict] | None = None, sets: Any = None) -> str:
     rows = _marginal_rows(_mapping(ev.get("marginals"))) + _numeric_rows(_mapping(ev.get("numeric")))
     rows += _propensity_rows(_mapping(ev.get("propensity"))) + _relationship_rows(_mapping(ev.get("relationships")))
-    rows += _sensitive_rows(_mapping(ev.get("sensitive"))) + _inference_rows(_mapping(ev.get("inference")))
+    rows += _sensitive_rows(_mapping(ev.get("sensitive"))) + _inference_rows(_mapping(ev.get("inference")), sets)
     if not rows:
         return _na("the evaluation holds no utility measures")
+    out = []
+    if found:
+        titles = dict(SECTIONS)
+        items = "".join(f'<tr class="{esc(v.level)}"><td><a href="#{key}">{esc(titles[key])}</a></td>'
+                        f'<td class="level">{esc(VERDICT_WORDS[v.level])}</td><td>{esc(v.text)}</td></tr>' for key, v in found.items())
+        out.append("<h3>Verdicts</h3>" + _p("One sentence per section, each with the threshold it applies (rules of thumb, "
+                                             "explained in dipsy.evaluation.verdicts; a flag says where to look).", "note"))
+        out.append(f'<div class="scroll"><table class="verdicts"><thead><tr><th>section</th><th>verdict</th><th>why</th></tr></thead>'
+                   f"<tbody>{items}</tbody></table></div>")
     rows = [[r[0], r[1] if isinstance(r[1], Html) else value_cell(r[1]), *r[2:]] for r in rows]
-    intro = _p("Headline numbers, averaged over the synthetic sets. Each row says what the measure is and which direction is better.")
-    return intro + _table(["measure", "value", "what it means", "better"], rows, numeric=())
+    out.append("<h3>Headline numbers</h3>" + _p("Averaged over the synthetic sets. Each row says what the measure is and which direction is better."))
+    return "".join(out) + _table(["measure", "value", "what it means", "better"], rows, numeric=())
 
 
 def _marginal_rows(marginals: Mapping[str, Any]) -> list[list[str]]:
@@ -327,15 +473,39 @@ def _numeric_rows(numeric: Mapping[str, Any]) -> list[list[str]]:
 
 def _propensity_rows(propensity: Mapping[str, Any]) -> list[list[str]]:
     rows = []
-    for model in _models(propensity):
+    headline = str(propensity.get("headline") or "")
+    yard = _yardsticks(propensity)
+    for model in sorted(_models(propensity), key=lambda m: m != headline):  # the headline first
         part = propensity[model]
-        rows.append([f"pMSE ratio ({model})", fmt(nanmean(part.get("ratio"))), f"Propensity mean squared error of a {model} classifier telling original from synthetic rows, divided by its expected value if both came from the same distribution; 1 = as indistinguishable as the model can tell.", "closer to 1"])
-        rows.append([f"standardised pMSE ({model})", fmt(nanmean(part.get("standardised"))), "(pMSE − null mean) / null standard deviation: how many null standard deviations the classifier does better than chance.", "closer to 0"])
+        name = _model_name(model, propensity) + (", the headline" if model == headline else "")
+        detail = "; ".join(f"{label} {fmt(v)}" for label, v in yard) if model == headline else ""
+        rows.append([f"pMSE ratio ({name})", value_cell(fmt(nanmean(part.get("ratio"))), detail), f"Propensity mean squared error of a {model} classifier telling original from synthetic rows, divided by its expected value if both came from the same distribution; 1 = as indistinguishable as the model can tell.", "closer to 1"])
+        rows.append([f"standardised pMSE ({name})", fmt(nanmean(part.get("standardised"))), "(pMSE − null mean) / null standard deviation: how many null standard deviations the classifier does better than chance.", "closer to 0"])
     return rows
 
 
+def _model_name(model: str, propensity: Mapping[str, Any]) -> str:
+    """'logistic with interactions' when the logistic design has them, else the model's key."""
+    designs = [d for d in _mapping(propensity.get(model)).get("design") or [] if isinstance(d, Mapping)]
+    return f"{model} with interactions" if model == "logistic" and designs and designs[0].get("pairs") else model
+
+
+def _yardsticks(propensity: Mapping[str, Any]) -> list[tuple[str, float]]:
+    """The headline pMSE ratio of the independent-columns and binning-floor versions of the original."""
+    out = []
+    for key, label in (("independent", "independent columns"), ("floor", "binning floor")):
+        ratio = nanmean([_mapping(propensity.get(key)).get("ratio")])
+        if math.isfinite(ratio):
+            out.append((label, ratio))
+    return out
+
+
+#: Keys of the propensity section that hold a yardstick's pMSE, not a model's per set.
+_YARDSTICKS = ("independent", "floor")
+
+
 def _models(propensity: Mapping[str, Any]) -> list[str]:
-    return [k for k, v in propensity.items() if isinstance(v, Mapping) and "pmse" in v]
+    return [k for k, v in propensity.items() if isinstance(v, Mapping) and "pmse" in v and k not in _YARDSTICKS]
 
 
 def _relationship_rows(relationships: Mapping[str, Any]) -> list[list[str]]:
@@ -348,13 +518,16 @@ def _relationship_rows(relationships: Mapping[str, Any]) -> list[list[str]]:
     return rows
 
 
-def _inference_rows(inference: Mapping[str, Any]) -> list[list[str]]:
+def _inference_rows(inference: Mapping[str, Any], sets: Any = None) -> list[list[str]]:
     coefs = [c for c in inference.get("coefficients") or [] if isinstance(c, Mapping)]
     overlap = nanmean([c.get("ci_overlap") for c in coefs])
     stdd = nanmean([abs(x) for x in finite([c.get("std_diff") for c in coefs])])
     rows = []
+    one = single_set(inference.get("rule"), sets)
     if math.isfinite(overlap):
-        rows.append(["confidence interval overlap, mean", fmt(overlap), "How much the 95% intervals from the original and from the synthetic sets cover each other (Karr et al. 2006); 1 = the same interval, 0 or less = disjoint.", "higher"])
+        rows.append(["confidence interval overlap, mean", value_cell(fmt(overlap), "synthetic intervals from one set: they ignore synthesis and noise variance" if one else ""),
+                     "How much the 95% intervals from the original and from the synthetic sets cover each other (Karr et al. 2006); 1 = the same interval, 0 or less = disjoint."
+                     + (" A one-set interval is too narrow, so a high overlap flatters the release." if one else ""), "higher"])
     if math.isfinite(stdd):
         rows.append(["standardised difference, mean |·|", fmt(stdd), "|synthetic − original estimate| in units of the original standard error.", "lower"])
     return rows
@@ -414,15 +587,27 @@ def _numeric(numeric: Mapping[str, Any], original: pd.DataFrame, tables: Sequenc
     if not columns:
         return _na("the release has no numeric columns")
     intro = _p("U_m is the largest and U_a the average squared gap between the empirical CDFs of the original and a synthetic set (Hu's ECDF utility); KS is the two-sample Kolmogorov–Smirnov statistic. For all three, 0 means identical and lower is better.")
+    floors = {c: _mapping(numeric[c].get("floor")) for c in columns}
+    out = [intro]
+    if any(floors.values()):
+        out.append(_p("Binning floor: a synthesizer that sees a numeric column through the domain's bins releases values drawn "
+                      "uniformly inside each bin, so it cannot come closer to the original than the original itself with each "
+                      "value redrawn uniformly inside its own bin. That redraw (seeded, like the evaluation) is shown beside the "
+                      "synthetic figures: a synthetic figure near the floor's is as good as these bins allow, whatever the budget; "
+                      "narrower public bins would lower the floor."))
     rows = []
     for c in columns:
         parts = numeric_parts(numeric[c])
         means = [fmt(nanmean(numeric[c].get(key))) for key in ("U_m", "U_a", "ks")]
-        rows.append([c, *means, fmt(parts["mean_original"], 4), fmt(nanmean(parts["mean_synthetic"]), 4)])
-    header = ["column", "U_m", "U_a", "KS", "mean (original)", "mean (synthetic)"]
-    out = [intro, _table(header, rows, caption="Means over the synthetic sets; the table under each column's plots lists every set.")]
+        floor = floors[c]
+        rows.append([c, *means, fmt(floor.get("U_m")) if floor else "—", fmt(parts["mean_original"], 4),
+                     fmt(floor.get("mean"), 4) if floor else "—", fmt(nanmean(parts["mean_synthetic"]), 4)])
+    header = ["column", "U_m", "U_a", "KS", "U_m (binning floor)", "mean (original)", "mean (binning floor)", "mean (synthetic)"]
+    if not any(floors.values()):
+        header, rows = [h for h in header if "floor" not in h], [[v for j, v in enumerate(r) if j not in (4, 6)] for r in rows]
+    out.append(_table(header, rows, caption="Means over the synthetic sets; the table under each column's plots lists every set."))
     for c in columns:
-        out.append(_numeric_column(c, numeric[c], original, tables, domain[c] if c in domain else None))
+        out.append(_numeric_column(c, numeric[c], original, tables, domain[c] if c in domain else None, domain))
     return "".join(out)
 
 
@@ -451,26 +636,75 @@ def numeric_parts(stats: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _numeric_column(name: str, stats: Mapping[str, Any], original: pd.DataFrame, tables: Sequence[pd.DataFrame], column: Any) -> str:
+def _numeric_column(name: str, stats: Mapping[str, Any], original: pd.DataFrame, tables: Sequence[pd.DataFrame], column: Any,
+                    domain: Domain | None = None) -> str:
+    floor = _mapping(stats.get("floor"))
+    redrawn = None
+    if floor and column is not None and domain is not None and name in original:
+        # The evaluation's own redraw (same seed, same rows), for the plot.
+        redrawn = plots.finite(redraw_in_bins(original, domain.project([name]), int(floor.get("seed") or 0))[name].to_numpy(float))
     hist = _figure(plots.numeric_histograms(original, tables, name, column), "Share of rows per bin (the domain's bins when it has them): original filled, synthetic sets as lines.", f"histograms of {name}", f"{name} has no values to plot")
-    ecdf = _figure(plots.numeric_ecdfs(original, tables, name), "Empirical CDFs; U_m is the largest vertical gap between the black and a coloured line.", f"empirical CDFs of {name}", f"{name} has no values to plot")
+    ecdf_caption = "Empirical CDFs; U_m is the largest vertical gap between the black and a coloured line." + (
+        " Grey dotted: the binning floor, the original redrawn inside its bins." if redrawn is not None else "")
+    ecdf = _figure(plots.numeric_ecdfs(original, tables, name, redrawn), ecdf_caption, f"empirical CDFs of {name}", f"{name} has no values to plot")
     # Heading and plots kept on one printed page; the table may follow on the next.
-    return f'<div class="keep"><h3>{esc(name)}</h3><div class="pair">{hist}{ecdf}</div></div>' + _quantile_table(stats)
+    return (f'<div class="keep"><h3>{esc(name)}</h3><div class="pair">{hist}{ecdf}</div></div>'
+            + _floor_note(name, floor, stats, column) + _quantile_table(stats))
+
+
+def _floor_note(name: str, floor: Mapping[str, Any], stats: Mapping[str, Any], column: Any) -> str:
+    """Where the bin-uniform draw biases the mean, how much and which bin causes it."""
+    shift = nanmean([floor.get("expected_mean_shift")]) if floor else math.nan
+    if not math.isfinite(shift) or abs(shift) <= judge.MEAN_SHIFT_FLAG:
+        return ""
+    labels = plots.code_labels(column) if column is not None and getattr(column, "bins", None) is not None else []
+    parts = []
+    for b in [b for b in floor.get("bins") or [] if isinstance(b, Mapping)]:
+        k = int(b.get("bin", -1))
+        label = labels[k] if 0 <= k < len(labels) else f"{fmt(b.get('lower'))}–{fmt(b.get('upper'))}"
+        share = nanmean([b.get("shift")])
+        if math.isfinite(share) and abs(share) >= max(0.005, 0.1 * abs(shift)):  # the bins that matter, not every one
+            parts.append(f"{_signed_pct(share)} from the bin {label} (its {fmt(b.get('rows'))} original rows average "
+                         f"{fmt(b.get('mean_original'), 4)}, a uniform draw inside it {fmt(b.get('mean_uniform'), 4)})")
+    where = ": " + "; ".join(parts) if parts else ""
+    drawn = nanmean([floor.get("mean_shift")])
+    this = f" (this draw: {_signed_pct(drawn)})" if math.isfinite(drawn) else ""
+    syn = numeric_parts(stats)
+    orig, syn_mean = nanmean([syn["mean_original"]]), nanmean(syn["mean_synthetic"])
+    syn_shift = (syn_mean - orig) / abs(orig) if math.isfinite(orig) and orig and math.isfinite(syn_mean) else math.nan
+    compare = (f" The synthetic sets' mean is {_signed_pct(syn_shift)} from the original's: judge it against the floor, not against 0."
+               if math.isfinite(syn_shift) else "")
+    return (f'<p class="caveat"><strong>The bins bias the mean of {esc(name)}.</strong> Redrawing each original value uniformly '
+            f"inside its own bin moves the mean by {esc(_signed_pct(shift))} in expectation{esc(this)}{esc(where)}. A synthesizer "
+            f"that draws inside these bins inherits that shift whatever its budget.{esc(compare)} Narrower public bins where the "
+            "values are sparse and skewed (usually the top one) would remove most of it.</p>")
+
+
+def _signed_pct(x: float) -> str:
+    return f"{100 * x:+.1f} %" if math.isfinite(x) else "—"
 
 
 def _quantile_table(stats: Mapping[str, Any]) -> str:
     parts = numeric_parts(stats)
+    floor = _mapping(stats.get("floor"))
     m = max(len(parts["quantiles_synthetic"]), len(parts["mean_synthetic"]), len(stats.get("U_m") or []))
-    header = ["statistic", "original"] + [f"set {k}" for k in range(1, m + 1)]
-    rows = [["mean", fmt(parts["mean_original"], 4)] + [fmt(v, 4) for v in _pad(parts["mean_synthetic"], m)]]
+    extra = ["binning floor"] if floor else []
+    header = ["statistic", "original"] + extra + [f"set {k}" for k in range(1, m + 1)]
+    f_mean = [fmt(floor.get("mean"), 4)] if floor else []
+    rows = [["mean", fmt(parts["mean_original"], 4)] + f_mean + [fmt(v, 4) for v in _pad(parts["mean_synthetic"], m)]]
     syn = _pad(parts["quantiles_synthetic"], m, [])
+    f_q = list(floor.get("quantiles") or [])
     for i, level in enumerate(parts["levels"]):
         orig = _pad(parts["quantiles_original"], i + 1)[i]
-        rows.append([f"quantile {fmt(level)}", fmt(orig, 4)] + [fmt(_pad(s, i + 1)[i], 4) for s in syn])
+        f_cell = [fmt(_pad(f_q, i + 1)[i], 4)] if floor else []
+        rows.append([f"quantile {fmt(level)}", fmt(orig, 4)] + f_cell + [fmt(_pad(s, i + 1)[i], 4) for s in syn])
     for key, label in (("U_m", "U_m"), ("U_a", "U_a"), ("ks", "KS"), ("ks_pvalue", "KS p-value")):
         if stats.get(key) is not None:
-            rows.append([label, ""] + [fmt(v) for v in _pad(stats.get(key), m)])
-    return _table(header, rows)
+            f_cell = [fmt(floor.get(key)) if key in floor else ""] if floor else []
+            rows.append([label, ""] + f_cell + [fmt(v) for v in _pad(stats.get(key), m)])
+    caption = ("Binning floor: the original with each value redrawn uniformly inside its own bin; its U_m, U_a and KS are "
+               "against the original, the least a synthesizer of these bins can reach.") if floor else ""
+    return _table(header, rows, caption=caption)
 
 
 def _pad(values: Any, m: int, fill: Any = None) -> list[Any]:
@@ -486,15 +720,34 @@ def _propensity(propensity: Mapping[str, Any]) -> str:
     if not models:
         return _na("no propensity scores were computed")
     intro = _p("A classifier is trained to tell original rows from synthetic rows. The propensity mean squared error (pMSE, Snoke et al. 2018) measures how far its predicted probabilities stray from the share of synthetic rows; the null mean and standard deviation are what pMSE would be if both came from the same distribution. A ratio near 1 and a standardised pMSE near 0 are good; large values mean the synthetic rows are easy to spot.")
+    out = [intro]
+    headline = str(propensity.get("headline") or "")
+    if headline in models:
+        designs = [d for d in _mapping(propensity[headline]).get("design") or [] if isinstance(d, Mapping)]
+        how = str(designs[0].get("description")) if designs and designs[0].get("description") else headline
+        out.append(f'<p class="headline-model"><strong>Headline: the {esc(_model_name(headline, propensity))} model</strong> — '
+                   f"{esc(how)}. Main effects alone see only each column's own distribution: a release that keeps every marginal "
+                   "and shuffles each column on its own would score as well as the original's own subsample; the interactions "
+                   "catch the lost relationships. CART is shown beside it, as a check of another kind.</p>")
     keys = (("pmse", "pMSE"), ("null_mean", "null mean"), ("null_sd", "null sd"), ("standardised", "standardised"), ("ratio", "ratio"))
     rows = []
-    for model in models:
+    for model in sorted(models, key=lambda m: m != headline):
         part = propensity[model]
         n = max(len(part.get(k) or []) for k, _ in keys)
         rows += [[model, f"set {i + 1}"] + [fmt(_pad(part.get(k), n)[i]) for k, _ in keys] for i in range(n)]
         if n > 1:
             rows.append([model, "mean"] + [fmt(nanmean(part.get(k))) for k, _ in keys])
-    out = [intro, _table(["model", "set"] + [label for _, label in keys], rows, numeric=range(2, 99))]
+    for key, label in (("independent", "original, columns shuffled independently"), ("floor", "original, redrawn inside its bins")):
+        part = _mapping(propensity.get(key))
+        if part:
+            rows.append([f"{headline or 'logistic'} (yardstick)", label] + [fmt(part.get(k)) for k, _ in keys])
+    out.append(_table(["model", "set"] + [label for _, label in keys], rows, numeric=range(2, 99)))
+    if any(_mapping(propensity.get(k)) for k in ("independent", "floor")):
+        out.append(_p("Yardsticks, scored by the headline model against the original: the original with each column shuffled on "
+                      "its own (every marginal kept, every relationship broken: what a release that learnt only the one-way "
+                      "distributions would score) and, with binned numeric columns, the original with each value redrawn "
+                      "uniformly inside its bin (the best a synthesizer of those bins can score; it shares every other value "
+                      "with the original row by row, so it can score under 1).", "note"))
     if propensity.get("rows_used") is not None:
         out.append(_p(_rows_used(propensity.get("rows_used"), propensity.get("max_rows")), "note"))
     if propensity.get("caveat"):
@@ -532,7 +785,8 @@ def _pairs_block(part: Mapping[str, Any], kind: str, missing: str) -> str:
         return _na(missing)
     out = []
     if kind == "indicator":
-        out.append(_p("Each column's categories become 0/1 indicators (column = category); for pairs of indicators from different columns, the correlation and the slope of one regressed on the other are computed in the original and in each synthetic set. Points on the 45° line are reproduced exactly."))
+        out.append(_p("Each column's categories become 0/1 indicators (column = category); for pairs of indicators from different columns, the correlation and the slope of one regressed on the other are computed in the original and in each synthetic set. Points on the 45° line are reproduced exactly. "
+                      "A column with two categories enters by one indicator, its rarer category: the other is its mirror image (the same slopes and correlations with the sign flipped), which would count every relationship twice."))
     if scalars:
         out.append(_table(["measure", "value"], scalars, compact=True))
     if pairs:
@@ -548,6 +802,7 @@ _PAIR_FACTS = {
     "indicators": "indicators (column = category)",
     "pairs_available": "pairs available",
     "pairs_used": "pairs evaluated",
+    "mirrors_dropped": "two-category columns entered by one indicator",
 }
 
 
@@ -568,7 +823,7 @@ def _pairs_table(pairs: Sequence[Mapping[str, Any]]) -> str:
 # -- 7. sensitive attributes ---------------------------------------------------------------------
 
 
-def _sensitive(part: Mapping[str, Any]) -> str:
+def _sensitive(part: Mapping[str, Any], sets: Any = None) -> str:
     """S-004 §6's utility outputs: joint proportions, indicator slopes and correlations, logistic models."""
     if not part:
         return _na("the release names no sensitive columns (a release of rdt does; or pass --sensitive)")
@@ -616,11 +871,11 @@ def _sensitive(part: Mapping[str, Any]) -> str:
         out.append(_na("no indicator pairs (every category is constant in the original)"))
     out.append("<h3>Logistic regression of a sensitive category</h3>")
     for column, model in _mapping(part.get("logit")).items():
-        out.append(_logit_block(str(column), _mapping(model)))
+        out.append(_logit_block(str(column), _mapping(model), sets))
     return "".join(out)
 
 
-def _logit_block(column: str, model: Mapping[str, Any]) -> str:
+def _logit_block(column: str, model: Mapping[str, Any], sets: Any = None) -> str:
     response = str(model.get("response", column))
     if model.get("error") or not model.get("coefficients"):
         return _p(f"1[{response}] on the public columns: not comparable — {model.get('error', 'no coefficients')}.", "note")
@@ -635,19 +890,23 @@ def _logit_block(column: str, model: Mapping[str, Any]) -> str:
     merged = _mapping(model.get("merged"))
     if merged:
         how += "; where the pooled levels are absent from some of the data, they join the least common kept level (" + ", ".join(f"{k}: {v}" for k, v in merged.items()) + ")"
+    one = single_set(model.get("rule"), sets)
     out = [f"<p>Model <code>{esc(model.get('formula', response))}</code> ({esc(model.get('level_rule', ''))}), fitted by maximum likelihood to "
            f"the original and to each synthetic set, the sets combined by the rule <code>{esc(model.get('rule', '—'))}</code>. "
            f"Reference levels: {esc(reference)}. {esc(how)}. Correlation of synthetic with original coefficients: {esc(fmt(model.get('coefficient_r')))}.</p>"]
+    if one:
+        out.append(_single_set_caveat())
     if model.get("warnings"):
         out.append(_p("The fits warned: " + "; ".join(map(str, model["warnings"])) + " (a level with almost no records of the category gives a large, unstable coefficient).", "note"))
     shown = min(len(coefs), 48)
     more = f" The first {shown} of {len(coefs)} terms are drawn; the table lists all." if shown < len(coefs) else ""
+    synthetic = (" to the one synthetic set (blue; its interval ignores synthesis and noise variance)" if one
+                 else ", combined over the sets, to the synthetic data (blue)")
     out.append(_figure(plots.coefficient_forest(coefs, f"1[{response}]: coefficients, original and synthetic"),
-                       "Each coefficient (log odds ratio against the reference level) with its 95% interval: fitted to the original (black) and, "
-                       "combined over the sets, to the synthetic data (blue), as in S-004 Figs. 10–14." + more,
+                       "Each coefficient (log odds ratio against the reference level) with its 95% interval: fitted to the original (black) and"
+                       f"{synthetic}, as in S-004 Figs. 10–14." + more,
                        f"coefficient plot of the logistic regression of {response}", "the coefficients carry no finite estimates"))
-    out.append(_table(["term", "original estimate", "original 95% CI", "synthetic estimate", "synthetic 95% CI", "df", "CI overlap", "std. difference"],
-                      [_coef_row(c) for c in coefs]))
+    out.append(_table(_coef_header(one), [_coef_row(c) for c in coefs]))
     return "".join(out)
 
 
@@ -664,19 +923,35 @@ def _sensitive_rows(part: Mapping[str, Any]) -> list[list[str]]:
 # -- 8. inference --------------------------------------------------------------------------------
 
 
-def _inference(inference: Mapping[str, Any]) -> str:
+def _inference(inference: Mapping[str, Any], sets: Any = None) -> str:
     coefs = [c for c in inference.get("coefficients") or [] if isinstance(c, Mapping)]
     if not coefs:
         return _na("no regression formula was given (pass one to compare inferences)")
     rule = str(inference.get("rule", "—"))
+    one = single_set(rule, sets)
     out = [f"<p>Model <code>{esc(inference.get('formula', '—'))}</code>, fitted to the original and to each synthetic set; the synthetic estimates are combined by the rule <code>{esc(rule)}</code>.</p>"]
+    if one:
+        out.append(_single_set_caveat())
     shown = min(len(coefs), plots.MAX_TERMS)
     more = f" The first {shown} of {len(coefs)} terms are drawn; the table lists all." if shown < len(coefs) else ""
-    out.append(_figure(plots.coefficient_plot(coefs), "95% intervals per term: original (black) and synthetic (blue), each term on its own scale." + more, "coefficient intervals, original and synthetic", "the coefficients carry no finite estimates"))
+    synthetic = "synthetic from one set, ignoring synthesis and noise variance" if one else "synthetic"
+    out.append(_figure(plots.coefficient_plot(coefs), f"95% intervals per term: original (black) and {synthetic} (blue), each term on its own scale." + more, "coefficient intervals, original and synthetic", "the coefficients carry no finite estimates"))
     rows = [_coef_row(c) for c in coefs]
-    out.append(_table(["term", "original estimate", "original 95% CI", "synthetic estimate", "synthetic 95% CI", "df", "CI overlap", "std. difference"], rows))
+    out.append(_table(_coef_header(one), rows))
     out.append(_p("CI overlap: the average share of each interval covered by their intersection (1 = identical, 0 or less = disjoint; higher is better). Standardised difference: (synthetic − original estimate) / original standard error (closer to 0 is better).", "note"))
     return "".join(out)
+
+
+def _coef_header(one: bool) -> list[str]:
+    """The coefficient table's header; a one-set interval says what it leaves out."""
+    ci = "synthetic 95% CI (one set: ignores synthesis and noise variance)" if one else "synthetic 95% CI"
+    return ["term", "original estimate", "original 95% CI", "synthetic estimate", ci, "df", "CI overlap", "std. difference"]
+
+
+def _single_set_caveat() -> str:
+    return (f'<p class="caveat"><strong>One synthetic set.</strong> {esc(SINGLE_SET_CAVEAT)} They cover the value they '
+            "estimate less often than 95 %, and a high overlap with the original's interval flatters the release; several "
+            "sets (--sets m) give intervals that carry both variances.</p>")
 
 
 def _coef_row(c: Mapping[str, Any]) -> list[str]:
@@ -723,7 +998,8 @@ td.num { white-space: nowrap; }
 #summary td:first-child { min-width: 10rem; font-weight: 600; }
 #summary td:nth-child(2) { min-width: 9rem; }
 #summary td:nth-child(3) { color: #3a3a40; }
-#summary td:last-child { white-space: nowrap; }
+#summary table:not(.verdicts) td:last-child { white-space: nowrap; }
+#summary table.verdicts td:nth-child(2) { min-width: 6rem; }
 .value { display: block; font-size: 1.05rem; font-weight: 650; font-variant-numeric: tabular-nums; }
 .detail { display: block; color: var(--muted); font-size: .82rem; }
 figure { margin: 1rem 0 1.4rem; }
@@ -732,6 +1008,27 @@ figcaption { margin-top: .3rem; max-width: 48rem; }
 .pair { display: flex; flex-wrap: wrap; gap: 1rem; }
 .pair figure { flex: 1 1 24rem; margin: .5rem 0; }
 .caveat { margin: 1rem 0; padding: .6rem 1rem; border-left: 4px solid #E69F00; background: #fff7e8; }
+.banner { margin: 0 0 1.6rem; padding: .8rem 1.1rem; border: 2px solid #B03A2E; border-radius: 6px; background: #fdecea; font-size: 1rem; max-width: none; }
+.banner strong { color: #8E1B10; }
+.verdict { margin: .4rem 0 1rem; padding: .55rem .9rem; border-left: 6px solid; border-radius: 3px; max-width: none; }
+.verdict.good { border-color: #009E73; background: #e9f6f1; }
+.verdict.caution { border-color: #E69F00; background: #fff7e8; }
+.verdict.poor { border-color: #D55E00; background: #fdeee6; }
+table.verdicts td.level { white-space: nowrap; font-weight: 650; }
+table.verdicts tr.good td.level { color: #00704f; }
+table.verdicts tr.caution td.level { color: #8a5d00; }
+table.verdicts tr.poor td.level { color: #a84400; }
+.headline-model { background: var(--box); padding: .5rem .8rem; border-radius: 4px; max-width: none; }
+dl.params { display: grid; grid-template-columns: minmax(7rem, max-content) 1fr; gap: .15rem 1rem; margin: .2rem 0; }
+dl.params dt { font-weight: 600; color: #3a3a40; }
+dl.params dd { margin: 0; overflow-wrap: anywhere; }
+ol.params, ul.params { margin: 0; padding-left: 1.4rem; }
+ul.inline { list-style: none; margin: 0; padding: 0; display: flex; flex-wrap: wrap; gap: .1rem 1.1rem; }
+ul.inline .k { color: var(--muted); }
+.params-block { font-size: .9rem; }
+table.records { font-size: .82rem; }
+table.records th, table.records td:not(:last-child) { white-space: nowrap; }
+ol.params { column-width: 16rem; column-gap: 2rem; }
 .na { color: var(--muted); font-style: italic; }
 code { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; font-size: .9em; overflow-wrap: anywhere; }
 footer { margin-top: 3rem; color: var(--muted); font-size: .85rem; }
@@ -742,9 +1039,9 @@ footer { margin-top: 3rem; color: var(--muted); font-size: .85rem; }
   nav.toc { display: none; }
   section { break-before: page; }
   section.privacy { break-before: auto; }
-  section.privacy, .caveat, th { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
+  section.privacy, .caveat, .banner, .verdict, th { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
   h2, h3 { break-after: avoid; }
-  figure, tr, dl.statement, .caveat, .keep { break-inside: avoid; }
+  figure, tr, dl.statement, .caveat, .banner, .verdict, .keep { break-inside: avoid; }
   figure img { max-width: 100%; max-height: 235mm; }
   .scroll { overflow: visible; }
   a { color: inherit; text-decoration: none; }
@@ -755,7 +1052,7 @@ footer { margin-top: 3rem; color: var(--muted); font-size: .85rem; }
 def _page(title: str, header: str, body: str) -> str:
     from .. import __version__
 
-    footer = f"<footer>Written by dipsy {esc(__version__)}. Figures and tables compare the original data with the synthetic sets; this report itself contains statistics of the original data and is not covered by the release's privacy guarantee.</footer>"
+    footer = f"<footer>Written by dipsy {esc(__version__)}. Figures and tables compare the original data with the synthetic sets; this report itself contains statistics of the original data and is not covered by the release's privacy guarantee: do not publish it.</footer>"
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'

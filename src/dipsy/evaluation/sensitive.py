@@ -14,7 +14,10 @@ Generated Synthetic Data") judges utility by
 
         r = β₁ sqrt(P(X=1)(1 − P(X=1)) / (P(Y=1)(1 − P(Y=1)))),
 
-    both computed by :func:`~.relationships.indicator_relationships` (imported, not repeated);
+    both computed by :func:`~.relationships.indicator_relationships` (imported, not repeated),
+    which enters a column with two categories by one indicator (its rarer category): the other
+    only mirrors it, and the mirrored pairs would double every slope and, placed symmetrically
+    about 0, inflate the correlation of slopes over pairs;
 (c) a logistic regression of one category of each sensitive column (S-004: female) on the public
     columns as categorical predictors (Figs. 10–14), its coefficients fitted to the confidential
     data against those fitted to the synthetic sets (combined by the release's rule).

@@ -1,0 +1,375 @@
+"""One plain sentence per section of the evaluation: good enough or not, by a stated threshold.
+
+Each function reads one section of :func:`dipsy.evaluation.evaluate`'s result (the JSON layout)
+and returns a :class:`Verdict` — a level (``"good"``, ``"caution"``, ``"poor"``) and a sentence
+that names the number, the threshold and what it means — or None when the section holds nothing
+to judge. They are pure functions of those numbers, so the report, ``metrics.json`` and the
+tests all get the same sentence.
+
+The thresholds are below as named constants, each with the reason it sits where it does. They are
+rules of thumb for a steward's first reading, not tests of significance: a release can pass every
+one and still fail the analysis someone cares about (the inference section checks one such
+analysis), and a flag says where to look, not that the release is useless.
+
+>>> marginals({"2-way": {"mean_tvd": 0.12, "worst_tvd": 0.3, "worst_columns": ["a", "b"]}}).level
+'poor'
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+#: Mean two-way TVD at or under which the marginals are called close: 5 % of the rows would have
+#: to move in the average two-way table, about what sampling alone costs a 1,000-record sample of a
+#: 10-cell table (E TVD ≈ ½ sqrt(2K / (π n)) = 0.04 for K = 10, n = 1,000).
+MARGINAL_TVD_OK = 0.05
+#: Mean two-way TVD over which the marginals are called far off: one row in ten in the wrong cell
+#: of the average table, twice the sampling level above and enough to change a cross-tabulation's
+#: reading.
+MARGINAL_TVD_FLAG = 0.10
+#: Largest ECDF gap U_m (the KS statistic) over which a numeric column is flagged: the two-sample
+#: KS test's 5 % critical value, 1.36 sqrt(2 / n), is 0.061 at n = 1,000 per side, so a gap of 0.1
+#: is beyond sampling error from about 370 records up; and a tenth of the rows on the wrong side of
+#: some value is visible in any plot.
+NUMERIC_UM_FLAG = 0.10
+#: Relative shift of a mean over which it is flagged: beyond the sampling error of a mean of 1,000
+#: records (CV / sqrt(n), 3 % for a column whose SD equals its mean), and a change a reader of a
+#: published mean or total would notice.
+MEAN_SHIFT_FLAG = 0.05
+#: A synthetic U_m or mean shift within this factor of the binning floor's is put down to the bins:
+#: the floor is one draw of the best case, and a DP method adds its noise on top of it.
+FLOOR_MARGIN = 1.5
+#: pMSE ratio (pMSE / its null mean) at or under which the sets are called hard to tell apart.
+#: Under the null the ratio is χ²_{k−1} / (k − 1): it exceeds 2 with probability 4 % at k − 1 = 8
+#: and under 0.1 % from k − 1 = 30, so a ratio over 2 is a difference the classifier found.
+PMSE_RATIO_OK = 2.0
+#: Share of the independent-columns yardstick's excess over the null, (ratio − 1) / (R_ind − 1),
+#: at or over which the sets are called easy to tell apart: the classifier then finds at least half
+#: as much as in the original with every column shuffled on its own, which keeps every marginal and
+#: no relationship. The ratio itself grows with the rows (its null shrinks like k / N), the share
+#: does not.
+PMSE_INDEPENDENT_SHARE = 0.5
+#: Correlation from which a relationship in the original counts: Cohen's "small" effect. Weaker
+#: ones are too noisy at survey sizes (the SE of r is 0.03 at n = 1,000) for a ratio of slopes to
+#: mean anything.
+MATERIAL_CORRELATION = 0.1
+#: A relationship is called lost when the synthetic slope (or correlation) is under this share of
+#: the original's, or over its inverse, or of the other sign: a slope halved (or doubled) changes
+#: any substantive reading of it.
+SLOPE_KEPT = 0.5
+#: Share of the material relationships lost over which the section is called poor (under it, with
+#: some lost, caution).
+LOST_SHARE_FLAG = 0.2
+#: Standardised difference |synthetic − original| / SE(original) over which a coefficient is
+#: flagged: the synthetic estimate lies outside the original's 95 % interval.
+STD_DIFF_FLAG = 1.96
+
+LEVELS = ("good", "caution", "poor")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A section's verdict: ``level`` is ``"good"``, ``"caution"`` or ``"poor"``; ``text`` one
+    sentence with the number and its threshold."""
+
+    level: str
+    text: str
+
+    def __post_init__(self) -> None:
+        if self.level not in LEVELS:
+            raise ValueError(f"a verdict's level is one of {LEVELS}, not {self.level!r}")
+
+    def to_dict(self) -> dict[str, str]:
+        return {"level": self.level, "text": self.text}
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _num(value: Any) -> float:
+    """A finite float, or NaN (None, text, NaN, infinities, booleans)."""
+    if isinstance(value, bool) or value is None:
+        return math.nan
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return math.nan
+    return x if math.isfinite(x) else math.nan
+
+
+def _mean(values: Any) -> float:
+    """Mean of the finite values of a number or a list; NaN when there are none."""
+    items = values if isinstance(values, (list, tuple, np.ndarray)) else [values]
+    xs = [v for v in (_num(x) for x in items) if not math.isnan(v)]
+    return float(np.mean(xs)) if xs else math.nan
+
+
+def _g(x: float, digits: int = 3) -> str:
+    """A number in a sentence: 3 significant digits, thousands separated."""
+    if math.isnan(x):
+        return "—"
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.{digits}g}"
+
+
+def _short(x: float) -> str:
+    """A bin edge: 250000 -> '250k', 1000000 -> '1M'."""
+    for size, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= size:
+            return f"{x / size:.4g}{suffix}"
+    return f"{x:.4g}"
+
+
+def _pct(x: float) -> str:
+    """A signed percentage: +7.7 %."""
+    return f"{x * 100:+.1f} %" if abs(x) < 0.1 else f"{x * 100:+.0f} %"
+
+
+# -- sections ------------------------------------------------------------------------------------
+
+
+def marginals(part: Mapping[str, Any]) -> Verdict | None:
+    """Mean TVD of the two-way marginals (one-way when there is a single column).
+
+    >>> marginals({"2-way": {"mean_tvd": 0.03, "worst_tvd": 0.06, "worst_columns": ["a", "b"]}}).text[:61]
+    'Two-way marginals: mean TVD 0.03 ≤ 0.05 (worst a × b: 0.06): '
+    """
+    for key, name in (("2-way", "Two-way"), ("1-way", "One-way")):
+        order = _mapping(part.get(key))
+        tvd = _num(order.get("mean_tvd"))
+        if not math.isnan(tvd):
+            break
+    else:
+        return None
+    worst = " × ".join(map(str, order.get("worst_columns") or []))
+    worst_text = f" (worst {worst}: {_g(_num(order.get('worst_tvd')))})" if worst else ""
+    if tvd <= MARGINAL_TVD_OK:
+        return Verdict("good", f"{name} marginals: mean TVD {_g(tvd)} ≤ {MARGINAL_TVD_OK}{worst_text}: "
+                               "the tables of the columns are reproduced about as closely as sampling alone allows.")
+    if tvd <= MARGINAL_TVD_FLAG:
+        return Verdict("caution", f"{name} marginals: mean TVD {_g(tvd)} > {MARGINAL_TVD_OK}{worst_text}: "
+                                  f"on average {tvd:.0%} of the rows sit in a different cell of a table than in the original.")
+    return Verdict("poor", f"{name} marginals: mean TVD {_g(tvd)} > {MARGINAL_TVD_FLAG}{worst_text}: "
+                           f"on average {tvd:.0%} of the rows sit in a different cell — tabulations of the release will differ visibly.")
+
+
+def numeric(part: Mapping[str, Any]) -> Verdict | None:
+    """ECDF gap U_m and relative mean shift of each numeric column, beside its binning floor.
+
+    A column is flagged when U_m (mean over sets) exceeds :data:`NUMERIC_UM_FLAG` or its mean
+    (over sets) moves by more than :data:`MEAN_SHIFT_FLAG`. When the floor (the original redrawn
+    inside its bins) is flagged too and the synthetic figures are within :data:`FLOOR_MARGIN` of
+    its, the flag is put down to the bins: caution, not poor.
+    """
+    columns = {c: _mapping(v) for c, v in part.items() if isinstance(v, Mapping)}
+    if not columns:
+        return None
+    rows = []
+    for name, stats in columns.items():
+        um = _mean(stats.get("U_m"))
+        orig = _num(_mapping(stats.get("mean")).get("original", stats.get("mean_original")))
+        syn = _mean(_mapping(stats.get("mean")).get("synthetic", stats.get("mean_synthetic")))
+        shift = (syn - orig) / abs(orig) if orig and not math.isnan(orig) else math.nan
+        floor = _mapping(stats.get("floor"))
+        f_um, f_shift = _num(floor.get("U_m")), _num(floor.get("expected_mean_shift"))
+        flagged = um > NUMERIC_UM_FLAG or abs(shift) > MEAN_SHIFT_FLAG
+        floor_flag = (f_um > NUMERIC_UM_FLAG or abs(f_shift) > MEAN_SHIFT_FLAG) and not (
+            um > max(NUMERIC_UM_FLAG, FLOOR_MARGIN * f_um) or abs(shift) > max(MEAN_SHIFT_FLAG, FLOOR_MARGIN * abs(f_shift)))
+        badness = max(um / NUMERIC_UM_FLAG if not math.isnan(um) else 0, abs(shift) / MEAN_SHIFT_FLAG if not math.isnan(shift) else 0)
+        rows.append((badness, name, um, shift, flagged, floor_flag, floor, f_shift))
+    rows.sort(key=lambda r: -r[0])
+    badness, name, um, shift, flagged, floor_flag, floor, f_shift = rows[0]
+    what = f"{name}: U_m {_g(um)}, mean {_pct(shift) if not math.isnan(shift) else '—'}"
+    rule = f"(flagged past U_m {NUMERIC_UM_FLAG} or a mean shift of {MEAN_SHIFT_FLAG:.0%})"
+    if not flagged:
+        lead = f"Worst numeric column {what}: every numeric column" if len(rows) > 1 else f"{what}:"
+        return Verdict("good", f"{lead} within U_m ≤ {NUMERIC_UM_FLAG} and a mean within {MEAN_SHIFT_FLAG:.0%} of the original.")
+    if floor_flag:
+        bins = [b for b in floor.get("bins") or [] if isinstance(b, Mapping)]
+        cause = ""
+        if bins and not math.isnan(f_shift):
+            top = bins[0]
+            cause = f", {_pct(_num(top.get('shift')))} of it from the bin {_short(_num(top.get('lower')))}–{_short(_num(top.get('upper')))}"
+        floor_text = f"mean {_pct(f_shift)}{cause}" if not math.isnan(f_shift) else f"U_m {_g(_num(floor.get('U_m')))}"
+        return Verdict("caution", f"{what} {rule}; but the original itself, each value redrawn uniformly inside its own bin, "
+                                  f"is off about as much or more ({floor_text}): the domain's bins, not the method, set this limit — "
+                                  "narrower public bins would lower it.")
+    floor_note = f" (the binning floor: mean {_pct(f_shift)})" if not math.isnan(f_shift) else ""
+    return Verdict("poor", f"{what} {rule}{floor_note}: the synthetic values are off beyond what the bins explain.")
+
+
+def propensity(part: Mapping[str, Any]) -> Verdict | None:
+    """The headline pMSE ratio against :data:`PMSE_RATIO_OK` and the independent-columns yardstick."""
+    model = str(part.get("headline") or "logistic")
+    ratio = _mean(_mapping(part.get(model)).get("ratio"))
+    designs = [d for d in _mapping(part.get(model)).get("design") or [] if isinstance(d, Mapping)]
+    name = f"{model} with interactions" if designs and designs[0].get("pairs") else model
+    if math.isnan(ratio):
+        return None
+    independent = _num(_mapping(part.get("independent")).get("ratio"))
+    floor = _num(_mapping(part.get("floor")).get("ratio"))
+    yard = []
+    if not math.isnan(independent):
+        yard.append(f"the original with its columns shuffled independently scores {_g(independent)}")
+    if not math.isnan(floor):
+        yard.append(f"with its numeric values redrawn inside their bins, {_g(floor)}")
+    yard_text = f" ({'; '.join(yard)})" if yard else ""
+    head = f"pMSE ratio ({name}) {_g(ratio)}"
+    if ratio <= PMSE_RATIO_OK:
+        return Verdict("good", f"{head} ≤ {PMSE_RATIO_OK:g}: the classifier does little better than on two samples of one "
+                               f"distribution — the sets are hard to tell from the original{yard_text}.")
+    share = (ratio - 1) / (independent - 1) if not math.isnan(independent) and independent > 1 else math.nan
+    if not math.isnan(share) and share >= PMSE_INDEPENDENT_SHARE:
+        return Verdict("poor", f"{head} > {PMSE_RATIO_OK:g} and at least {PMSE_INDEPENDENT_SHARE:.0%} of the way from 1 to the "
+                               f"{_g(independent)} of the original with its columns shuffled independently: the sets are easy to tell "
+                               "from the original, and keep little more of the relationships between columns than such a shuffle.")
+    # Within a quarter of the floor either way: the bins, not the method, account for most of it.
+    near_floor = not math.isnan(floor) and floor / 1.25 <= ratio <= 1.25 * floor
+    tail = " — about what the binning alone costs" if near_floor else ""
+    return Verdict("caution", f"{head} > {PMSE_RATIO_OK:g}: the classifier tells the sets from the original{yard_text}{tail}.")
+
+
+def _lost(original: float, synthetic: float) -> bool:
+    """A material relationship halved, doubled or reversed."""
+    if math.isnan(original) or math.isnan(synthetic) or original == 0:
+        return False
+    kept = synthetic / original
+    return kept < SLOPE_KEPT or kept > 1 / SLOPE_KEPT
+
+
+def _relationship_counts(pairs: Sequence[Mapping[str, Any]], value: str) -> tuple[int, list[tuple[float, str]]]:
+    """Material pairs (|original correlation| ≥ MATERIAL_CORRELATION) and the lost ones, worst first."""
+    material, lost = 0, []
+    for p in pairs:
+        if abs(_num(p.get("corr_original"))) < MATERIAL_CORRELATION:
+            continue
+        o, s = _num(p.get(f"{value}_original")), _mean(p.get(f"{value}_synthetic"))
+        if math.isnan(o) or math.isnan(s):
+            continue
+        material += 1
+        if _lost(o, s):
+            lost.append((abs(s - o) / abs(o), f"{p.get('x')} ~ {p.get('y')}: {value} {_g(o)} → {_g(s)}"))
+    return material, sorted(lost, key=lambda t: -t[0])
+
+
+def _relationship_verdict(material: int, lost: list[tuple[float, str]], what: str) -> Verdict | None:
+    if material == 0:
+        return None
+    rule = (f"(a relationship with |r| ≥ {MATERIAL_CORRELATION} in the original counts as lost when its synthetic slope is under "
+            f"{SLOPE_KEPT:g}× or over {1 / SLOPE_KEPT:g}× the original's, or of the other sign)")
+    if not lost:
+        counted = f"The one material {what.replace('relationships', 'relationship', 1)} is" if material == 1 else f"None of the {material} material {what} is"
+        return Verdict("good", f"{counted} {'kept' if material == 1 else 'lost'} {rule}.")
+    share = len(lost) / material
+    worst = lost[0][1]
+    level = "poor" if share > LOST_SHARE_FLAG else "caution"
+    bound = f"> {LOST_SHARE_FLAG:.0%}" if level == "poor" else f"≤ {LOST_SHARE_FLAG:.0%}"
+    return Verdict(level, f"{len(lost)} of the {material} material {what} lost ({share:.0%} {bound}) {rule}; worst: {worst}.")
+
+
+def relationships(part: Mapping[str, Any]) -> Verdict | None:
+    """Share of the material indicator slopes and numeric correlations halved, doubled or reversed."""
+    ind = [p for p in _mapping(part.get("indicators")).get("pairs") or [] if isinstance(p, Mapping)]
+    num = [p for p in _mapping(part.get("numeric")).get("pairs") or [] if isinstance(p, Mapping)]
+    m1, lost1 = _relationship_counts(ind, "slope")
+    m2, lost2 = _relationship_counts(num, "corr")  # numeric pairs carry correlations only
+    return _relationship_verdict(m1 + m2, sorted(lost1 + lost2, key=lambda t: -t[0]), "relationships between columns")
+
+
+def sensitive(part: Mapping[str, Any]) -> Verdict | None:
+    """The sensitive columns' indicator slopes (as :func:`relationships`) and their tables' TVD."""
+    pairs = [p for p in _mapping(part.get("indicators")).get("pairs") or [] if isinstance(p, Mapping)]
+    material, lost = _relationship_counts(pairs, "slope")
+    verdict = _relationship_verdict(material, lost, "relationships of a sensitive category with another column's")
+    tvd = _mean(list(_mapping(part.get("tvd_mean")).values()))
+    if math.isnan(tvd):
+        return verdict
+    table = f"sensitive × public tables: mean TVD {_g(tvd)}"
+    if tvd > MARGINAL_TVD_FLAG:
+        extra, level = f"{table} > {MARGINAL_TVD_FLAG}", "poor"
+    elif tvd > MARGINAL_TVD_OK:
+        extra, level = f"{table} > {MARGINAL_TVD_OK}", "caution"
+    else:
+        extra, level = f"{table} ≤ {MARGINAL_TVD_OK}", "good"
+    if verdict is None:
+        return Verdict(level, extra[0].upper() + extra[1:] + ".")
+    worse = max(LEVELS.index(level), LEVELS.index(verdict.level))
+    return Verdict(LEVELS[worse], f"{verdict.text[:-1]}; {extra}.")
+
+
+def single_set(rule: Any, sets: Any = None) -> bool:
+    """Whether intervals come from one set alone (rule ``single``, or a release of one set), and so
+    ignore the variance of synthesis and of the noise."""
+    return str(rule or "") == "single" or (isinstance(sets, int) and not isinstance(sets, bool) and sets == 1)
+
+
+#: The caveat every one-set interval carries, wherever it is shown.
+SINGLE_SET_CAVEAT = ("The synthetic intervals come from one synthetic set, treated as if it were the data: they ignore "
+                     "the variance of synthesis and of the privacy noise, so they are too narrow.")
+
+
+def inference(part: Mapping[str, Any], sets: Any = None) -> Verdict | None:
+    """Coefficients outside the original's 95 % interval, and slopes halved, doubled or reversed.
+
+    A slope (any term but the intercept) that is significant in the original (|estimate / SE| ≥
+    :data:`STD_DIFF_FLAG`) and halved, doubled or reversed in the synthetic data makes the
+    verdict poor; an estimate more than :data:`STD_DIFF_FLAG` original standard errors away,
+    caution. ``sets``, the release's number of sets, marks one-set intervals when the rule does not.
+    """
+    coefs = [c for c in part.get("coefficients") or [] if isinstance(c, Mapping)]
+    if not coefs:
+        return None
+    far, halved = [], []
+    for c in coefs:
+        term = str(c.get("term", ""))
+        o, s = _mapping(c.get("original")), _mapping(c.get("synthetic"))
+        est, se, syn = _num(o.get("estimate")), _num(o.get("se")), _num(s.get("estimate"))
+        d = _num(c.get("std_diff"))
+        if abs(d) > STD_DIFF_FLAG:
+            far.append((abs(d), f"{term} ({_g(est)} → {_g(syn)}, {_g(d)} SE)"))
+        if term != "Intercept" and se > 0 and abs(est / se) >= STD_DIFF_FLAG and _lost(est, syn):
+            halved.append((abs(syn - est) / abs(est), f"{term} {_g(est)} → {_g(syn)}"))
+    one = f" {SINGLE_SET_CAVEAT}" if single_set(part.get("rule"), sets) else ""
+    rule = f"(flagged when the synthetic estimate lies more than {STD_DIFF_FLAG} original SEs away, outside the original's 95 % interval)"
+    if halved:
+        worst = sorted(halved, key=lambda t: -t[0])[0][1]
+        return Verdict("poor", f"A slope significant in the original is halved, doubled or reversed in the synthetic data: {worst} "
+                               f"(under {SLOPE_KEPT:g}× or over {1 / SLOPE_KEPT:g}× the original, or of the other sign).{one}")
+    if far:
+        worst = sorted(far, key=lambda t: -t[0])[0][1]
+        return Verdict("caution", f"{len(far)} of {len(coefs)} coefficients move more than {STD_DIFF_FLAG} original SEs; worst "
+                                  f"{worst} {rule}.{one}")
+    return Verdict("good", f"Every coefficient within {STD_DIFF_FLAG} original SEs of the original's {rule}.{one}")
+
+
+SECTIONS: dict[str, Callable[[Mapping[str, Any]], Verdict | None]] = {
+    "marginals": marginals,
+    "numeric": numeric,
+    "propensity": propensity,
+    "relationships": relationships,
+    "sensitive": sensitive,
+    "inference": inference,
+}
+
+
+def verdicts(evaluation: Mapping[str, Any]) -> dict[str, Verdict]:
+    """The verdict of every section of ``evaluation`` that has one (see the functions above)."""
+    out = {}
+    sets = _mapping(evaluation.get("dataset")).get("sets")
+    for key, judge in SECTIONS.items():
+        part = _mapping(evaluation.get(key))
+        verdict = (inference(part, sets) if key == "inference" else judge(part)) if part else None
+        if verdict is not None:
+            out[key] = verdict
+    return out
+
+
+__all__ = ["Verdict", "verdicts", "marginals", "numeric", "propensity", "relationships", "sensitive", "inference",
+           "single_set", "SINGLE_SET_CAVEAT"]
