@@ -357,3 +357,12 @@ def test_report_renders_in_chromium(ce_report, tmp_path):
     assert all(u.startswith(("file:", "data:")) for u in requests), requests
     assert widest <= 700
     assert (OUT / "ce_report.png").stat().st_size > 10_000
+
+
+def test_the_forecast_is_shown_with_its_verdict(tmp_path):
+    from dipsy.evaluation.report import _forecast
+
+    release = dipsy.synthesize(CE_DATA, CE_DOMAIN, epsilon=0.5, seed=1, accept_noise=True)
+    page = _forecast(release.metadata()["forecast"])
+    assert "Forecast before any read" in page and "NOISE" in page and "--accept-noise" in page and "prior outweighs" in page
+    assert _forecast(None) == ""

@@ -329,8 +329,22 @@ def _privacy(privacy: Mapping[str, Any], release: Mapping[str, Any], dataset: Ma
     out.append(f'<p class="guarantee">{esc(_guarantee(privacy))}</p>')
     out.append(_statement_list(privacy))
     out.append("<h3>Release facts</h3>" + _table(["fact", "value"], _release_facts(release, dataset), numeric=()))
+    out.append(_forecast(release.get("forecast")))
     out.append(_parameters(release.get("parameters")))
     return "".join(out)
+
+
+def _forecast(forecast: Any) -> str:
+    """The release's forecast (made from public inputs before any read; release.json's ``forecast``)."""
+    if not isinstance(forecast, Mapping) or not forecast.get("summary"):
+        return ""
+    cls = ' class="caveat"' if forecast.get("verdict") in ("noise", "weak") else ""
+    accepted = " The operator released it anyway (--accept-noise)." if forecast.get("accepted_noise") else ""
+    rows = [[str(p.get("what", "")), str(p.get("verdict", "")), str(p.get("text", ""))] for p in forecast.get("parts") or []]
+    return ("<h3>Forecast before any read</h3>"
+            f"<blockquote{cls}><strong>{esc(str(forecast.get('verdict', '')).upper())}</strong>: {esc(forecast['summary'])}.{esc(accepted)}</blockquote>"
+            + (_table(["measurement", "verdict", "what the numbers say"], rows, numeric=()) if rows else "")
+            + _p(f"Thresholds: {forecast.get('thresholds', '')}. Public inputs: {'; '.join(forecast.get('public_inputs') or [])}."))
 
 
 def _parameters(parameters: Any) -> str:
