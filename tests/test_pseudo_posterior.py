@@ -304,7 +304,7 @@ def test_a_users_own_model_from_a_file(tmp_path):
 
 
 def test_compare_shows_the_local_guarantee_apart_from_dp(ce_release, tmp_path):
-    from dipsy.evaluation.compare import compare_releases, write_comparison
+    from dipsy.evaluation.compare import compare_releases, load_column, write_comparison
 
     release, ledger = ce_release
     local = release.save(tmp_path / "ppm")
@@ -314,5 +314,5 @@ def test_compare_shows_the_local_guarantee_apart_from_dp(ce_release, tmp_path):
     ppm, hist = result["releases"]
     assert ppm["kind"] == "local" and "not DP" in ppm["guarantee"] and "ε_x" in ppm["guarantee"]
     assert ppm["epsilon"] == pytest.approx(release.statement.total.epsilon) and hist["kind"] == "dp"
-    page = write_comparison(result, CE_DATA, tmp_path / "c.html").read_text(encoding="utf-8")
+    page = write_comparison(result, *load_column(CE_DATA, [local, dp], "Expenditure"), tmp_path / "c.html").read_text(encoding="utf-8")
     assert "Guarantees of different kinds" in page

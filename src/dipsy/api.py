@@ -160,12 +160,7 @@ def plan_forecast(
     Under add/remove ``data`` may be None; ``rows`` (a count the steward declares public) lets
     the forecast judge noisy tables against n.
     """
-    kind = get(method)
-    budget, _ = requested_budget(kind.definition, epsilon, delta, rho)
-    synthesizer = kind(budget, sets, options, neighbouring, release)
-    if not isinstance(domain, Domain):
-        domain = Domain.load(domain)
-    scope = domain.project(columns)
+    synthesizer, _, _, scope = _configure(method, epsilon, sets, delta, rho, options, neighbouring, release, domain, columns)
     n = None
     if synthesizer.relation.fixes_n:
         if data is None:
@@ -179,6 +174,17 @@ def plan_forecast(
     return forecast(synthesizer.plan(n, scope), scope, rows=rows, method=method)
 
 
+def _configure(method, epsilon, sets, delta, rho, options, neighbouring, release, domain, columns):
+    """The synthesizer, its budget, the stated δ and the released columns' domain: public inputs only."""
+    kind = get(method)
+    budget, delta = requested_budget(kind.definition, epsilon, delta, rho)
+    synthesizer = kind(budget, sets, options, neighbouring, release)
+    if not isinstance(domain, Domain):
+        domain = Domain.load(domain)
+    scope = domain.project(columns)  # methods that count cells check in plan() that every column has them
+    return synthesizer, budget, delta, scope
+
+
 def _refuse_noise(method: str, outlook: Forecast) -> None:
     raise NoiseError(f"{method}: {outlook.summary()}",
                      "change the release as the forecast suggests, or pass --accept-noise (accept_noise=True) to release it anyway")
@@ -190,12 +196,7 @@ def _release(data, domain, method, epsilon, sets, *, delta, rho, columns, seed, 
     """The release path. ``tamper`` is for the end-to-end audit's broken variants only: it weakens
     every measurement's noise while the plan still states the original cost; such a release says
     it is not private (:data:`dipsy.methods.base.BROKEN`) and is recorded as a test release."""
-    kind = get(method)
-    budget, delta = requested_budget(kind.definition, epsilon, delta, rho)
-    synthesizer = kind(budget, sets, options, neighbouring, release)
-    if not isinstance(domain, Domain):
-        domain = Domain.load(domain)
-    scope = domain.project(columns)  # methods that count cells check in plan() that every column has them
+    synthesizer, budget, delta, scope = _configure(method, epsilon, sets, delta, rho, options, neighbouring, release, domain, columns)
     if ledger is not None and not isinstance(ledger, Ledger):
         ledger = Ledger(ledger)
     engine = engine_for(data, scope, on_invalid)

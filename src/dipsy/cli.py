@@ -632,7 +632,7 @@ def evaluate_command(data: Path, release_dir: Path, domain_path: Path | None, re
 def compare_command(data: Path, release_dirs: tuple[Path, ...], column: str, report_path: Path | None, json_path: Path | None) -> None:
     """Several releases of one column beside the original DATA: guarantee, ECDF utility, quantiles."""
     from .evaluation import jsonable
-    from .evaluation.compare import compare_releases, write_comparison
+    from .evaluation.compare import load_column, summarise, write_comparison
 
     for flag, path in {"--json": json_path, "--report": report_path}.items():
         if path is not None:
@@ -640,7 +640,8 @@ def compare_command(data: Path, release_dirs: tuple[Path, ...], column: str, rep
     if json_path is not None and report_path is not None and json_path.absolute() == report_path.absolute():
         raise DipsyError(f"--json and --report both name {str(json_path)!r}", "give them different paths")
     _doing[0] = "comparing the releases"
-    result = compare_releases(data, release_dirs, column)
+    values, loaded = load_column(data, release_dirs, column)  # read once, for the numbers and the page
+    result = summarise(values, loaded, column)
     table = Table("release", "guarantee", "sets", "U_m", "U_a", "mean", title=f"{column}: original mean {result['original']['mean']:.4g}")
     for r in result["releases"]:
         table.add_row(f"{r['method']} ({Path(r['folder']).name})", r["guarantee"], str(r["sets"]),
@@ -649,7 +650,7 @@ def compare_command(data: Path, release_dirs: tuple[Path, ...], column: str, rep
     if any(r["kind"] == "local" for r in result["releases"]):
         out.print("a local ε_x holds for this data set only and is not on the scale of a DP ε: read each statement")
     for path, write in ((json_path, lambda p: p.write_text(json.dumps(jsonable(result), indent=1, allow_nan=False) + "\n", encoding="utf-8")),
-                        (report_path, lambda p: write_comparison(result, data, p))):
+                        (report_path, lambda p: write_comparison(result, values, loaded, p))):
         if path is not None:
             _keep_no_new_folders(path.parent)
             existed = path.exists()

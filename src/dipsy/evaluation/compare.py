@@ -45,6 +45,13 @@ def compare_releases(original: pd.DataFrame | str | Path, releases: Sequence[str
         ``"local"`` or ``"test release"``), ``guarantee`` (one line), ``sets`` and, per set,
         ``U_m``, ``U_a``, ``mean`` and ``quantiles``, with ``U_m_mean`` and ``U_a_mean``.
     """
+    x, loaded = load_column(original, releases, column)
+    return summarise(x, loaded, column)
+
+
+def load_column(original: pd.DataFrame | str | Path, releases: Sequence[str | Path], column: str
+                ) -> tuple[np.ndarray, list[tuple[Path, dict, list[np.ndarray]]]]:
+    """The original's values of ``column`` and each release's (folder, release.json, values per set), read once."""
     from . import load_release, read_original
 
     if not releases:
@@ -57,24 +64,31 @@ def compare_releases(original: pd.DataFrame | str | Path, releases: Sequence[str
         raise DipsyError(f"{column!r} is {domain[column].kind}: compare measures integer and numeric columns",
                          "name an integer or numeric column; 'dipsy evaluate' compares categorical ones")
     x = _column(read_original(original, domain.project([column])), column)
+    out = []
+    for folder, meta, tables, dom in loaded:
+        if column not in dom or dom[column] != domain[column]:
+            raise DipsyError(f"the release {str(folder)!r} declares {column!r} differently from {str(loaded[0][0])!r} (or not at all)",
+                             "compare releases made with the same domain for this column")
+        out.append((folder, meta, [_column(t, column) for t in tables]))
+    return x, out
+
+
+def summarise(x: np.ndarray, loaded: Sequence[tuple[Path, dict, list[np.ndarray]]], column: str) -> dict[str, Any]:
+    """The comparison's numbers from :func:`load_column`'s values."""
     out: dict[str, Any] = {
         "column": column,
         "quantiles": list(QUANTILES),
         "original": {"n": int(x.size), "mean": float(x.mean()), "quantiles": _quantiles(x)},
         "releases": [],
     }
-    for folder, meta, tables, dom in loaded:
-        if column not in dom or dom[column] != domain[column]:
-            raise DipsyError(f"the release {str(folder)!r} declares {column!r} differently from {str(loaded[0][0])!r} (or not at all)",
-                             "compare releases made with the same domain for this column")
-        ys = [_column(t, column) for t in tables]
+    for folder, meta, ys in loaded:
         ecdf = [ecdf_distances(x, y) for y in ys]
         out["releases"].append({
             "folder": str(folder),
             "method": meta.get("method"),
             "release_id": meta.get("release_id"),
             **_guarantee(meta.get("privacy") or {}),
-            "sets": len(tables),
+            "sets": len(ys),
             "U_m": [u for u, _ in ecdf],
             "U_a": [a for _, a in ecdf],
             "U_m_mean": float(np.mean([u for u, _ in ecdf])),
@@ -112,16 +126,14 @@ def _guarantee(privacy: Mapping[str, Any]) -> dict[str, Any]:
             "delta": privacy.get("delta_total"), "rho": privacy.get("rho_total")}
 
 
-def write_comparison(result: Mapping[str, Any], original: pd.DataFrame | str | Path, path: str | Path) -> Path:
-    """Write the comparison page (table and overlaid ECDFs) to ``path`` atomically."""
-    from . import load_release, read_original
+def write_comparison(result: Mapping[str, Any], x: np.ndarray, loaded: Sequence[tuple[Path, dict, list[np.ndarray]]],
+                     path: str | Path) -> Path:
+    """Write the comparison page (table and overlaid ECDFs) to ``path`` atomically, from
+    :func:`load_column`'s values and :func:`summarise`'s numbers."""
     from .report import _figure, _page, _table, _write_atomic, esc, fmt
 
     name = result["column"]
-    loaded = [load_release(r["folder"]) for r in result["releases"]]
-    x = _column(read_original(original, loaded[0][2].project([name])), name)
-    curves = [(f"{r['method']} ({Path(r['folder']).name})", [_column(t, name) for t in tables])
-              for r, (_, tables, _) in zip(result["releases"], loaded)]
+    curves = [(f"{r['method']} ({Path(r['folder']).name})", ys) for r, (_, _, ys) in zip(result["releases"], loaded)]
     rows = [["original", "—", "—", "—", "—", fmt(result["original"]["mean"], 4),
              " / ".join(fmt(q, 4) for q in result["original"]["quantiles"])]]
     for r in result["releases"]:
