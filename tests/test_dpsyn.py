@@ -544,7 +544,7 @@ def test_measurements_are_used_where_private_and_public_data_differ(shifted, shi
     ({"groups": " , "}, "names no column"),
     ({"multiple": 0}, "whole number"),
     ({"delta": None}, "--delta"),
-    ({"sets": 2}, "single set"),
+    ({"sets": 0}, "sets must be a whole number >= 1"),  # m > 1 is allowed: tests/test_marginal_sets.py
 ])
 def test_errors(acs, change, words):
     private, public, domain = acs

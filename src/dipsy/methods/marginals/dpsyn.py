@@ -43,6 +43,31 @@ ran is what the statement states: (ε', 0)-DP with ε' ≤ ε in the branches wi
 Public: the domain, θ, and the public data set (read directly, not through the session: its
 statistics are free).
 
+**m sets** (``--sets m``). Each set is its own complete run at ``(ε/m, δ/m)``: its own regime
+(regime 1 when ``ε/m < ε₂``, else from its own noisy total Ñ_k), its own noisy group counts and
+marginals, its own pool and records. The plan declares every set before any read: its group
+counts (regime 1) or its noisy total, and, from ε₂ on, a spend of ``(ε/m − ε₀, δ/m)`` for what
+its regime then measures (:class:`~.sets.SetsPlan`: one ledger line per set). Fit charges that
+part as one measurement of exactly ``(ε/m − ε₀, δ/m)`` whose parts (group counts, marginals,
+their noise and costs) the statement lists (:class:`~.sets.Composed`, which refuses parts that
+compose to more). The group ε y, the marginal ε and the Gaussian ρ are those of the regime at
+``ε/m``, with ρ converted at ``δ/m``; the thresholds ε₀…ε₃ do not scale with m, so a set at
+``ε/m`` may fall in a cheaper regime than one set at ε (e.g. one-way instead of two-way).
+
+*Proof that the release is (ε, δ)-DP and each set (ε/m, δ/m)-DP.* Set k's noisy total is
+ε₀-DP. Its regime is a function of Ñ_k and public inputs; given it, the group counts are y-DP,
+the one-way marginals add up to ``ε/m − ε₀ − y`` (pure), and the two-way marginals are ρ'-zCDP
+with ``ρ' ≤ approx_to_zcdp(ε/m − ε₀ − y, δ/m)``, hence ``(ε/m − ε₀ − y, δ/m)``-DP (Canonne,
+Kamath & Steinke 2020, §2.3): by basic composition, the regime's part is ``(ε/m − ε₀, δ/m)``-DP
+in every regime (the public one uses no δ, and a guarantee with more δ still holds). Basic
+composition holds for mechanisms chosen adaptively from earlier outputs (Dwork & Roth 2014,
+Thm 3.16, whose proof applies to adaptive choices; Dwork, Rothblum & Vadhan 2010), so set k is
+``(ε₀ + ε/m − ε₀, δ/m) = (ε/m, δ/m)``-DP, and, the m sets composing the same way, the release
+is ``(ε, δ)``-DP. Every set is charged the same ``(ε/m, δ/m)``, whatever its regime, so the
+statement's total is (ε, δ) (up to float rounding) and its per-set line, the total over m, is
+each set's own guarantee. (With one set the parts are charged one by one, as above, and the
+zCDP parts converted once at δ, which can state less than ε.)
+
 **n is never read.** Emptiness and size come from the noisy total and noisy group counts only;
 every group gets at least ``least`` records. When the noisy marginals of regime b or c say nothing
 (their consistent total is ≤ 0, as on an empty file at a very large ε), the public marginals and
@@ -67,7 +92,7 @@ import numpy as np
 from ...domain import Domain
 from ...engine import Engine, engine_for
 from ...errors import DipsyError
-from ...privacy import ZCDP, ApproxDP, PureDP
+from ...privacy import ZCDP, ApproxDP, PureDP, Spend
 from ...privacy.conversions import approx_to_zcdp
 from ...privacy.measurement import DiscreteGaussian, DiscreteLaplace, Measurement, Query, Table, Total
 from ...privacy.relation import ADD_REMOVE, Relation, individual
@@ -77,6 +102,7 @@ from ..base import Model, Option, Plan, Synthesizer, whole
 from .consistency import make_consistent
 from .gum import initial_records, update_records
 from .marginal import Marginal, exact_counts
+from .sets import SetsModel, SetsPlan, measure_parts
 
 logger = logging.getLogger(__name__)
 
@@ -223,10 +249,9 @@ class DPSyn(Synthesizer):
 
     name = "dpsyn"
     summary = ("DPSyn (NIST 2020 challenge): public data, noisy group sizes, noisy 1- or 2-way marginals by ε regime, "
-               "records swapped toward them per group; (ε, δ)-DP, one set")
+               "records swapped toward them per group; (ε, δ)-DP; m sets of (ε/m, δ/m), each its own run")
     definition = "approximate-DP"
     relations = (ADD_REMOVE,)
-    multiple_sets = False
     options = (
         Option("public", _path, "a public data set of the same columns (CSV or Parquet): its statistics are free (required)",
                public_file=True),
@@ -246,6 +271,15 @@ class DPSyn(Synthesizer):
         groups = self.settings.get("groups", ())
         return Table(tuple(groups)) if groups else Total()
 
+    def label(self, what: str, k: int) -> str:
+        """Set ``k``'s (0-based) label of a measurement: ``dpsyn: what`` for one set, else
+        ``dpsyn: set k of m (what)`` (:meth:`~dipsy.methods.base.Synthesizer.per_set_labels`)."""
+        return f"{self.name}: {what}" if self.sets == 1 else self.per_set_labels(what)[k]
+
+    def share(self) -> tuple[float, float]:
+        """Each set's ``(ε/m, δ/m)`` (basic composition over the sets; the module docstring's proof)."""
+        return self.budget.epsilon / self.sets, self.budget.delta / self.sets
+
     def plan(self, n: int | None, domain: Domain) -> Plan:
         if "public" not in self.settings:
             raise DipsyError("dpsyn needs a public data set", "pass --option public=PATH (a CSV or Parquet of the same columns)")
@@ -258,19 +292,23 @@ class DPSyn(Synthesizer):
             raise DipsyError("every column is a group column; nothing is left to synthesize", "leave some columns out of groups")
         domain.shape(domain.names)  # every column needs cells (numeric columns need bins)
         public_engine(self.settings["public"], domain)  # refused before anything is charged or read
-        theta = self.relation.theta
-        epsilon, delta = self.budget.epsilon, self.budget.delta
+        theta, m = self.relation.theta, self.sets
+        epsilon, delta = self.share()  # one set's; the whole budget when m = 1
         e0, _, e2, _ = thresholds(theta)
+        adaptive_sets: tuple[Spend, ...] = ()
         if epsilon < e2:  # regime 1: every ε on the group counts, nothing adaptive
             noise = DiscreteLaplace.for_budget(PureDP(epsilon), theta)
-            measurements = (Measurement(f"{self.name}: group counts, discrete Laplace scale θ/ε = {float(noise.scale):g}",
-                                        self.group_query(), noise, self.relation),)
+            measurements = tuple(Measurement(self.label(f"group counts, discrete Laplace scale θ/ε = {float(noise.scale):g}", k),
+                                             self.group_query(), noise, self.relation) for k in range(m))
             adaptive = None
         else:
             noise = DiscreteLaplace.for_budget(PureDP(e0), theta)
-            measurements = (Measurement(f"{self.name}: noisy total, discrete Laplace scale θ/ε₀ = {float(noise.scale):g}",
-                                        Total(), noise, self.relation),)
-            adaptive = ApproxDP(epsilon - e0, delta)
+            measurements = tuple(Measurement(self.label(f"noisy total, discrete Laplace scale θ/ε₀ = {float(noise.scale):g}", k),
+                                             Total(), noise, self.relation) for k in range(m))
+            adaptive = ApproxDP(self.budget.epsilon - m * e0, self.budget.delta) if m > 1 else ApproxDP(epsilon - e0, delta)
+            if m > 1:
+                adaptive_sets = tuple(Spend(label, ApproxDP(epsilon - e0, delta)) for label in
+                                      self.per_set_labels("group counts and marginals, split by the regime its noisy total picks"))
         mechanism = ("DPSyn (Li, Li & Wang, NIST 2020 sprint 2): discrete Laplace group counts and one-way marginals, or "
                      "discrete Gaussian two-way marginals under zCDP, by the ε regime; the public data set and all "
                      "synthesis from the noisy values are free")
@@ -281,60 +319,90 @@ class DPSyn(Synthesizer):
                        "bounds what the regime measures by (ε − ε₀, δ)); the zCDP spends are added as ρ and converted once")
         params = {"theta": theta, "groups": list(groups), "public": self.settings["public"].name,
                   "thresholds": dict(zip(("epsilon_0", "epsilon_1", "epsilon_2", "epsilon_3"), thresholds(theta)))}
-        return Plan(measurements, self.relation, public, mechanism, composition, params, adaptive=adaptive,
-                    adaptive_label=f"{self.name}: group counts and marginals, split by the regime the noisy total picks")
+        if m > 1:
+            mechanism += f"; {m} independent sets, each from its own complete run at (ε/{m}, δ/{m}) with its own regime"
+            composition = (f"basic composition over {m} sets, each its own complete run at (ε/{m}, δ/{m}): "
+                           + ("its group counts" if adaptive is None else
+                              f"its noisy total (ε₀), then what its regime measures charged as one measurement of exactly "
+                              f"(ε/{m} − ε₀, δ/{m}) (its zCDP parts converted at δ/{m}; a privacy filter bounds the sets' total)"))
+            params |= {"epsilon_per_set": epsilon, "delta_per_set": delta}
+        return SetsPlan(measurements, self.relation, public, mechanism, composition, params, adaptive=adaptive,
+                        adaptive_label=(f"{self.name}: group counts and marginals, split by the regime the noisy total picks" if m == 1
+                                        else f"{self.name}: each set's group counts and marginals, split by the regime its noisy total picks"),
+                        adaptive_sets=adaptive_sets)
 
-    def fit(self, session: Session, plan: Plan) -> "DPSynModel":
+    def fit(self, session: Session, plan: Plan) -> "DPSynModel | SetsModel":
+        """Run each set's measurements in turn; one set gives a :class:`DPSynModel`, m sets a
+        :class:`~.sets.SetsModel` of m of them, each from its own measurements only."""
         domain = session.domain
         names = domain.names
-        sizes = domain.shape(names)
-        theta, epsilon, delta = self.relation.theta, self.budget.epsilon, self.budget.delta
         group_idx = tuple(names.index(g) for g in self.settings.get("groups", ()))
         rest = tuple(i for i in range(len(names)) if i not in group_idx)
         public = public_engine(self.settings["public"], domain)  # public data: free, not through the session
+        pairs = [(a, b) for i, a in enumerate(rest) for b in rest[i + 1:]]
+        # the public data's statistics (free): its marginals, and its records for the pool
+        public_marginals = tuple(Marginal(p, exact_counts(public, p).astype(float)) for p in (pairs or [(a,) for a in rest]))
+        table = public.contingency(names, form="sparse")
+        shared = (public_marginals, bool(pairs), np.asarray(table.cells, dtype=np.int64), np.asarray(table.counts, dtype=np.int64))
+        models = tuple(self._fit_set(session, planned, plan.adaptive is not None, k, group_idx, rest, pairs, shared)
+                       for k, planned in enumerate(plan.measurements))  # one planned measurement per set
+        return models[0] if self.sets == 1 else SetsModel(models)
+
+    def _fit_set(self, session: Session, planned: Measurement, adaptive: bool, k: int, group_idx: tuple[int, ...],
+                 rest: tuple[int, ...], pairs: list[tuple[int, int]], shared: tuple) -> "DPSynModel":
+        """Set ``k`` (0-based) from its planned measurement: its group counts in regime 1 (not
+        ``adaptive``), else its noisy total, from which its regime picks what to measure next."""
+        names = session.domain.names
+        sizes = session.domain.shape(names)
+        theta = self.relation.theta
+        epsilon, delta = self.share()
+        e0 = thresholds(theta)[0]
 
         # the regime: from ε alone, or from the noisy total (ε₀); then the noisy group counts (sensitivity θ)
-        if plan.adaptive is None:
+        parts: list[Measurement] = []
+        if not adaptive:
             r = regime(epsilon, theta, None)
-            noisy_groups = session.measure(plan.measurements[0])
+            noisy_groups = session.measure(planned)
         else:
-            noisy_total = float(session.measure(plan.measurements[0])[0])
+            noisy_total = float(session.measure(planned)[0])
             r = regime(epsilon, theta, noisy_total)
             noise = DiscreteLaplace.for_budget(PureDP(r.group_epsilon), theta)
-            noisy_groups = session.measure(Measurement(
-                f"{self.name}: group counts ({r.name} regime), discrete Laplace scale θ/y = {float(noise.scale):g}",
-                self.group_query(), noise, self.relation))
+            parts.append(Measurement(self.label(f"group counts ({r.name} regime), discrete Laplace scale θ/y = {float(noise.scale):g}", k),
+                                     self.group_query(), noise, self.relation))
         logger.info("dpsyn regime %s: group counts ε = %.4g, marginals ε = %.4g", r.name, r.group_epsilon, r.marginal_epsilon)
 
         # the regime's noisy marginals
-        pairs = [(a, b) for i, a in enumerate(rest) for b in rest[i + 1:]]
-        noisy: list[Marginal] = []
+        weights: list[tuple[tuple[int, ...], float]] = []  # (attributes, consistency weight) of each marginal part
         if r.name == "one-way":
             for a in rest:
                 noise = DiscreteLaplace.for_budget(PureDP(r.marginal_epsilon / len(rest)), theta)
-                m = Measurement(f"{self.name}: one-way marginal {names[a]}, discrete Laplace scale {float(noise.scale):.6g}",
-                                Table((names[a],)), noise, self.relation)
+                parts.append(Measurement(self.label(f"one-way marginal {names[a]}, discrete Laplace scale {float(noise.scale):.6g}", k),
+                                         Table((names[a],)), noise, self.relation))
                 # weight 1/(2 var) with var ≈ 2 b²: an inverse-variance weight for consistency
-                noisy.append(Marginal((a,), np.asarray(session.measure(m), dtype=float), 1 / (4 * float(noise.scale) ** 2)))
+                weights.append(((a,), 1 / (4 * float(noise.scale) ** 2)))
         elif r.name == "two-way":
             measured = pairs or [(a,) for a in rest]  # one column besides the groups: its one-way marginal
             rho = approx_to_zcdp(r.marginal_epsilon, delta)
             for p in measured:
                 noise = DiscreteGaussian.for_budget(ZCDP(rho / len(measured)), theta)
                 cols = tuple(names[a] for a in p)
-                m = Measurement(f"{self.name}: marginal {' × '.join(cols)}, discrete Gaussian σ² = {noise.sigma2}",
-                                Table(cols), noise, self.relation)
-                counts = np.asarray(session.measure(m), dtype=float).reshape([sizes[a] for a in p])
-                noisy.append(Marginal(p, counts, noise.cost.rho))
+                parts.append(Measurement(self.label(f"marginal {' × '.join(cols)}, discrete Gaussian σ² = {noise.sigma2}", k),
+                                         Table(cols), noise, self.relation))
+                weights.append((p, noise.cost.rho))
+        # with m sets, what the regime measures is one measurement charged exactly the set's share (see .sets: why)
+        charge = None if self.sets == 1 or not parts else (
+            self.label(f"group counts and marginals of the {r.name} regime", k), ApproxDP(epsilon - e0, delta))
+        outputs = measure_parts(session, parts, charge)
+        if parts:
+            noisy_groups, outputs = outputs[0], outputs[1:]
+        noisy = tuple(Marginal(p, np.asarray(out, dtype=float).reshape([sizes[a] for a in p]), w)
+                      for (p, w), out in zip(weights, outputs))
 
-        # the public data's statistics (free): its marginals, and its records for the pool
-        public_marginals = tuple(Marginal(p, exact_counts(public, p).astype(float)) for p in (pairs or [(a,) for a in rest]))
-        table = public.contingency(names, form="sparse")
+        public_marginals, has_pairs, public_cells, public_counts = shared
         settings = Settings(self.settings.get("least", 300), self.settings.get("multiple"),
                             max(self.settings.get("pool", 10000), 1), self.settings.get("iterations", 60))
         return DPSynModel(names, tuple(sizes), group_idx, rest, r, np.asarray(noisy_groups, dtype=np.int64).ravel(),
-                          tuple(noisy), public_marginals, bool(pairs), np.asarray(table.cells, dtype=np.int64),
-                          np.asarray(table.counts, dtype=np.int64), settings)
+                          noisy, public_marginals, has_pairs, public_cells, public_counts, settings)
 
 
 @dataclass(frozen=True, eq=False)
@@ -359,16 +427,24 @@ class DPSynModel(Model):
 
     sets = 1
 
+    def group_sizes(self) -> np.ndarray:
+        """The records each group gets: its *noisy* count raised to ``least`` and rounded (§4.4),
+        in the C order of the group columns' cells (one value with no groups). Never a true count."""
+        s = self.settings
+        return post_process_groups(self.noisy_groups, s.least, s.multiple or (10 if self.regime.name == "public" else 100))
+
     def choices(self) -> dict:
+        """The regime (a function of the noisy total and public inputs) and the group sizes (of
+        the noisy group counts): public, and what the synthetic set shows anyway."""
         r = self.regime
         return {"regime": {"name": r.name, "total_epsilon": r.total_epsilon, "group_epsilon": r.group_epsilon,
-                           "marginal_epsilon": r.marginal_epsilon}}
+                           "marginal_epsilon": r.marginal_epsilon},
+                "group_sizes": [int(x) for x in self.group_sizes()]}
 
     def sample(self, k: int, rand: Randomness) -> dict[str, np.ndarray]:
         r, s, names, sizes = self.regime, self.settings, self.names, list(self.sizes)
         group_idx = self.group_idx
-        multiple = s.multiple or (10 if r.name == "public" else 100)
-        group_sizes = post_process_groups(self.noisy_groups, s.least, multiple)
+        group_sizes = self.group_sizes()
 
         self.report(f"dpsyn: {r.name} regime, the marginals")
         targets, pool_targets = self._targets()

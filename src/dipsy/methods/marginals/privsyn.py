@@ -35,6 +35,28 @@ addition that undoes associations GUM's duplication invents between attributes n
 Only the noisy outputs and public parameters are kept (:class:`PrivSynModel`); what was selected
 (:attr:`PrivSynModel.selected`) is public, a function of the noisy scores.
 
+**m sets** (``--sets m``). Each set is its own complete run of steps 1–3 at ``ρ/m``: its own
+one-way marginals (``s₁ρ/m`` split by eq. 1), its own dependency scores (``s₂ρ/m``), its own
+selection from *its own* noisy outputs, and its own chosen marginals (``s₃ρ/m``), then its own
+consistency and GUM. All of it is declared before any read: the fixed measurements of every set
+in the plan, and each set's chosen part as a spend of ``s₃ρ/m`` (:class:`~.sets.SetsPlan`), which
+the ledger reserves. Fit charges a set's chosen marginals as one measurement of exactly
+``s₃ρ/m`` whose parts — the marginals and their σ² — are listed in the statement
+(:class:`~.sets.Composed`, which refuses parts that compose to more).
+
+*Proof that the release is ρ-zCDP and each set ρ/m-zCDP.* Within set k, the one-way marginals
+cost at most ``s₁ρ/m`` in all (σ² rounded up), the scores at most ``s₂ρ/m``, and the chosen
+marginals — a function of set k's earlier noisy outputs and public inputs only — at most
+``s₃ρ/m``; zCDP composes adaptively by adding ρ (Bun & Steinke 2016, Lemma 2.3), so set k's
+measurements are ``ρ/m``-zCDP, and set k, a function of them only, is too (post-processing,
+ibid. Lemma 1.8). The m runs use independent noise and are measurements of the same data, so
+together they compose, again adaptively, to ``m · ρ/m = ρ`` (the same Lemma 2.3), and the m
+tables, a post-processing of all of them, are ρ-zCDP. Every set spends the same: its fixed
+measurements are the same mechanisms as every other set's, and its chosen part is charged its
+declared share, not what the rounding left of it. So the statement's total (the sum of what
+ran) is at most ρ, and its per-set line, the total over m, is each set's own guarantee. The sets
+are independent given the data, as Reiter's (2003) partial-synthesis rule assumes.
+
 **Empty or tiny data.** The number of records is the consistent noisy total, rounded, at least 1
 (or the ``rows`` option). When the noisy totals are so low that the consistent total is ≤ 0 (an
 empty file, or a handful of rows at small ρ), no marginal says anything: the release is then
@@ -59,7 +81,7 @@ import numpy as np
 
 from ...domain import Domain
 from ...errors import DipsyError
-from ...privacy import ZCDP
+from ...privacy import ZCDP, Spend
 from ...privacy.measurement import DiscreteGaussian, Measurement, Query, Statistic, Table
 from ...privacy.relation import ADD_REMOVE, Relation, individual
 from ...privacy.rng import Randomness
@@ -69,6 +91,7 @@ from .consistency import make_consistent
 from .gum import initial_records, update_records
 from .marginal import Marginal
 from .selection import allocate, combine, greedy_select, score_sensitivity, score_units
+from .sets import SetsModel, SetsPlan, measure_parts, set_slices
 
 logger = logging.getLogger(__name__)
 
@@ -138,10 +161,9 @@ class PrivSyn(Synthesizer):
 
     name = "privsyn"
     summary = ("PrivSyn: noisy 1-way marginals, dependency-driven choice of 2-way and larger marginals, "
-               "consistency, records by GUM; ρ-zCDP (give --epsilon and --delta, or --rho), one set")
+               "consistency, records by GUM; ρ-zCDP (give --epsilon and --delta, or --rho); m sets of ρ/m, each its own run")
     definition = "zCDP"
     relations = (ADD_REMOVE,)
-    multiple_sets = False
     options = (
         Option("theta", whole("theta", 1, 7), "most records one individual may own: the sensitivity of every count (default 1)"),
         Option("iterations", whole("iterations", 0, 50), "GUM update rounds (default 50)"),
@@ -154,47 +176,79 @@ class PrivSyn(Synthesizer):
     def relation_for(self, relation: Relation) -> Relation:
         return individual(self.settings.get("theta", 1))
 
+    def label(self, what: str, k: int) -> str:
+        """Set ``k``'s (0-based) label of a measurement: ``privsyn: what`` for one set, else
+        ``privsyn: set k of m (what)`` (:meth:`~dipsy.methods.base.Synthesizer.per_set_labels`)."""
+        return f"{self.name}: {what}" if self.sets == 1 else self.per_set_labels(what)[k]
+
     def plan(self, n: int | None, domain: Domain) -> Plan:
         names = domain.names
         sizes = domain.shape(names)  # every column needs cells: numeric columns need bins
         theta = self.relation.theta
         rho = self.budget.rho
+        m = self.sets
+        per = rho / m  # each set's share (sequential composition over the sets; see the module docstring)
         pairs = list(itertools.combinations(names, 2))
         shares = self.settings.get("shares", SHARES) if pairs else (1.0, 0.0, 0.0)
-        measurements = [
-            Measurement(f"{self.name}: one-way marginal {name}, discrete Gaussian σ² = {noise.sigma2}",
-                        Table((name,)), noise, self.relation)
-            for name, noise in zip(names, (DiscreteGaussian.for_budget(ZCDP(float(r)), theta)
-                                           for r in allocate(sizes, shares[0] * rho)))
-        ]
+        one_way = [DiscreteGaussian.for_budget(ZCDP(float(r)), theta) for r in allocate(sizes, shares[0] * per)]
         if pairs:
-            noise = DiscreteGaussian.for_budget(ZCDP(shares[1] * rho), score_sensitivity(len(pairs), SCORE_UNITS, theta))
+            score_noise = DiscreteGaussian.for_budget(ZCDP(shares[1] * per), score_sensitivity(len(pairs), SCORE_UNITS, theta))
             scores = Statistic(f"the InDif dependency scores of the {len(pairs)} pairs of columns, in units of 1/{SCORE_UNITS}",
                                partial(score_units, pairs=tuple(pairs), units=SCORE_UNITS))
-            measurements.append(Measurement(f"{self.name}: {len(pairs)} dependency scores (InDif), discrete Gaussian "
-                                            f"sd {noise.sd / SCORE_UNITS:.4g}", scores, noise, self.relation))
+        measurements = []
+        for k in range(m):  # set-major: set k's one-way marginals, then its scores (fit relies on the order)
+            measurements += [Measurement(self.label(f"one-way marginal {name}, discrete Gaussian σ² = {noise.sigma2}", k),
+                                         Table((name,)), noise, self.relation) for name, noise in zip(names, one_way)]
+            if pairs:
+                measurements.append(Measurement(self.label(f"{len(pairs)} dependency scores (InDif), discrete Gaussian "
+                                                           f"sd {score_noise.sd / SCORE_UNITS:.4g}", k), scores, score_noise, self.relation))
         mechanism = (f"PrivSyn (Zhang et al. 2021, Alg. 3): discrete Gaussian one-way marginals ({shares[0]:g}ρ), noisy pairwise "
                      f"dependency scores ({shares[1]:g}ρ), chosen marginals ({shares[2]:g}ρ); consistency and GUM record synthesis are "
                      "post-processing")
         composition = ("zCDP composition of the one-way marginals, the dependency scores and the marginals chosen from them "
                        "(adaptive: a privacy filter bounds the chosen marginals by their declared share)") if pairs else \
             "zCDP composition of the one-way marginals"
+        if m > 1:
+            mechanism += f"; {m} independent sets, each from its own complete run of these measurements at ρ/{m}"
+            composition = (f"zCDP sequential composition over {m} sets, each its own complete run at ρ/{m}: " + composition
+                           + (f"; each set's chosen marginals are charged as one measurement at exactly its declared "
+                              f"{shares[2]:g}ρ/{m}, so every set spends the same ρ/{m}" if pairs else ""))
         params = {
             "theta": theta,
             "iterations": self.settings.get("iterations", 50),
             "gamma": self.settings.get("gamma", 5000),
             "shuffle": bool(self.settings.get("shuffle", 1)),
-            "one_way_sigma2": {name: str(m.mechanism.sigma2) for name, m in zip(names, measurements)},
+            "one_way_sigma2": {name: str(noise.sigma2) for name, noise in zip(names, one_way)},
         }
+        if m > 1:
+            params["rho_per_set"] = per
         public = (*self.public(None), f"θ = {theta}, the most rows one individual owns")
-        return Plan(tuple(measurements), self.relation, public, mechanism, composition, params,
-                    adaptive=ZCDP(shares[2] * rho) if pairs else None,
-                    adaptive_label=f"{self.name}: the chosen marginals, discrete Gaussian, ρ split ∝ cells^(2/3)")
+        chosen_label = f"{self.name}: the chosen marginals, discrete Gaussian, ρ split ∝ cells^(2/3)"
+        if m == 1 or not pairs:
+            return Plan(tuple(measurements), self.relation, public, mechanism, composition, params,
+                        adaptive=ZCDP(shares[2] * rho) if pairs else None, adaptive_label=chosen_label)
+        return SetsPlan(tuple(measurements), self.relation, public, mechanism, composition, params,
+                        adaptive=ZCDP(shares[2] * rho),
+                        adaptive_label=f"{self.name}: the chosen marginals of each of the {m} sets, discrete Gaussian, "
+                                       f"{shares[2]:g}ρ/{m} per set split ∝ cells^(2/3)",
+                        adaptive_sets=tuple(Spend(label, ZCDP(shares[2] * per)) for label in
+                                            self.per_set_labels("the chosen marginals, discrete Gaussian, ρ split ∝ cells^(2/3)")))
 
-    def fit(self, session: Session, plan: Plan) -> "PrivSynModel":
+    def fit(self, session: Session, plan: Plan) -> "PrivSynModel | SetsModel":
+        """Run each set's measurements in turn; one set gives a :class:`PrivSynModel`, m sets a
+        :class:`~.sets.SetsModel` of m of them, each from its own measurements only."""
+        if self.sets == 1:
+            return self._fit_set(session, plan.measurements, plan.adaptive, 0)
+        adaptive = getattr(plan, "adaptive_sets", ()) or (None,) * self.sets
+        return SetsModel(tuple(self._fit_set(session, plan.measurements[part], None if spend is None else spend.budget, k)
+                               for k, (part, spend) in enumerate(zip(set_slices(len(plan.measurements), self.sets), adaptive))))
+
+    def _fit_set(self, session: Session, planned: tuple[Measurement, ...], rho3: ZCDP | None, k: int) -> "PrivSynModel":
+        """One set (0-based ``k``) from its planned measurements (its one-way marginals, then its
+        scores) and ``rho3``, its declared share for the chosen marginals (None: no pair)."""
         names = session.domain.names
         d, theta = len(names), self.relation.theta
-        one_way = plan.measurements[:d]
+        one_way = planned[:d]
 
         # 1. one-way marginals, then the 3σ rule for rare values (§6.2)
         noisy_one = tuple(np.asarray(session.measure(m), dtype=np.int64) for m in one_way)
@@ -203,27 +257,31 @@ class PrivSyn(Synthesizer):
 
         # 2. noisy dependency scores, selection (Alg. 1) and merging (Alg. 2)
         chosen: list[tuple[int, ...]] = []
-        if plan.adaptive is not None:
-            rho3 = plan.adaptive.rho
+        if rho3 is not None:
             pairs = list(itertools.combinations(range(d), 2))
-            scores = np.asarray(session.measure(plan.measurements[d]), dtype=float) / SCORE_UNITS
+            scores = np.asarray(session.measure(planned[d]), dtype=float) / SCORE_UNITS
             cells = np.array([sizes[a] * sizes[b] for a, b in pairs], dtype=float)
-            picked = greedy_select(scores, cells, rho3, theta)
+            picked = greedy_select(scores, cells, rho3.rho, theta)
             chosen = combine([pairs[i] for i in picked], sizes, self.settings.get("gamma", 5000))
             if not chosen:  # nothing worth a pair: spend ρ₃ on the one-way marginals again
                 chosen = [(a,) for a in range(d)]
         logger.info("privsyn measures %d marginals: %s", len(chosen), [tuple(names[a] for a in c) for c in chosen])
 
-        # 3. the chosen marginals, ρ₃ split by eq. 1 (adaptive: within the declared ρ₃)
-        measured = []
+        # 3. the chosen marginals, ρ₃ split by eq. 1 (adaptive: within the declared ρ₃); with m
+        # sets, one measurement per set charged exactly its share (see .sets: why)
+        parts = []
         if chosen:
-            for attrs, rho_i in zip(chosen, allocate([math.prod(sizes[a] for a in c) for c in chosen], plan.adaptive.rho)):
+            for attrs, rho_i in zip(chosen, allocate([math.prod(sizes[a] for a in c) for c in chosen], rho3.rho)):
                 noise = DiscreteGaussian.for_budget(ZCDP(float(rho_i)), theta)
                 query = MergedTable(tuple(names[a] for a in attrs), tuple(tuple(int(v) for v in maps[a]) for a in attrs))
                 again = " (again)" if len(attrs) == 1 else ""
-                m = Measurement(f"{self.name}: chosen marginal {' × '.join(query.columns)}{again}, discrete Gaussian σ² = {noise.sigma2}",
-                                query, noise, self.relation)
-                measured.append(Marginal(attrs, np.asarray(session.measure(m), dtype=float), noise.cost.rho))
+                parts.append(Measurement(self.label(f"chosen marginal {' × '.join(query.columns)}{again}, discrete Gaussian "
+                                                    f"σ² = {noise.sigma2}", k), query, noise, self.relation))
+        charge = None if self.sets == 1 else (
+            self.label(f"the chosen marginals {', '.join(' × '.join(p.query.columns) for p in parts)}, discrete Gaussian, "
+                       "ρ split ∝ cells^(2/3)", k), rho3)
+        outputs = measure_parts(session, parts, charge)
+        measured = [Marginal(attrs, np.asarray(out, dtype=float), p.mechanism.cost.rho) for attrs, p, out in zip(chosen, parts, outputs)]
         settings = Settings(self.settings.get("iterations", 50), self.settings.get("gamma", 5000),
                             bool(self.settings.get("shuffle", 1)), self.settings.get("rows"))
         return PrivSynModel(names, noisy_one, tuple(m.mechanism.cost.rho for m in one_way), tuple(maps), tuple(merged),
