@@ -80,6 +80,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/rdt.py
 	$(BIN)/python benchmarks/pseudo_posterior.py
 	$(BIN)/python benchmarks/forecast.py
+	$(BIN)/python benchmarks/marginal_coverage.py --jobs 2
 
 # Hours of CPU: dipsy beside SmartNoise and OpenDP on Adult (each peer in its own venv, made here),
 # then DPSyn with Adult's public/private split.

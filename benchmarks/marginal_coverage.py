@@ -33,8 +33,8 @@ test release, so the numbers reproduce). Intervals, all from :mod:`dipsy.inferen
 **Repetitions.** R = 80 by default: the binomial sd of an estimated coverage is
 ``sqrt(0.95 · 0.05 / 80) = 2.4`` points near 95 % (5.6 points near 50 %), enough to tell a valid
 interval from one off by 7 points or more; and 80 repetitions of the whole grid (24 synthetic
-sets per repetition, about 20 s of CPU, dpsyn's GUM pool of 10,000 records the slowest part) take
-about 14 minutes on 2 idle cores. ``--reps`` changes it.
+sets per repetition, dpsyn's GUM pool of 10,000 records the slowest part) take about 30 minutes on
+2 cores (1,766 s measured). ``--reps`` changes it.
 
 **Reported** per method, ε, interval and estimand: coverage (± its binomial sd), mean width, bias
 (mean estimate − truth), the empirical sd of the estimate over the mean standard error (> 1: the

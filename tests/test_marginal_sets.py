@@ -127,6 +127,9 @@ def test_privsyn_statement_is_what_ran_and_each_set_costs_a_quarter(privsyn_rele
     assert "sequential composition over 4 sets" in claim["composition"]
     # every measurement that ran is stated, the chosen part with its marginals and their noise
     assert len(claim["measurements"]) == len(r.spends)
+    # each measurement names the set it serves: the per-set line composes those of one set
+    assert [x["set"] for x in claim["measurements"]] == sorted(x["set"] for x in claim["measurements"])
+    assert {x["set"] for x in claim["measurements"]} == {1, 2, 3, 4}
     chosen = [x for x in claim["measurements"] if "chosen marginals" in x["label"]]
     assert len(chosen) == 4 and all(x["noise"]["parts"] for x in chosen)
     for x in chosen:

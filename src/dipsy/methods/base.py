@@ -205,13 +205,13 @@ def build_statement(synthesizer: "Synthesizer", plan: Plan, session: Session, de
     """The one statement builder: the guarantee of the measurements that ran in ``session``.
 
     The total is their composition in the method's definition (the accountant's, which refused
-    anything past the plan); sets share it equally (sequential composition).
+    anything past the plan). The per-set guarantee is :func:`per_set_guarantee`'s.
     """
     total = session.spent
     return Statement(
         definition=synthesizer.definition,
         total=total,
-        per_set=total.scaled(1 / synthesizer.sets),
+        per_set=per_set_guarantee(total, session.ran, synthesizer.sets),
         sets=synthesizer.sets,
         relation=plan.relation,
         public=plan.public,
@@ -224,6 +224,39 @@ def build_statement(synthesizer: "Synthesizer", plan: Plan, session: Session, de
         narrowed=plan.narrowed,
         reveals=plan.reveals,
     )
+
+
+def per_set_guarantee(total: Budget, ran: "list[Measurement] | tuple[Measurement, ...]", sets: int) -> Budget:
+    r"""What one synthetic set alone is guaranteed, from the measurements that ran.
+
+    Set k is a function of the measurements it uses — those tagged ``set_index == k`` and the
+    untagged ones every set uses — so it has their composed guarantee (post-processing, Dwork &
+    Roth 2014, Prop. 2.1; composition, ibid. Thm 3.16, Bun & Steinke 2016, Lemma 2.3). The
+    statement gives the componentwise largest over the sets: a bound each set meets, exact when
+    the sets spend alike, and never tighter than a set that spent more (say a set whose adaptive
+    part used a different regime).
+
+    When no measurement is tagged, the method's sets each come from their own measurements of one
+    cost, or from one measurement whose cost is m times a set's (the pseudo-posterior's m draws):
+    the total over m (sequential composition, DESIGN rule 4).
+
+    >>> from dipsy.privacy import PureDP
+    >>> from dipsy.privacy.measurement import DiscreteLaplace, Measurement, Table
+    >>> from dipsy.privacy.relation import ADD_REMOVE
+    >>> one = lambda eps, k: Measurement("m", Table(("x",)), DiscreteLaplace.for_epsilon(eps), ADD_REMOVE, set_index=k)
+    >>> per_set_guarantee(PureDP(1.0), [one(0.25, 0), one(0.75, 1)], 2)
+    PureDP(epsilon=0.75)
+    >>> shared = Measurement("n", Table(()), DiscreteLaplace.for_epsilon(0.5), ADD_REMOVE)
+    >>> per_set_guarantee(PureDP(1.5), [shared, one(0.5, 0), one(0.5, 1)], 2)
+    PureDP(epsilon=1.0)
+    """
+    if sets == 1:
+        return total
+    if all(m.set_index is None for m in ran):
+        return total.scaled(1 / sets)
+    shared = [m.cost for m in ran if m.set_index is None]
+    each = [total_as(total, shared + [m.cost for m in ran if m.set_index == k]) for k in range(sets)]
+    return Budget.largest(each)
 
 
 #: Told of a long step: what it is, how far it got, out of how many (0: no count).
@@ -367,6 +400,14 @@ class Synthesizer(ABC):
     def per_set_labels(self, what: str) -> list[str]:
         """One label per set: ``name: set k of m (what)``."""
         return [f"{self.name}: set {k} of {self.sets} ({what})" for k in range(1, self.sets + 1)]
+
+    def set_label(self, what: str, k: int) -> str:
+        """Set ``k``'s (0-based) label: ``name: what`` for one set, else ``name: set k+1 of m (what)``."""
+        return f"{self.name}: {what}" if self.sets == 1 else self.per_set_labels(what)[k]
+
+    def set_index(self, k: int) -> int | None:
+        """The ``set_index`` of a measurement that serves set ``k`` only (None for one set: it serves all)."""
+        return None if self.sets == 1 else k
 
     @abstractmethod
     def plan(self, n: int | None, domain: Domain) -> Plan:

@@ -152,8 +152,8 @@ class DirichletMultinomial(Synthesizer):
         epsilon = self.budget.epsilon / self.sets
         alpha = self.at_least("alpha", minimum_alpha(n, epsilon), "n/(e^(ε/m) - 1)")
         query = Table(domain.names)
-        draws = tuple(Measurement(label, query, dirichlet_draw(n, epsilon, alpha), self.relation)
-                      for label in self.per_set_labels("theta* ~ Dirichlet(y + alpha), y* ~ Multinomial(n; theta*)"))
+        draws = tuple(Measurement(label, query, dirichlet_draw(n, epsilon, alpha), self.relation, self.set_index(k))
+                      for k, label in enumerate(self.per_set_labels("theta* ~ Dirichlet(y + alpha), y* ~ Multinomial(n; theta*)")))
         return Plan(draws, self.relation, self.public(n), self.mechanism, self.composition(),
                     {"alpha": alpha, "n": n, "cells": domain.cells()})
 

@@ -298,8 +298,8 @@ class ExponentialECDF(Synthesizer):
         public = (f"n = {n} (the number of rows)", "the domain (bounds of the released column)", f"the grid of {points} points")
         choice = ExponentialChoice.for_epsilon(n, points, eps_set)
         query = Table((column.name,), Domain((ecdf_cells(column, grid),), domain.name, domain.description))
-        draws = tuple(Measurement(label, query, choice, self.relation)
-                      for label in self.per_set_labels(f"exponential mechanism over {candidates} ECDFs"))
+        draws = tuple(Measurement(label, query, choice, self.relation, self.set_index(k))
+                      for k, label in enumerate(self.per_set_labels(f"exponential mechanism over {candidates} ECDFs")))
         params = {"grid": grid.tolist(), "candidates": candidates, "sensitivity": f"1/{n}", "n": n}
         return Plan(draws, self.relation, public, mechanism, self.composition(), params)
 

@@ -122,8 +122,8 @@ class GammaPoisson(Synthesizer):
                              bound=lambda c: log_ratio(n, c * smallest),
                              details=(("n", n), ("privacy map", "epsilon = log((n + c r min E)/(c r min E)), S-000 eqs. 10-11")))
         query = Table(domain.names)
-        draws = tuple(Measurement(label, query, draw, self.relation)
-                      for label in self.per_set_labels("lambda* ~ Gamma posterior, counts given the total"))
+        draws = tuple(Measurement(label, query, draw, self.relation, self.set_index(k))
+                      for k, label in enumerate(self.per_set_labels("lambda* ~ Gamma posterior, counts given the total")))
         params = {"rate": rate, "strength": strength, "min_prior_shape": strength * smallest, "n": n}
         return Plan(draws, self.relation, public, mechanism, self.composition(), params)
 

@@ -239,11 +239,11 @@ class PerturbedHistogram(Synthesizer):
         measurements = []
         for k in range(1, self.sets + 1):
             measurements.append(Measurement(f"{self.name}: set {k} of {self.sets}, noisy bin counts, discrete Laplace scale "
-                                            f"{noise.scale} (sensitivity {sensitivity})", query, noise, self.relation))
+                                            f"{noise.scale} (sensitivity {sensitivity})", query, noise, self.relation, self.set_index(k - 1)))
             if eps_total is not None:
                 total = DiscreteLaplace.for_epsilon(eps_total)
                 measurements.append(Measurement(f"{self.name}: set {k} of {self.sets}, noisy total n, discrete Laplace scale "
-                                                f"{total.scale}", Total(), total, self.relation))
+                                                f"{total.scale}", Total(), total, self.relation, self.set_index(k - 1)))
         mechanism = (
             f"perturbed histogram (Wasserman & Zhou 2010; Bowen & Liu 2016 eq. 4): exact discrete Laplace noise of scale "
             f"{sensitivity}/epsilon_set on every cell count of the released columns' bins, negatives to 0, "

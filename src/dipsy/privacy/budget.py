@@ -77,6 +77,18 @@ class Budget:
             raise BudgetError(f"unknown privacy definition {d.get('definition')!r}", f"use one of {sorted(BUDGET_TYPES)}")
         return kind(**{f.name: d[f.name] for f in fields(kind)})
 
+    @staticmethod
+    def largest(budgets: "list[Budget]") -> "Budget":
+        """The componentwise largest of ``budgets`` (of one definition): a bound that each of them meets.
+
+        >>> Budget.largest([ApproxDP(1.0, 1e-9), ApproxDP(0.5, 1e-8)])
+        ApproxDP(epsilon=1.0, delta=1e-08)
+        """
+        first = budgets[0]
+        for b in budgets[1:]:
+            first._same(b)
+        return type(first)(**{f.name: max(getattr(b, f.name) for b in budgets) for f in fields(first)})
+
     @classmethod
     def zero(cls) -> "Budget":
         return cls(**{f.name: 0.0 for f in fields(cls)})

@@ -380,6 +380,9 @@ class Measurement:
     query: Query
     mechanism: Mechanism
     relation: Relation
+    #: The one synthetic set (0-based) this measurement serves; None for one every set uses. The
+    #: statement's per-set guarantee composes what each set uses (:func:`dipsy.methods.base.build_statement`).
+    set_index: int | None = None
 
     @property
     def cost(self) -> Budget:
@@ -407,4 +410,5 @@ class Measurement:
 
     def describe(self) -> dict[str, Any]:
         return {"label": self.label, "query": self.query.describe(), "relation": self.relation.to_dict(),
-                "noise": {**self.mechanism.describe(), "exact_sampler": self.mechanism.exact}, **self.cost.to_dict()}
+                "noise": {**self.mechanism.describe(), "exact_sampler": self.mechanism.exact}, **self.cost.to_dict(),
+                **({"set": self.set_index + 1} if self.set_index is not None else {})}

@@ -271,10 +271,6 @@ class DPSyn(Synthesizer):
         groups = self.settings.get("groups", ())
         return Table(tuple(groups)) if groups else Total()
 
-    def label(self, what: str, k: int) -> str:
-        """Set ``k``'s (0-based) label of a measurement: ``dpsyn: what`` for one set, else
-        ``dpsyn: set k of m (what)`` (:meth:`~dipsy.methods.base.Synthesizer.per_set_labels`)."""
-        return f"{self.name}: {what}" if self.sets == 1 else self.per_set_labels(what)[k]
 
     def share(self) -> tuple[float, float]:
         """Each set's ``(ε/m, δ/m)`` (basic composition over the sets; the module docstring's proof)."""
@@ -298,13 +294,13 @@ class DPSyn(Synthesizer):
         adaptive_sets: tuple[Spend, ...] = ()
         if epsilon < e2:  # regime 1: every ε on the group counts, nothing adaptive
             noise = DiscreteLaplace.for_budget(PureDP(epsilon), theta)
-            measurements = tuple(Measurement(self.label(f"group counts, discrete Laplace scale θ/ε = {float(noise.scale):g}", k),
-                                             self.group_query(), noise, self.relation) for k in range(m))
+            measurements = tuple(Measurement(self.set_label(f"group counts, discrete Laplace scale θ/ε = {float(noise.scale):g}", k),
+                                             self.group_query(), noise, self.relation, self.set_index(k)) for k in range(m))
             adaptive = None
         else:
             noise = DiscreteLaplace.for_budget(PureDP(e0), theta)
-            measurements = tuple(Measurement(self.label(f"noisy total, discrete Laplace scale θ/ε₀ = {float(noise.scale):g}", k),
-                                             Total(), noise, self.relation) for k in range(m))
+            measurements = tuple(Measurement(self.set_label(f"noisy total, discrete Laplace scale θ/ε₀ = {float(noise.scale):g}", k),
+                                             Total(), noise, self.relation, self.set_index(k)) for k in range(m))
             adaptive = ApproxDP(self.budget.epsilon - m * e0, self.budget.delta) if m > 1 else ApproxDP(epsilon - e0, delta)
             if m > 1:
                 adaptive_sets = tuple(Spend(label, ApproxDP(epsilon - e0, delta)) for label in
@@ -367,7 +363,7 @@ class DPSyn(Synthesizer):
             noisy_total = float(session.measure(planned)[0])
             r = regime(epsilon, theta, noisy_total)
             noise = DiscreteLaplace.for_budget(PureDP(r.group_epsilon), theta)
-            parts.append(Measurement(self.label(f"group counts ({r.name} regime), discrete Laplace scale θ/y = {float(noise.scale):g}", k),
+            parts.append(Measurement(self.set_label(f"group counts ({r.name} regime), discrete Laplace scale θ/y = {float(noise.scale):g}", k),
                                      self.group_query(), noise, self.relation))
         logger.info("dpsyn regime %s: group counts ε = %.4g, marginals ε = %.4g", r.name, r.group_epsilon, r.marginal_epsilon)
 
@@ -376,7 +372,7 @@ class DPSyn(Synthesizer):
         if r.name == "one-way":
             for a in rest:
                 noise = DiscreteLaplace.for_budget(PureDP(r.marginal_epsilon / len(rest)), theta)
-                parts.append(Measurement(self.label(f"one-way marginal {names[a]}, discrete Laplace scale {float(noise.scale):.6g}", k),
+                parts.append(Measurement(self.set_label(f"one-way marginal {names[a]}, discrete Laplace scale {float(noise.scale):.6g}", k),
                                          Table((names[a],)), noise, self.relation))
                 # weight 1/(2 var) with var ≈ 2 b²: an inverse-variance weight for consistency
                 weights.append(((a,), 1 / (4 * float(noise.scale) ** 2)))
@@ -386,13 +382,13 @@ class DPSyn(Synthesizer):
             for p in measured:
                 noise = DiscreteGaussian.for_budget(ZCDP(rho / len(measured)), theta)
                 cols = tuple(names[a] for a in p)
-                parts.append(Measurement(self.label(f"marginal {' × '.join(cols)}, discrete Gaussian σ² = {noise.sigma2}", k),
+                parts.append(Measurement(self.set_label(f"marginal {' × '.join(cols)}, discrete Gaussian σ² = {noise.sigma2}", k),
                                          Table(cols), noise, self.relation))
                 weights.append((p, noise.cost.rho))
         # with m sets, what the regime measures is one measurement charged exactly the set's share (see .sets: why)
         charge = None if self.sets == 1 or not parts else (
-            self.label(f"group counts and marginals of the {r.name} regime", k), ApproxDP(epsilon - e0, delta))
-        outputs = measure_parts(session, parts, charge)
+            self.set_label(f"group counts and marginals of the {r.name} regime", k), ApproxDP(epsilon - e0, delta))
+        outputs = measure_parts(session, parts, charge, self.set_index(k))
         if parts:
             noisy_groups, outputs = outputs[0], outputs[1:]
         noisy = tuple(Marginal(p, np.asarray(out, dtype=float).reshape([sizes[a] for a in p]), w)

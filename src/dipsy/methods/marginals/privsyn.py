@@ -176,10 +176,6 @@ class PrivSyn(Synthesizer):
     def relation_for(self, relation: Relation) -> Relation:
         return individual(self.settings.get("theta", 1))
 
-    def label(self, what: str, k: int) -> str:
-        """Set ``k``'s (0-based) label of a measurement: ``privsyn: what`` for one set, else
-        ``privsyn: set k of m (what)`` (:meth:`~dipsy.methods.base.Synthesizer.per_set_labels`)."""
-        return f"{self.name}: {what}" if self.sets == 1 else self.per_set_labels(what)[k]
 
     def plan(self, n: int | None, domain: Domain) -> Plan:
         names = domain.names
@@ -197,11 +193,12 @@ class PrivSyn(Synthesizer):
                                partial(score_units, pairs=tuple(pairs), units=SCORE_UNITS))
         measurements = []
         for k in range(m):  # set-major: set k's one-way marginals, then its scores (fit relies on the order)
-            measurements += [Measurement(self.label(f"one-way marginal {name}, discrete Gaussian σ² = {noise.sigma2}", k),
-                                         Table((name,)), noise, self.relation) for name, noise in zip(names, one_way)]
+            measurements += [Measurement(self.set_label(f"one-way marginal {name}, discrete Gaussian σ² = {noise.sigma2}", k),
+                                         Table((name,)), noise, self.relation, self.set_index(k)) for name, noise in zip(names, one_way)]
             if pairs:
-                measurements.append(Measurement(self.label(f"{len(pairs)} dependency scores (InDif), discrete Gaussian "
-                                                           f"sd {score_noise.sd / SCORE_UNITS:.4g}", k), scores, score_noise, self.relation))
+                measurements.append(Measurement(self.set_label(f"{len(pairs)} dependency scores (InDif), discrete Gaussian "
+                                                           f"sd {score_noise.sd / SCORE_UNITS:.4g}", k), scores, score_noise, self.relation,
+                                                self.set_index(k)))
         mechanism = (f"PrivSyn (Zhang et al. 2021, Alg. 3): discrete Gaussian one-way marginals ({shares[0]:g}ρ), noisy pairwise "
                      f"dependency scores ({shares[1]:g}ρ), chosen marginals ({shares[2]:g}ρ); consistency and GUM record synthesis are "
                      "post-processing")
@@ -275,12 +272,12 @@ class PrivSyn(Synthesizer):
                 noise = DiscreteGaussian.for_budget(ZCDP(float(rho_i)), theta)
                 query = MergedTable(tuple(names[a] for a in attrs), tuple(tuple(int(v) for v in maps[a]) for a in attrs))
                 again = " (again)" if len(attrs) == 1 else ""
-                parts.append(Measurement(self.label(f"chosen marginal {' × '.join(query.columns)}{again}, discrete Gaussian "
+                parts.append(Measurement(self.set_label(f"chosen marginal {' × '.join(query.columns)}{again}, discrete Gaussian "
                                                     f"σ² = {noise.sigma2}", k), query, noise, self.relation))
         charge = None if self.sets == 1 else (
-            self.label(f"the chosen marginals {', '.join(' × '.join(p.query.columns) for p in parts)}, discrete Gaussian, "
+            self.set_label(f"the chosen marginals {', '.join(' × '.join(p.query.columns) for p in parts)}, discrete Gaussian, "
                        "ρ split ∝ cells^(2/3)", k), rho3)
-        outputs = measure_parts(session, parts, charge)
+        outputs = measure_parts(session, parts, charge, self.set_index(k))
         measured = [Marginal(attrs, np.asarray(out, dtype=float), p.mechanism.cost.rho) for attrs, p, out in zip(chosen, parts, outputs)]
         settings = Settings(self.settings.get("iterations", 50), self.settings.get("gamma", 5000),
                             bool(self.settings.get("shuffle", 1)), self.settings.get("rows"))

@@ -15,18 +15,19 @@ randomness of the synthesis, and Reiter's (2003) partial-synthesis rule combines
   share, which the parts' composition is checked (at construction) to stay within;
 - :class:`SetsModel` — the m per-set models; set k is drawn from set k's measurements only.
 
-Why one charge per set's adaptive part. The statement's per-set line is its total over m
-(:func:`dipsy.methods.base.build_statement`). That is each set's own guarantee only when every
-set spends the same and the total is their sum. Charged measurement by measurement, the sets
-would not spend the same: σ² is rounded up on a grid, differently for the marginals each set
-chose, and dpsyn's sets may fall in different regimes (one with a Gaussian part and δ, one
-without); and under an (ε, δ) cap the accountant converts the zCDP parts of all sets *jointly*
-(:func:`~dipsy.privacy.composition.total_as`), a total whose m-th part is smaller than one set's
-own (ε, δ). Charging each set's adaptive part at exactly its declared share makes every set
-spend the same, composed by the rule of its definition (ρ's add; (ε, δ)'s add), so that
-``total / m`` *is* each set's guarantee. The cost is a statement that may be slightly looser
-than the measurements' sum (what the rounding saved, or a δ a set without a Gaussian did not
-use) — never tighter.
+Why one charge per set's adaptive part. Every measurement of set k carries ``set_index = k``,
+and the statement's per-set line is the largest over the sets of what each set's measurements
+compose to (:func:`dipsy.methods.base.per_set_guarantee`). Charged measurement by measurement,
+the sets would not spend the same: σ² is rounded up on a grid, differently for the marginals each
+set chose, and dpsyn's sets may fall in different regimes (one with a Gaussian part and δ, one
+without); under an (ε, δ) cap the accountant would convert the zCDP parts of all sets *jointly*
+(:func:`~dipsy.privacy.composition.total_as`), a total that says nothing of one set's own (ε, δ).
+The per-set line would still be true, but it would differ from the share the plan declared and
+the ledger reserved for each set before any read. Charging each set's adaptive part at exactly
+its declared share makes every set spend its share, composed by the rule of its definition (ρ's
+add; (ε, δ)'s add), so the statement, the plan and the ledger say the same per set. The cost is a
+statement that may be slightly looser than the measurements' sum (what the rounding saved, or a
+δ a set without a Gaussian did not use) — never tighter.
 """
 
 from __future__ import annotations
@@ -144,9 +145,11 @@ class Composed(Mechanism):
         return broken
 
 
-def measure_parts(session: Session, parts: list[Measurement], charge: tuple[str, Budget] | None = None) -> list:
+def measure_parts(session: Session, parts: list[Measurement], charge: tuple[str, Budget] | None = None,
+                  set_index: int | None = None) -> list:
     """Run ``parts`` through ``session``: one by one (``charge`` None), or as one measurement
-    labelled ``charge[0]`` and charged ``charge[1]`` (:class:`Composed`). The outputs, in order."""
+    labelled ``charge[0]`` and charged ``charge[1]`` (:class:`Composed`) serving set ``set_index``.
+    The outputs, in order."""
     if not parts:
         return []
     if charge is None:
@@ -156,7 +159,7 @@ def measure_parts(session: Session, parts: list[Measurement], charge: tuple[str,
     if len(relations) != 1:
         raise PrivacyError("the parts of one measurement must share a neighbouring relation", "report this bug")
     one = Measurement(label, Parts(tuple(m.query for m in parts)),
-                      Composed(tuple(m.mechanism for m in parts), stated, tuple(m.label for m in parts)), parts[0].relation)
+                      Composed(tuple(m.mechanism for m in parts), stated, tuple(m.label for m in parts)), parts[0].relation, set_index)
     return list(session.measure(one))
 
 

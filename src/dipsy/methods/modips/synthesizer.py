@@ -283,8 +283,8 @@ class Modips(Synthesizer):
         if s.n is not None:
             params["n"] = s.n
         query = Statistic(f"the Bayesian sufficient statistics of model={s.model}: {names}", SufficientStatistics(s))
-        measurements = tuple(Measurement(label, query, sanitizer, self.relation)
-                             for label in self.per_set_labels(f"sanitized {names}"))
+        measurements = tuple(Measurement(label, query, sanitizer, self.relation, self.set_index(k))
+                             for k, label in enumerate(self.per_set_labels(f"sanitized {names}")))
         return Plan(measurements, self.relation, self.public(s.n), mechanism, self.composition(), params)
 
     # -- fit ----------------------------------------------------------------------------------

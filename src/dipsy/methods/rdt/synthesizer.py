@@ -311,7 +311,7 @@ class RandomDecisionTrees(Synthesizer):
                     query = LeafCounts(f"the {label} label counts in each of the {len(tree.leaves)} leaves of {where}",
                                        tree, self.features[j], label)
                     measurements.append(Measurement(f"{self.name}: {where}: leaf counts, discrete Laplace scale {noise.scale}",
-                                                    query, noise, self.relation))
+                                                    query, noise, self.relation, self.set_index(k)))
         self.roles_ = roles
         narrowed = (f"the columns declared public, which the release repeats for every record as they are, are "
                     f"{', '.join(roles.public)}: the guarantee covers the sensitive columns {', '.join(roles.sensitive)}") if own else ""
