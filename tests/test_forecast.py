@@ -111,3 +111,24 @@ def test_the_plan_command_prints_the_verdict_and_writes_json(tmp_path, capsys):
     assert json.loads(path.read_text())["verdict"] == "noise"
     code = main(["plan", "--domain", str(CE_DOMAIN), "--method", "smoothed-histogram", "--columns", "Expenditure", "--epsilon", "1.5"])
     assert code == 2 and "needs the data's row count" in capsys.readouterr().err
+
+
+def test_modips_noise_is_the_sanitizers_own_under_either_post_processing():
+    """The sanitizer's scales already hold truncation's doubling (eq. N6): the forecast's noise is
+    the sd the mechanism itself states, for thresholding and truncation alike (the forecast once
+    doubled it again for truncation)."""
+    domain = Domain.load(CE_DOMAIN).project(("Expenditure", "Income", "UrbanRural"))
+    seen = set()
+    for post in ("threshold", "truncation"):
+        plan = get("modips")(PureDP(1.5), 5, {"post": post}).plan(994, domain)
+        stated = {c["statistic"]: c["sd"] for c in plan.measurements[0].mechanism.describe()["components"]}
+        part = forecast(plan, domain).parts[0]
+        name = part["what"].split(": ")[-1]
+        figures = part["figures"]
+        noise = figures.get("noise_sd_per_cell")
+        if noise is None:  # a spread or a mean: per record, so a sum's noise over n
+            noise = figures.get("noise_sd_per_record", figures.get("mean_noise_sd"))
+            noise *= 994 if ("sum" in name or "cross" in name) else 1
+        assert noise == pytest.approx(stated[name], rel=1e-9), (post, name, part)
+        seen.add(post)
+    assert seen == {"threshold", "truncation"}

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from .domain import Domain
-from .privacy.measurement import DiscreteGaussian, DiscreteLaplace, Laplace, PosteriorDraw, Table
+from .privacy.measurement import DiscreteGaussian, DiscreteLaplace, Laplace, PosteriorDraw, Table, discrete_laplace_variance
 
 #: A part is "noise" when prior or noise makes at least this share of it: the data decide less
 #: than a tenth of what the synthetic records look like (``synth`` refuses it by default).
@@ -215,8 +215,7 @@ def _positive_noise(mech: Any) -> float:
     Laplace (continuous) of scale b: b/2. Discrete Gaussian: summed over |z| ≤ 40σ + 10.
     """
     if isinstance(mech, DiscreteLaplace):
-        p = math.exp(-1 / float(mech.scale))
-        return p / (1 - p * p)
+        return _discrete_laplace_positive(mech.scale)
     if isinstance(mech, Laplace):
         return float(mech.scale) / 2
     s2 = float(mech.sigma2)
@@ -224,6 +223,12 @@ def _positive_noise(mech: Any) -> float:
     w = [math.exp(-z * z / (2 * s2)) for z in range(top + 1)]
     total = w[0] + 2 * sum(w[1:])
     return sum(z * w[z] for z in range(1, top + 1)) / total
+
+
+def _discrete_laplace_positive(scale: Any) -> float:
+    """E[max(Z, 0)] for the discrete Laplace of ``scale``: p/(1 − p²), p = e^(−1/scale)."""
+    p = math.exp(-1 / float(scale))
+    return p / (1 - p * p)
 
 
 def _sd(mech: Any) -> float:
@@ -252,11 +257,12 @@ def _sanitization(what: str, mech: Any, domain: Domain, n: int | None) -> dict |
     worst = None
     numeric = [c for c in domain.columns if c.kind in ("integer", "numeric")]
     for comp, scale in zip(mech.components, mech.scales):
-        sd = math.sqrt(2) * float(scale) * (2 if mech.post == "truncation" else 1)
+        # the scales already hold truncation's doubling (modips.noise, eq. N6): the noise is Laplace of that scale
+        sd = math.sqrt(discrete_laplace_variance(scale)) if comp.discrete else math.sqrt(2) * float(scale)
         name = comp.name
         column = next((c for c in numeric if c.name in name), numeric[0] if len(numeric) == 1 else None)
-        if comp.discrete:  # cell counts: as a noisy table
-            part = None if n is None else _table(f"{what}: {name}", (), comp.size, float(scale) / 2, sd, n)
+        if comp.discrete:  # cell counts: as a noisy table of exact discrete Laplace noise
+            part = None if n is None else _table(f"{what}: {name}", (), comp.size, _discrete_laplace_positive(scale), sd, n)
         elif column is None:
             continue
         else:
