@@ -132,3 +132,22 @@ def test_modips_noise_is_the_sanitizers_own_under_either_post_processing():
         assert noise == pytest.approx(stated[name], rel=1e-9), (post, name, part)
         seen.add(post)
     assert seen == {"threshold", "truncation"}
+
+
+@pytest.mark.parametrize("sets", [1, 3])
+def test_privsyn_chosen_marginals_get_their_least_noise_and_no_verdict(sets):
+    """Whatever the run chooses shares one set's ρ₃: each chosen marginal's noise variance is at
+    least θ²/(2ρ₃) (all of ρ₃ on one marginal). Stated, without a verdict (the choice is data)."""
+    from dipsy.privacy import ZCDP
+
+    domain = Domain.from_sizes({"a": 4, "b": 5, "c": 6})
+    plan = get("privsyn")(ZCDP(0.3), sets).plan(None, domain)
+    got = forecast(plan, domain, rows=5000)
+    chosen = [p for p in got.parts if "chosen marginals" in p["what"]]
+    assert len(chosen) == 1 and chosen[0]["verdict"] == "unknown"
+    rho3 = 0.3 * 0.6 / sets  # privsyn's default shares 0.3 / 0.1 / 0.6
+    figures = chosen[0]["figures"]
+    assert figures["rho_chosen"] == pytest.approx(rho3)
+    assert figures["least_noise_sd_per_cell"] == pytest.approx(math.sqrt(1 / (2 * rho3)), rel=1e-2)
+    assert figures["pair_cells"] == {"smallest": 20, "median": 24, "largest": 30}
+    assert any("depends on its noisy scores" in p["text"] for p in chosen)

@@ -21,9 +21,12 @@ That is enough to say beforehand how much of the release will be prior or noise 
   smallest spread (SD) a sanitized variance or sum of squares can tell from 0,
   ``sqrt(noise sd per record)``, each against the width of the column's public bounds.
 
+- **Marginals chosen during the run** under a zCDP share ρ₃ (privsyn's): the least noise any of
+  them can have, σ² ≥ θ²/(2ρ₃) per cell, and what a pair of the domain would gain at that noise.
+
 Each part gets a verdict against stated thresholds (:data:`SHARE_NOISE`, …); the release's is the
-worst part's. Adaptive steps (privsyn's pairs, random trees' leaves) and data-dependent costs
-(the pseudo-posterior) are not forecast, and the forecast says so. Every figure is a function of
+worst part's. Adaptive choices (which pairs privsyn takes, dpsyn's regime, random trees' leaves)
+and data-dependent costs (the pseudo-posterior) get no verdict, and the forecast says so. Every figure is a function of
 public inputs only, so the forecast may go into ``release.json``.
 
 >>> from dipsy.domain import Domain
@@ -134,6 +137,9 @@ def forecast(plan: Any, domain: Domain, rows: int | None = None, method: str = "
         elif not _silent(m):
             skipped.append(m.label)
     if plan.adaptive is not None:
+        chosen = _chosen_marginals(plan, domain, n)
+        if chosen is not None:
+            parts.append(chosen)
         skipped.append(f"{plan.adaptive_label} (chosen during the run)")
     # worst first, and within a verdict the largest share of prior or noise first
     parts = sorted(_merge_sets(parts), key=lambda p: (-_severity(p["verdict"]), -(p["share"] or 0.0)))
@@ -176,6 +182,42 @@ def _part(m: Any, domain: Domain, n: int | None) -> dict | None:
     if name == "Sanitization":
         return _sanitization(m.label, mech, domain, n)
     return None
+
+
+def _chosen_marginals(plan: Any, domain: Domain, n: int | None) -> dict | None:
+    """Marginals chosen during the run under a zCDP share ρ₃ (privsyn's): the least noise they can have.
+
+    Whichever marginals the run chooses share ρ₃ (one set's, with m sets), so each has discrete
+    Gaussian noise of σ² ≥ θ²/(2ρ₃) per cell — the bound is reached when one marginal takes all
+    of it. Figures for the pairs of the domain at that least noise: the spurious records a pair of
+    c cells may gain, c·E⁺. No verdict: the selection weighs each pair's noise against its
+    dependency score, which is data (a noisy measurement of the run).
+    """
+    from .privacy import ZCDP
+
+    spends = getattr(plan, "adaptive_sets", ()) or ()
+    budget = spends[0].budget if spends else plan.adaptive
+    theta = plan.parameters.get("theta")
+    if not isinstance(budget, ZCDP) or "one_way_sigma2" not in plan.parameters or not isinstance(theta, int):
+        return None
+    sizes = domain.shape(domain.names)
+    pairs = sorted(a * b for i, a in enumerate(sizes) for b in sizes[i + 1:])
+    if not pairs:
+        return None
+    least = DiscreteGaussian.for_budget(budget, theta)
+    positive, sd = _positive_noise(least), _sd(least)
+    smallest, middle, largest = pairs[0], pairs[len(pairs) // 2], pairs[-1]
+    figures = {"rho_chosen": budget.rho, "least_noise_sd_per_cell": sd, "spurious_per_empty_cell_at_least_noise": positive,
+               "pair_cells": {"smallest": smallest, "median": middle, "largest": largest},
+               "spurious_at_least_noise": {"smallest": smallest * positive, "median": middle * positive, "largest": largest * positive}}
+    text = (f"each chosen marginal has noise sd ≥ {sd:.3g} per cell (all of ρ = {budget.rho:.4g} on it); at that noise a pair of "
+            f"{middle:,} cells (the median pair) may gain {middle * positive:,.0f} spurious records, the largest "
+            f"({largest:,} cells) {largest * positive:,.0f}")
+    if n is not None:
+        figures["n"] = n
+        text += f", against n = {n:,}"
+    return {"what": plan.adaptive_label, "verdict": "unknown", "share": None, "figures": figures,
+            "text": text + "; which marginals the run chooses, and so their noise, depends on its noisy scores"}
 
 
 def _share_part(what: str, share: float, text: str, figures: Mapping[str, Any]) -> dict:
