@@ -32,11 +32,11 @@ from dipsy.methods.exponential_ecdf import (
     ExponentialECDF,
     candidate_paths,
     ecdf_cells,
-    exponential_choice,
     ks_levels,
     number_of_candidates,
 )
 from dipsy.methods import histograms
+from dipsy.privacy.selection import exponential_choice
 from dipsy.methods.histograms import MAX_CELLS, PerturbedHistogram, SmoothedDraw, SmoothedHistogram, equal_bins, least_delta
 from dipsy.privacy import PureDP
 from dipsy.privacy.audit import compositions, largest_privacy_loss, neighbours

@@ -75,7 +75,8 @@ from ..errors import DipsyError
 from ..privacy import PureDP
 from ..privacy.measurement import Measurement, Mechanism, Table
 from ..privacy.rng import Randomness
-from ..privacy.samplers import bernoulli_exp, to_fraction
+from ..privacy.samplers import to_fraction
+from ..privacy.selection import exponential_choice
 from ..privacy.session import Session
 from .base import Model, Option, Plan, Synthesizer, whole
 
@@ -83,7 +84,6 @@ from .base import Model, Option, Plan, Synthesizer, whole
 MAX_CANDIDATES = 2_000_000
 #: Most cumulative counts held in memory (candidates × (grid points - 1)).
 MAX_ENTRIES = 20_000_000
-_INT64_MAX = 2**63 - 1
 
 
 def number_of_candidates(n: int, points: int) -> int:
@@ -175,34 +175,6 @@ def ks_levels(paths: np.ndarray, cumulative: np.ndarray) -> np.ndarray:
     """
     # |c - a| <= n fits the paths' dtype; the last grid point (both equal n) adds nothing.
     return np.abs(paths - cumulative[:-1].astype(paths.dtype)).max(axis=1).astype(np.int64)
-
-
-def exponential_choice(levels: np.ndarray, gamma: Fraction, size: int, rand: Randomness) -> np.ndarray:
-    """``size`` independent indices ``r`` with ``Pr(r) ∝ exp(-γ · levels[r])``, exactly.
-
-    Rejection from the uniform proposal: ``r`` uniform on the candidates, kept with probability
-    ``exp(-γ (levels[r] - min levels))`` (CKS 2020 Algorithm 1); proposals come in batches, and each
-    draw takes the first kept proposal of its batch (the proposals are i.i.d., so that is the first
-    kept proposal of an i.i.d. sequence). The batch size follows the acceptance rate, which only
-    sets the running time, never the distribution.
-    """
-    levels = np.asarray(levels, dtype=np.int64)
-    shifted = levels - levels.min()
-    rate = float(np.mean(np.exp(-float(gamma) * shifted)))
-    per = max(1, min(math.ceil(3 / max(rate, 1e-300)), 1 << 16))
-    wide = gamma.numerator * max(int(shifted.max(initial=0)), 1) > _INT64_MAX  # else exact Python ints
-    out = np.empty(size, dtype=np.int64)
-    pending = np.arange(size)
-    while pending.size:
-        batch = max(1, min(per, (1 << 20) // pending.size))
-        r = rand.below(levels.size, size=pending.size * batch).astype(np.int64)
-        num = shifted[r].astype(object) * gamma.numerator if wide else shifted[r] * gamma.numerator
-        kept = bernoulli_exp(num, gamma.denominator, rand).reshape(pending.size, batch)
-        hit = kept.any(axis=1)
-        first = kept.argmax(axis=1)
-        out[pending[hit]] = r.reshape(pending.size, batch)[hit, first[hit]]
-        pending = pending[~hit]
-    return out
 
 
 @dataclass(frozen=True)
