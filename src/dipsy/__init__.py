@@ -7,7 +7,7 @@
 
 __version__ = "0.1.0"
 
-from .api import synthesize  # noqa: E402
+from .api import discover_domain, synthesize  # noqa: E402
 from .domain import Column, Domain  # noqa: E402
 from .methods import methods  # noqa: E402
 from .release import Release  # noqa: E402
@@ -21,4 +21,4 @@ def evaluate(original, release, domain=None, **options):  # noqa: ANN001, ANN201
     return run(original, release, domain, **options)
 
 
-__all__ = ["Column", "Domain", "Release", "__version__", "evaluate", "methods", "synthesize"]
+__all__ = ["Column", "Domain", "Release", "__version__", "discover_domain", "evaluate", "methods", "synthesize"]

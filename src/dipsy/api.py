@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -23,10 +24,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from . import __version__
 from .domain import Domain, decode
 from .engine import engine_for
-from .errors import BudgetError, DataError, NoiseError
+from .errors import BudgetError, DataError, NoiseError, PrivacyError
 from .forecast import Forecast, forecast
 from .methods import Model, Synthesizer, get
-from .methods.base import build_statement
+from .methods.base import Plan, build_statement
 from .methods.counts import cells_frame
 from .privacy import Ledger
 from .privacy.composition import parse_cap, requested_budget
@@ -204,7 +205,12 @@ def _release(data, domain, method, epsilon, sets, *, delta, rho, columns, seed, 
     # the run on the operator's terminal; nothing is released). n reaches the plan only when the
     # relation fixes it (substitution); under add/remove the plan never sees it.
     report = engine.ensure_valid()
-    plan = synthesizer.plan(report.valid_rows if synthesizer.relation.fixes_n else None, scope)
+    plan = _narrowed(synthesizer.plan(report.valid_rows if synthesizer.relation.fixes_n else None, scope), on_invalid)
+    found = scope.discovered
+    if found is not None and found.seeded and seed is None:
+        raise PrivacyError(f"the domain's {found.what()} come from a seeded test discovery ({found.release_id}): "
+                           "anyone can regenerate its noise, so no release showing them is private",
+                           "run 'dipsy domain discover' again without --seed, or make this a seeded test release too")
     # A local guarantee's cost is measured from the data: its session total is the ceiling the
     # operator gave, and its ledger record is written once it is known (it never counts against a cap).
     local = synthesizer.definition == "local"
@@ -263,6 +269,26 @@ def _release(data, domain, method, epsilon, sets, *, delta, rho, columns, seed, 
     if ledger is not None:
         ledger.confirm(release_id)
     return result
+
+
+#: Dropped rows under a relation that publishes n: what the guarantee then covers.
+DROPPED_UNDER_FIXED_N = ("rows that did not match the domain were dropped before any measurement, so the guarantee is "
+                         "for the rows that match it: neighbours substitute one such row by another that matches the "
+                         "domain; a row that starts or stops matching the domain changes the number of rows, which this "
+                         "relation treats as public, and is not covered")
+
+
+def _narrowed(plan: Plan, on_invalid: str) -> Plan:
+    """The plan, its relation narrowed when rows are dropped under a relation that fixes n.
+
+    Dropping a row by the public domain is a per-record transformation: add/remove neighbours stay
+    add/remove neighbours (or become equal), so nothing changes there. Under substitution n is
+    published; a substituted row that goes from matching the domain to not matching it changes
+    the kept n by one, which the release shows exactly. The statement then says so.
+    """
+    if on_invalid != "drop" or not plan.relation.fixes_n:
+        return plan
+    return replace(plan, narrowed="; ".join(x for x in (plan.narrowed, DROPPED_UNDER_FIXED_N) if x))
 
 
 def _draw(model: Model, sets: int, release: str, scope: Domain, rand: Randomness, bar: "_progress | None") -> list[pd.DataFrame]:
@@ -349,3 +375,92 @@ class _progress:
 
     def __exit__(self, *exc: object) -> None:
         self.bar.stop()
+
+
+def discover_domain(
+    data: pd.DataFrame | str | Path,
+    domain: str | Path | Mapping[str, Any],
+    out: str | Path | None = None,
+    *,
+    epsilon: float | str,
+    delta: float | str | None = None,
+    dataset_id: str,
+    categories: Sequence[str] | None = None,
+    bins: Mapping[str, int] | None = None,
+    log: Sequence[str] = (),
+    grid: int = 256,
+    ledger: Ledger | str | Path | None = None,
+    neighbouring: str = "add-remove",
+    seed: int | None = None,
+    on_invalid: str = "error",
+    overwrite: bool = False,
+):
+    """Fill a domain skeleton's TODO categories and bins by a DP measurement of ``data``, charged.
+
+    The opt-in exception to "the domain is public input" (DESIGN rule 1): a DP measurement charged
+    to the data set's ledger, stated in the written domain's ``discovered:`` block and by every
+    release that uses it. See :mod:`dipsy.domain.discovery` for the mechanisms and their proofs.
+
+    Parameters
+    ----------
+    data
+        The confidential data: a CSV or Parquet path, or a DataFrame.
+    domain
+        The skeleton (``dipsy domain init``'s file, or its content as a mapping), TODOs allowed where
+        discovery fills them; every other TODO is refused before anything is read.
+    out
+        Where to write the discovered domain (YAML; refused if it exists unless ``overwrite``).
+    epsilon, delta
+        The total (ε, δ), split equally: ε over the columns discovered, δ over the category columns
+        (categories are (ε, δ)-DP and need δ <= 1e-3, far below 1/n; bins are ε-DP).
+    dataset_id
+        The data set's name in the ledger and in the domain's ``discovered`` block (required: a
+        hash of the file must not be written into a domain that every release publishes).
+    categories
+        Columns whose categories to discover (default: every categorical column whose categories are TODO).
+    bins
+        ``{column: k}``: k bins of an integer or numeric column with declared ``lower``/``upper``.
+    log
+        Bins columns with log-spaced grids (geometric, or in log(1 + x − lower) when lower <= 0), for skewed columns.
+    grid
+        Cells of each bins grid (default 256).
+    ledger
+        The budget ledger (or its path); None records nothing (the domain then says so).
+    neighbouring
+        ``"add-remove"`` (default) or ``"substitute"``: the relation the data set's spends are under.
+    seed
+        A seeded discovery is a test: recorded as such, and its domain says NOT PRIVATE in every
+        release that uses it.
+    on_invalid
+        For the bins columns' rows outside their declared bounds: ``"error"`` or ``"drop"``.
+
+    Returns
+    -------
+    dipsy.domain.discovery_run.DiscoveryResult
+        The released categories and bins, the domain (text, and :class:`Domain` when no TODO is left),
+        the spends and their total.
+    """
+    from .domain.authoring import check_target, write_text
+    from .domain.discovery import plan_discovery
+    from .domain.discovery_run import run_discovery
+    from .domain.domain import read_spec
+    from .errors import DipsyError
+
+    if not isinstance(dataset_id, str) or not dataset_id.strip():
+        raise DipsyError("a discovery needs the data set's name in the ledger (--dataset-id)",
+                         "pass --dataset-id, the name later releases of this data set use too (a file's hash would be "
+                         "written into the domain, which every release publishes)")
+    if on_invalid not in ("error", "drop"):
+        raise DataError(f"on_invalid is {on_invalid!r}", "use 'error' or 'drop'")
+    if out is not None:
+        check_target(out, overwrite)
+    spec = domain if isinstance(domain, Mapping) else read_spec(domain)
+    plan = plan_discovery(spec, epsilon, delta, categories=categories, bins=bins, log=log,
+                          grid=grid, neighbouring=neighbouring)
+    if ledger is not None and not isinstance(ledger, Ledger):
+        ledger = Ledger(ledger)
+    Randomness.from_seed(seed)  # a bad seed is refused before anything is read or charged
+    source = "" if isinstance(data, pd.DataFrame) else Path(data).name
+    write = None if out is None else (lambda result: write_text(result.text, out, overwrite))
+    return run_discovery(data, plan, dataset_id=dataset_id, ledger=ledger, seed=seed, on_invalid=on_invalid,
+                         source=source, on_result=write)

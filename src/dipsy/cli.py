@@ -295,6 +295,85 @@ def domain_init(data: Path, out_path: Path, public: Path | None, overwrite: bool
     out.print(f"wrote {out_path}: {len(skeleton.columns)} columns{filled}; {left}", markup=False)
 
 
+@domain.command("discover")
+@click.argument("data", type=click.Path(path_type=Path))
+@click.option("--domain", "domain_path", required=True, type=click.Path(path_type=Path), help="The skeleton ('dipsy domain init') with TODOs to discover.")
+@click.option("--out", "out_path", required=True, type=click.Path(path_type=Path), help="Domain file to write (YAML).")
+@click.option("--epsilon", required=True, help="Total ε of the discovery, split equally over the columns discovered.")
+@click.option("--delta", default=None, help="Total δ, split over the category columns (needed for categories; at most 1e-3, far below 1/n).")
+@click.option("--categories", multiple=True, help="Columns whose categories to discover (comma-separated or repeated); default every categories: TODO.")
+@click.option("--bins", "bins", multiple=True, metavar="COL=K", help="Discover K bins of an integer or numeric column with declared bounds (repeatable).")
+@click.option("--log", "log", multiple=True, help="Bins columns with a log-spaced grid (geometric, or in log(1 + x) from a lower bound of 0), for skewed columns (repeatable).")
+@click.option("--grid", default=256, show_default=True, type=click.IntRange(min=2), help="Cells of each bins grid.")
+@click.option("--ledger", type=click.Path(path_type=Path), default=None, help="Budget ledger (SQLite); default $DIPSY_LEDGER or the user data folder.")
+@click.option("--dataset-id", required=True, help="Name of the data set in the ledger (later releases of it use the same).")
+@click.option("--neighbouring", type=click.Choice(list(NEIGHBOURINGS)), default="add-remove", show_default=True, help="Neighbouring relation of the spends.")
+@click.option("--on-invalid", type=click.Choice(["error", "drop"]), default="error", show_default=True, help="Rows outside a bins column's bounds.")
+@click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed (a test discovery: not private); default from the OS.")
+@click.option("--overwrite", is_flag=True, help="Replace an existing --out file.")
+def domain_discover(data: Path, domain_path: Path, out_path: Path, epsilon: str, delta: str | None, categories: tuple[str, ...],
+                    bins: tuple[str, ...], log: tuple[str, ...], grid: int, ledger: Path | None, dataset_id: str,
+                    neighbouring: str, on_invalid: str, seed: int | None, overwrite: bool) -> None:
+    """Fill a skeleton's TODO categories and bins by a DP measurement of DATA, charged to the ledger.
+
+    Categories: DP partition selection, (ε, δ)-DP (values held by few records are not released).
+    Bins: DP quantiles from one noisy histogram on a public grid, ε-DP. The written domain records
+    the discovery, and every release that uses it states it.
+    """
+    from .api import discover_domain
+    from .domain.authoring import check_target
+    from .domain.domain import read_spec
+    from .domain.discovery import plan_discovery
+
+    _number("--epsilon", epsilon, EPSILON_RANGE)
+    _number("--delta", delta)
+    chosen = _columns(categories)
+    counts = {}
+    for pair in bins:
+        name, sep, k = pair.partition("=")
+        if not sep or not name.strip() or not k.strip().isdigit():
+            raise DipsyError(f"--bins {pair!r} is not COL=K", "write it as e.g. --bins Income=10")
+        counts[name.strip()] = int(k)
+    logs = _columns(log) or []
+    check_target(out_path, overwrite)
+    _check_output_file(out_path, "--out")
+    ledger_path = Path(ledger or default_ledger_path())
+    _check_ledger_path(ledger_path)
+    plan_discovery(read_spec(domain_path), epsilon, delta, categories=chosen, bins=counts,
+                   log=logs, grid=grid, neighbouring=neighbouring)  # every refusal from public inputs, before any read
+    _keep_no_new_folders(out_path.parent)
+    _keep_no_new_ledger(ledger_path)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    _doing[0] = f"discovering the domain of {data}"
+    result = discover_domain(data, domain_path, out_path, epsilon=epsilon, delta=delta, dataset_id=dataset_id, categories=chosen,
+                             bins=counts, log=logs, grid=grid, ledger=Ledger(ledger_path), neighbouring=neighbouring, seed=seed,
+                             on_invalid=on_invalid, overwrite=overwrite)
+    for (name, values), m in zip(result.categories.items(), result.measurements):
+        shown = ", ".join(map(repr, values[:20])) + (", …" if len(values) > 20 else "")
+        what = (f"{len(values)} categor{'y' if len(values) == 1 else 'ies'} [{shown}]" if values else
+                "no value passed the threshold: its categories stay TODO")
+        out.print(f"{name}: {what} (DP partition selection, threshold {m['noise']['threshold']}, "
+                  f"{_cost(m)})", markup=False)
+    for (name, edges), m in zip(result.bins.items(), result.measurements[len(result.categories):]):
+        out.print(f"{name}: {len(edges) - 1} bins, edges {list(edges)} (noisy histogram, {_cost(m)})", markup=False)
+    total = result.total
+    charged = f"ε = {total.epsilon:g}" + (f", δ = {total.delta:g}" if getattr(total, "delta", 0) else "")
+    where = f"data set {dataset_id!r} in the ledger {ledger_path} (release {result.release_id})"
+    if seed is not None:
+        out.print(f"[bold red]TEST DISCOVERY[/bold red] (seed {seed}): not differentially private — its noise can be regenerated; "
+                  f"recorded, never counted, as {charged} under {neighbouring} for {where}; every release using {out_path} "
+                  "says NOT PRIVATE: never publish one")
+    else:
+        out.print(f"charged {charged} under {neighbouring} to {where}", markup=False)
+    left = f"; categories of {', '.join(result.left)} still TODO" if result.left else ""
+    out.print(f"wrote {out_path}{left}", markup=False)
+
+
+def _cost(m: dict) -> str:
+    """A measurement's cost as its description states it."""
+    return f"ε = {m['epsilon']:g}" + (f", δ = {m['delta']:g}" if m.get("delta") else "")
+
+
 _RELEASE_CHOICES = (
     click.option("--domain", "domain_path", required=True, type=click.Path(path_type=Path), help="Domain file (YAML or JSON)."),
     click.option("--method", default="dirichlet-multinomial", show_default=True, help="Synthesis method (see 'dipsy methods')."),

@@ -109,6 +109,11 @@ def write_skeleton(skeleton: Skeleton, path: str | Path, overwrite: bool = False
     An existing file is refused unless ``overwrite``: a domain someone has filled in is work
     that a second ``init`` must not silently lose. A failure leaves nothing behind.
     """
+    return write_text(skeleton.text, path, overwrite)
+
+
+def write_text(text: str, path: str | Path, overwrite: bool = False) -> Path:
+    """Write a domain file's ``text`` to ``path`` atomically, as :func:`write_skeleton` does."""
     path = Path(path)
     check_target(path, overwrite)
     try:
@@ -117,7 +122,7 @@ def write_skeleton(skeleton: Skeleton, path: str | Path, overwrite: bool = False
         raise DipsyError(f"cannot write into {str(path.parent)!r} ({e.strerror})", "choose a writable --out") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(skeleton.text)
+            f.write(text)
         from ..release import _umask  # read without changing it (the release's own files get the same)
 
         os.chmod(tmp, 0o666 & ~_umask())

@@ -20,6 +20,11 @@ A domain file looks like this (see the README for the full format)::
 A JSON object of column sizes, ``{"age": 85, "sex": 2}``, is read as integer columns with codes
 ``0 .. size - 1`` (the form mbi and the NIST benchmarks use).
 
+A top-level ``discovered:`` block (written by ``dipsy domain discover``) says which category lists
+and bins a charged DP measurement of the confidential data released; it is kept as
+:attr:`Domain.discovered` (a :class:`~dipsy.domain.discovered.Discovery`) and stated by every
+release that uses those columns.
+
 A field whose value is ``TODO`` (what ``dipsy domain init`` writes for every category list,
 bound and bin) is refused with every such field named, so a skeleton is never synthesized from.
 YAML's surprises in category lists are refused with the line and the text as written (see
@@ -41,6 +46,7 @@ import yaml
 
 from ..errors import DomainError
 from .columns import Column
+from .discovered import Discovery
 
 #: What refuses a YAML anchor or alias (see :func:`_load_yaml`).
 ANCHOR_FIX = "write the domain without YAML anchors (&) and aliases (*): spell each entry out"
@@ -62,6 +68,8 @@ class Domain:
     columns: tuple[Column, ...]
     name: str = ""
     description: str = ""
+    #: The DP discovery that released some of these columns' categories or bins (None: none did).
+    discovered: Discovery | None = None
 
     def __post_init__(self) -> None:
         names = [c.name for c in self.columns]
@@ -70,6 +78,16 @@ class Domain:
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise DomainError(f"the domain lists column(s) {dupes} twice", "give each column once")
+        for d in self.discovered.columns if self.discovered is not None else ():
+            if d.column not in names:
+                raise DomainError(f"the 'discovered:' block names column {d.column!r}, which the domain does not list",
+                                  "remove it from the block, or list the column with the values it discovered")
+            column = self.columns[names.index(d.column)]
+            fits = column.is_categorical if d.field == "categories" else (not column.is_categorical and column.bins is not None)
+            if not fits:
+                raise DomainError(f"the 'discovered:' block says the {d.field} of {d.column!r} were discovered, but the "
+                                  f"column is {column.kind}" + ("" if column.is_categorical else " without bins"),
+                                  "keep the block as 'dipsy domain discover' wrote it, with the column's discovered values")
 
     # -- access ---------------------------------------------------------------------------------
 
@@ -96,7 +114,8 @@ class Domain:
         names = list(names)
         if not names:
             raise DomainError("no columns were chosen", "name at least one column")
-        return Domain(tuple(self[n] for n in names), self.name, self.description)
+        discovered = None if self.discovered is None else self.discovered.project(names)
+        return Domain(tuple(self[n] for n in names), self.name, self.description, discovered)
 
     def shape(self, names: Iterable[str] | None = None) -> tuple[int, ...]:
         """Number of codes of each column; an error names any column that cannot be encoded."""
@@ -138,9 +157,9 @@ class Domain:
             if spec and all(isinstance(v, int) and not isinstance(v, bool) for v in spec.values()):
                 return cls.from_sizes(spec)
             raise DomainError("the domain file has no 'columns:' section", "list the columns under 'columns:'")
-        unknown = set(spec) - {"name", "description", "columns"}
+        unknown = set(spec) - {"name", "description", "columns", "discovered"}
         if unknown:
-            raise DomainError(f"the domain file has unknown field(s) {sorted(unknown)}", "use name, description, columns")
+            raise DomainError(f"the domain file has unknown field(s) {sorted(unknown)}", "use name, description, columns (and discovered)")
         columns = spec["columns"]
         if not isinstance(columns, Mapping):
             raise DomainError("'columns:' is not a mapping of column names", "write one entry per column name")
@@ -157,36 +176,13 @@ class Domain:
             tuple(Column.from_dict(str(n), s) for n, s in columns.items()),
             str(spec.get("name", "")),
             str(spec.get("description", "")),
+            Discovery.from_dict(spec["discovered"]) if spec.get("discovered") is not None else None,
         )
 
     @classmethod
     def load(cls, path: str | Path) -> "Domain":
         """Read a domain from a YAML (``.yaml``/``.yml``) or JSON file."""
-        path = Path(path)
-        try:
-            if path.is_dir():
-                raise DomainError(f"domain file {str(path)!r} is a folder", "pass --domain with the path of a domain file")
-            data = path.read_bytes()
-        except FileNotFoundError:
-            raise DomainError(f"domain file {str(path)!r} does not exist", "pass --domain with the path of a domain file") from None
-        except OSError as e:
-            raise DomainError(f"domain file {str(path)!r} cannot be read ({e.strerror})", "check its path and permissions") from None
-        try:
-            text = data.decode("utf-8-sig")
-        except UnicodeDecodeError as e:
-            raise DomainError(
-                f"domain file {str(path)!r} is not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})",
-                "save it as UTF-8 (e.g. iconv -f latin1 -t utf-8 FILE > NEW); a domain file is YAML or JSON text",
-            ) from None
-        try:
-            spec = json.loads(text) if path.suffix.lower() == ".json" else _load_yaml(text, path)
-        except (yaml.YAMLError, ValueError) as e:  # JSONDecodeError is a ValueError; so is a bad YAML date
-            first = str(e).splitlines()[0] if str(e) else type(e).__name__
-            raise DomainError(f"domain file {str(path)!r} is malformed: {first}", "fix its syntax (see the README)") from None
-        except RecursionError:
-            raise DomainError(f"domain file {str(path)!r} is nested too deeply to be a domain",
-                              "write it as in the README: columns, each with its kind and categories or bounds") from None
-        return cls.from_dict(spec)
+        return cls.from_dict(read_spec(path))
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -195,6 +191,8 @@ class Domain:
         if self.description:
             out["description"] = self.description
         out["columns"] = {c.name: c.to_dict() for c in self.columns}
+        if self.discovered is not None:  # only when present: other domains' fingerprints are unchanged
+            out["discovered"] = self.discovered.to_dict()
         return out
 
     def save(self, path: str | Path) -> None:
@@ -208,6 +206,37 @@ class Domain:
         """Fingerprint of the domain (canonical JSON), recorded with every release."""
         canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), default=str)
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def read_spec(path: str | Path) -> Any:
+    """The content of a domain file (YAML or JSON) as read, before any check of its columns
+    (a skeleton's TODOs too): the errors of :meth:`Domain.load` for a missing, unreadable,
+    non-UTF-8 or malformed file."""
+    path = Path(path)
+    try:
+        if path.is_dir():
+            raise DomainError(f"domain file {str(path)!r} is a folder", "pass --domain with the path of a domain file")
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise DomainError(f"domain file {str(path)!r} does not exist", "pass --domain with the path of a domain file") from None
+    except OSError as e:
+        raise DomainError(f"domain file {str(path)!r} cannot be read ({e.strerror})", "check its path and permissions") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise DomainError(
+            f"domain file {str(path)!r} is not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})",
+            "save it as UTF-8 (e.g. iconv -f latin1 -t utf-8 FILE > NEW); a domain file is YAML or JSON text",
+        ) from None
+    try:
+        spec = json.loads(text) if path.suffix.lower() == ".json" else _load_yaml(text, path)
+    except (yaml.YAMLError, ValueError) as e:  # JSONDecodeError is a ValueError; so is a bad YAML date
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise DomainError(f"domain file {str(path)!r} is malformed: {first}", "fix its syntax (see the README)") from None
+    except RecursionError:
+        raise DomainError(f"domain file {str(path)!r} is nested too deeply to be a domain",
+                          "write it as in the README: columns, each with its kind and categories or bounds") from None
+    return spec
 
 
 class _DomainLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Iterable, Literal
 
 import numpy as np
+import pandas as pd
 
 from ..domain import CELL_LIMIT, Domain, ValidationReport
 from ..errors import DataError
@@ -27,6 +28,11 @@ ON_INVALID = ("error", "drop")
 DENSE_LIMIT = 2**26
 #: Flat cell indices are int64; larger cross-tabulations cannot be indexed.
 INDEX_LIMIT = 2**63 - 1
+#: The strings pandas reads as booleans (a column of only these and missing values is boolean).
+PANDAS_TRUE = ("True", "TRUE", "true")
+PANDAS_FALSE = ("False", "FALSE", "false")
+#: Whole numbers below this magnitude are exact in a float64 and become ``int`` values.
+EXACT_INTEGERS = 2.0**53
 
 
 @dataclass(frozen=True, eq=False)
@@ -118,6 +124,62 @@ def choose_form(form: Form, cells: int) -> Literal["dense", "sparse"]:
     return form
 
 
+@dataclass(frozen=True, eq=False)
+class ValueCounts:
+    """The distinct values of one raw column and how many rows hold each (:meth:`Engine.value_counts`).
+
+    ``values`` are sorted: numbers first (``int`` when whole and below 2**53 in magnitude, else
+    ``float``), ascending, then texts in Python's order; ``counts`` (int64, each >= 1) align with them.
+
+    >>> vc = merge_raw_counts("x", ["b", "01", "TRUE"], [1, 2, 3], np.array([1.0, 2.5]), np.array([4, 5]))
+    >>> vc.values, vc.counts.tolist()
+    ((1, 2.5, 'True', 'b'), [6, 5, 3, 1])
+    """
+
+    column: str
+    values: tuple
+    counts: np.ndarray
+
+
+def merge_raw_counts(column: str, texts, text_counts, numbers, number_counts) -> ValueCounts:
+    """The value of each raw value, one record at a time, and the counts summed per value.
+
+    Both backends hand over their distinct raw values, as text (a CSV field, a string, a boolean
+    as ``True``/``False``, any other object as ``str``) or as numbers (typed numeric values), each
+    with its count of rows. A record's value is a function of its own raw value only — never of
+    the column's inferred type, which depends on the other records — so that one record changes
+    the count of exactly one value (what the DP partition selection of
+    :mod:`dipsy.domain.discovery` relies on):
+
+    - a text that reads as a number by pandas' syntax (``pandas.to_numeric``: ``01``, `` 1 ``,
+      ``1.0``, ``1e3``) is that number; the boolean spellings pandas reads (``TRUE``, ``true``)
+      are ``True`` and ``False``; any other text is itself;
+    - a number is ``int`` when whole and below 2**53 in magnitude, else ``float``; non-finite
+      numbers (``inf``) are not counted, nor are missing values (counted by no value at all).
+    """
+    t = pd.Series(list(texts), dtype=object)
+    t = t.where(~t.isin(PANDAS_TRUE), "True").where(~t.isin(PANDAS_FALSE), "False")
+    tc = np.asarray(text_counts, dtype=np.int64)
+    parsed = pd.to_numeric(t, errors="coerce").to_numpy(dtype=float, na_value=np.nan) if len(t) else np.zeros(0)
+    read = ~np.isnan(parsed)
+    nums = np.concatenate([np.asarray(numbers, dtype=float).reshape(-1), parsed[read]])
+    ncounts = np.concatenate([np.asarray(number_counts, dtype=np.int64).reshape(-1), tc[read]])
+    keep = np.isfinite(nums)
+    nums, ncounts = nums[keep], ncounts[keep]
+    distinct, where = np.unique(nums, return_inverse=True)
+    summed = np.zeros(distinct.size, dtype=np.int64)
+    np.add.at(summed, where.reshape(-1), ncounts)
+    whole = (distinct == np.floor(distinct)) & (np.abs(distinct) < EXACT_INTEGERS)
+    values: list = [int(v) if w else float(v) for v, w in zip(distinct, whole)]
+    by_text: dict[str, int] = {}
+    for text, n in zip(t[~read], tc[~read]):  # the distinct raw texts, not the records
+        by_text[text] = by_text.get(text, 0) + int(n)
+    texts_sorted = sorted(by_text)
+    values += texts_sorted
+    counts = np.concatenate([summed, np.asarray([by_text[x] for x in texts_sorted], dtype=np.int64)])
+    return ValueCounts(column, tuple(values), counts)
+
+
 class Engine(ABC):
     """Aggregate queries over data encoded against ``domain``.
 
@@ -183,6 +245,22 @@ class Engine(ABC):
         self.ensure_valid()
         return self._values(names)
 
+    def has_column(self, name: str) -> bool:
+        """Whether the data hold a column ``name`` (from the header or schema: no value is read)."""
+        return self._has_column(name)
+
+    def value_counts(self, column: str) -> ValueCounts:
+        """How many rows hold each distinct value of ``column``, read raw: not through the domain's
+        encoding (the column's declaration is not used, and no row is validated or dropped).
+
+        Missing values are not counted. A record's value is a function of its own raw value only
+        (see :func:`merge_raw_counts`), and both backends agree exactly. This is a confidential
+        statistic: only a charged measurement reads it (:class:`dipsy.domain.discovery.ValueCountsQuery`).
+        """
+        if not self._has_column(column):
+            raise DataError(f"the data have no column {column!r}", "check the column's name against the data's header")
+        return merge_raw_counts(column, *self._raw_counts(column))
+
     def rebinned(self, domain: Domain) -> "Engine":
         """The same data read against ``domain``: the same columns, kinds and bounds, other bins.
 
@@ -195,6 +273,15 @@ class Engine(ABC):
         if same(domain) != same(self.domain):
             raise ValueError("rebinned() changes bins only, never columns, kinds or bounds")
         return self._reopen(domain)
+
+    @abstractmethod
+    def _has_column(self, name: str) -> bool:
+        """Whether the source has a column ``name`` (metadata only)."""
+
+    @abstractmethod
+    def _raw_counts(self, name: str) -> tuple:
+        """The distinct raw values of ``name`` and their row counts, missing values left out:
+        ``(texts, text_counts, numbers, number_counts)`` as :func:`merge_raw_counts` takes them."""
 
     @abstractmethod
     def _reopen(self, domain: Domain) -> "Engine":

@@ -33,7 +33,7 @@ from ..domain import Column, ColumnIssue, Domain, ValidationReport
 from ..domain.codec import _as_text
 from ..domain.validation import EXAMPLES, MISSING, OUTSIDE, WRONG_TYPE
 from ..errors import DataError
-from .base import Engine
+from .base import PANDAS_FALSE, PANDAS_TRUE, Engine
 from .owner import mark, sweep
 
 CSV_SUFFIXES = (".csv", ".csv.gz")
@@ -43,9 +43,6 @@ PANDAS_NA = (
     "", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
     "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null",
 )  # fmt: skip
-#: The strings pandas reads as booleans (a column of only these and missing values is boolean).
-PANDAS_TRUE = ("True", "TRUE", "true")
-PANDAS_FALSE = ("False", "FALSE", "false")
 #: How many offending values the codec looks at for its examples.
 EXAMPLE_ROWS = 10_000
 
@@ -160,6 +157,29 @@ class DuckDBEngine(Engine):
         aliases = ", ".join(f"{s} AS v{i}" for i, s in enumerate(select))
         result = self._run(f"SELECT {aliases} FROM ({self._codes_sql(scope, keep=True)}) WHERE {where}").fetchnumpy()
         return {n: np.asarray(result[f"v{i}"], dtype=np.int64 if self.domain[n].is_categorical else float) for i, n in enumerate(names)}
+
+    def _has_column(self, name: str) -> bool:
+        return name in self._sql
+
+    def _raw_counts(self, name: str) -> tuple:
+        # One GROUP BY over the raw column: a CSV field as written (every field is text here),
+        # a Parquet value by its type. Missing values (pandas' markers, NULL, NaN) are left out.
+        q, kind = self._sql[name], self._kinds.get(name, "str")
+        numeric = self.format == "parquet" and kind in ("int", "float", "float32")
+        if self.format == "csv" or kind == "str":
+            raw = q
+        elif numeric:
+            raw = f"CAST({q} AS DOUBLE)"
+        elif kind == "bool":
+            raw = f"CASE WHEN {q} THEN 'True' ELSE 'False' END"
+        else:
+            raw = f"CAST({q} AS VARCHAR)"
+        rows = self._run(f"SELECT {raw} AS r, count(*) AS n FROM src WHERE NOT {self._missing(name)} GROUP BY r").fetchall()
+        values = [r for r, _ in rows]
+        counts = np.asarray([n for _, n in rows], dtype=np.int64)
+        if numeric:
+            return [], [], np.asarray(values, dtype=float), counts
+        return values, counts, np.zeros(0), np.zeros(0, np.int64)
 
     def _reopen(self, domain: Domain) -> "DuckDBEngine":
         return DuckDBEngine(self.path, domain, self.on_invalid)

@@ -29,6 +29,31 @@ class NumpyEngine(Engine):
         self.frame = frame
         self._codes: dict[str, np.ndarray] | None = None
 
+    def _has_column(self, name: str) -> bool:
+        return name in self.frame.columns
+
+    def _raw_counts(self, name: str) -> tuple:
+        values = self.frame[name]
+        if isinstance(values, pd.DataFrame):
+            raise DataError(f"the data name the column {name!r} more than once", "give each column of the DataFrame a distinct name")
+        values = values[~values.isna().to_numpy()]
+        if pd.api.types.is_bool_dtype(values.dtype):
+            texts = np.where(values.to_numpy(dtype=bool), "True", "False").astype(object)
+            return *_counted(texts), np.zeros(0), np.zeros(0, np.int64)
+        if pd.api.types.is_numeric_dtype(values.dtype):
+            return [], [], *_counted(values.to_numpy(dtype=float))
+        # Object (or string, or categorical) values, one at a time by their own type: booleans as
+        # True/False, numbers as numbers, anything else as its text. The types are looked up
+        # once per distinct type, not once per record.
+        raw = values.astype(object).to_numpy(dtype=object)
+        types = pd.Series(raw, dtype=object).map(type)
+        kinds = {t: _kind(t) for t in pd.unique(types)}
+        kind = types.map(kinds).to_numpy()
+        booleans = np.where(raw[kind == "bool"].astype(bool), "True", "False").astype(object)
+        others = pd.Series(raw[kind == "text"], dtype=object).astype(str).to_numpy(dtype=object)
+        texts, text_counts = _counted(np.concatenate([booleans, others]))
+        return texts, text_counts, *_counted(raw[kind == "number"].astype(float))
+
     def _reopen(self, domain: Domain) -> "NumpyEngine":
         return NumpyEngine(self.frame, domain, self.on_invalid)
 
@@ -54,3 +79,20 @@ class NumpyEngine(Engine):
         flat = np.ravel_multi_index(tuple(self._codes[n] for n in names), shape)
         cells, counts = np.unique(flat, return_counts=True)
         return cells, counts
+
+
+def _kind(t: type) -> str:
+    """How a raw value of type ``t`` is read: a boolean, a number, or text."""
+    if issubclass(t, (bool, np.bool_)):
+        return "bool"
+    if issubclass(t, (int, float, np.integer, np.floating)):
+        return "number"
+    return "text"
+
+
+def _counted(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct values (all of one type: no ``1 == True`` merging) and their counts."""
+    if values.size == 0:
+        return values, np.zeros(0, np.int64)
+    distinct, counts = np.unique(values, return_counts=True)
+    return distinct, counts.astype(np.int64)

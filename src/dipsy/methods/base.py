@@ -214,7 +214,7 @@ def build_statement(synthesizer: "Synthesizer", plan: Plan, session: Session, de
         per_set=per_set_guarantee(total, session.ran, synthesizer.sets),
         sets=synthesizer.sets,
         relation=plan.relation,
-        public=plan.public,
+        public=plan.public + discovered(session.domain),
         mechanism=plan.mechanism,
         composition=plan.composition,
         measurements=tuple(m.describe() for m in session.ran),
@@ -224,6 +224,14 @@ def build_statement(synthesizer: "Synthesizer", plan: Plan, session: Session, de
         narrowed=plan.narrowed,
         reveals=plan.reveals,
     )
+
+
+def discovered(domain: Domain | None) -> tuple[str, ...]:
+    """The statement's line for released columns whose categories or bins a charged DP discovery
+    released (the domain's ``discovered`` block): its id, cost and ledger. This release's guarantee
+    does not include that cost; the data set's ledger total does."""
+    found = getattr(domain, "discovered", None)
+    return () if found is None else (found.statement(),)
 
 
 def per_set_guarantee(total: Budget, ran: "list[Measurement] | tuple[Measurement, ...]", sets: int) -> Budget:

@@ -77,11 +77,12 @@ class Session:
         self._tamper = tamper
         self._ran: list[Measurement] = []
         self._answers: dict = {}
+        self._domain = None
 
     @property
     def domain(self):
         """The public domain of the columns in scope."""
-        return self._engine.domain
+        return self._domain if self._engine is None else self._engine.domain
 
     @property
     def ran(self) -> tuple[Measurement, ...]:
@@ -142,6 +143,7 @@ class Session:
             self.reporter(what, done, total)
 
     def close(self) -> None:
-        """Drop the engine and every exact answer: nothing more can be measured."""
+        """Drop the engine and every exact answer: nothing more can be measured (the public domain stays)."""
+        self._domain = getattr(self._engine, "domain", None)
         self._engine = None
         self._answers.clear()
