@@ -7,7 +7,9 @@ Tools (``--tools``), all at the same (ε, δ) on the same data, n synthetic rows
 - ``smartnoise-mst``, ``smartnoise-aim``: OpenDP SmartNoise Synth 1.0.8 (``snsynth``);
 - ``opendp-mst``, ``opendp-aim``: OpenDP 0.16.0's own ``opendp.extras.mbi``;
 - ``dipsy-privsyn``, ``dipsy-dpsyn``: ``dipsy.synthesize`` with method ``privsyn`` / ``dpsyn``
-  (DPSyn also reads the public records of ``--public``).
+  (DPSyn also reads the public records of ``--public``);
+- ``dipsy-mst``: ``dipsy.synthesize`` with method ``mst`` (MST on dipsy's exact samplers, its own
+  tree estimator and i.i.d. records along the tree).
 
 Peers are reported as shipped: default settings, their own (ε, δ) → ρ conversions and their own
 samplers. SmartNoise 1.0.8 samples through mbi 1.1.0, and so does OpenDP 0.16.0 (its ``mbi`` extra
@@ -80,6 +82,7 @@ TOOLS = {
     "dipsy-privsyn": ("project", "tool_dipsy", "privsyn"),
     "dipsy-privsyn-paper": ("project", "tool_dipsy", "privsyn-paper"),
     "dipsy-dpsyn": ("project", "tool_dipsy", "dpsyn"),
+    "dipsy-mst": ("project", "tool_dipsy", "mst"),
 }
 #: what pip installs into each peer's environment: the published package, its own pins doing the rest;
 #: opendp[mbi] leaves out pandas, which mbi 1.1.0 imports to turn its model into records

@@ -13,6 +13,7 @@ from .gamma_poisson import GammaPoisson
 from .histograms import PerturbedHistogram, SmoothedHistogram
 from .laplace_sanitizer import LaplaceSanitizer
 from .marginals.dpsyn import DPSyn
+from .marginals.mst import MST
 from .marginals.privsyn import PrivSyn
 from .modips import Modips
 from .pseudo_posterior import PseudoPosteriorSynthesizer
@@ -22,7 +23,7 @@ REGISTRY: dict[str, type[Synthesizer]] = {
     cls.name: cls
     for cls in (
         DirichletMultinomial, BetaBinomial, DPPrior, GammaPoisson, LaplaceSanitizer,
-        PerturbedHistogram, SmoothedHistogram, ExponentialECDF, Modips, PrivSyn, DPSyn, RandomDecisionTrees,
+        PerturbedHistogram, SmoothedHistogram, ExponentialECDF, Modips, PrivSyn, DPSyn, MST, RandomDecisionTrees,
         PseudoPosteriorSynthesizer,
     )
 }

@@ -98,6 +98,8 @@ CASES: dict[str, Case] = {c.method: c for c in (
          "n = 1; the record moves"),
     Case("privsyn", PAIRS, _frame(x=[1], y=[1]), _frame(x=[0, 1], y=[0, 1]), {"rho": 0.5, "delta": 1e-6, "options": {"iterations": 5}},
          "add/remove one record in the cell (0, 0)"),
+    Case("mst", Domain.from_sizes({"x": 2, "y": 2, "z": 2}), _frame(x=[1], y=[1], z=[1]), _frame(x=[0, 1], y=[0, 1], z=[0, 1]),
+         {"rho": 0.5, "delta": 1e-6}, "add/remove one record in the cell (0, 0, 0); three columns, so two edge choices run"),
     Case("dpsyn", PAIRS, _frame(x=[1], y=[1]), _frame(x=[0, 1], y=[0, 1]),
          {"epsilon": 2.0, "delta": 1e-6, "options": {"public": "public.csv", "least": 10, "multiple": 1, "pool": 200,
                                                      "iterations": 5}},

@@ -1,0 +1,412 @@
+r"""MST (McKenna, Miklau & Sheldon, "Winning the NIST contest: a scalable and general approach to
+differentially private synthetic data", Journal of Privacy and Confidentiality 11(3), 2021).
+
+The run spends a ρ-zCDP budget in three equal parts (the algorithm as METHODS.md §4.6 recalls it
+from the paper; every constant checked against the authors' ``mechanisms/mst.py`` in
+ryan112358/private-pgm, quoted below by its names). For d ≥ 3 attributes, with θ the most rows
+one individual owns:
+
+1. **One-way marginals** (fixed in the plan): every attribute's counts with discrete Gaussian noise
+   of ``σ₁² = θ² · 3d / (2ρ)`` — ρ/3 split equally over the d one-ways (the reference's
+   ``sigma = sqrt(3/(2ρ))`` with weights ``1/√d``, i.e. ``σ₁ = sqrt(3d/(2ρ))``).
+2. **Domain compression** (post-processing, :func:`compress`): the values whose noisy count is
+   below ``3σ₁`` are merged into one value, whose noisy count is their sum (the reference's
+   ``compress_domain``). The two-way queries below then read the merged tables
+   (:class:`~.privsyn.MergedTable`).
+3. **Selection of a spanning tree** (adaptive): Kruskal's algorithm in which each of the d − 1
+   edges is chosen by the exponential mechanism among the pairs that join two components, each
+   choice ``ρ/(3(d − 1))``-zCDP (``ε = sqrt(8ρ/(3(d−1)))`` with ``Pr ∝ exp(ε q / 2Δ)``: the
+   reference's ``exponential_mechanism(..., monotonic=False)``). The score of pair (i, j) is the
+   L1 distance between its true (merged) two-way counts and the two-way the one-way estimate
+   implies, :func:`pair_scores`; the estimate is fixed before the first round, so every pair's
+   score is the same in every round, as in the reference (which computes them once).
+4. **Two-way marginals** of the d − 1 chosen edges (adaptive), over the merged values, each with
+   discrete Gaussian noise of ``σ₂² = θ² · 3(d − 1)/(2ρ)`` — ρ/3 split equally.
+
+Then, post-processing only: the noisy one- and two-ways are made consistent and non-negative
+(:func:`~.consistency.make_consistent`, inverse-variance weights), and records are drawn i.i.d.
+from the tree distribution they define (:class:`~.tree.TreeDistribution`: the closed form of the
+graphical model mbi would fit to a tree), a merged value drawn back as one of the values it merged
+in proportion to their noisy one-way counts clipped at 0 (:func:`~.privsyn.expand`; the reference
+draws uniformly: see the departures), n the consistent noisy total.
+
+**Sensitivity of the score** (step 3). Given the earlier noisy outputs, the estimate ``x̂_ij`` is a
+constant (post-processing of them), so ``q_ij(D) = ‖M_ij(D) − x̂_ij‖₁`` with ``M_ij`` the merged
+two-way count table. Adding or removing an individual of at most θ rows moves ``M_ij`` by at most
+θ in L1 (each row falls in exactly one cell), so by the triangle inequality
+``|q_ij(D) − q_ij(D')| ≤ ‖M_ij(D) − M_ij(D')‖₁ ≤ θ``: Δ = θ (Δ = 1 for one record, the
+reference's ``sensitivity=1.0``).
+
+**Proof that the release is ρ-zCDP.** Each one-way table has L2 sensitivity θ, so its discrete
+Gaussian is ``θ²/(2σ₁²)``-zCDP (Canonne, Kamath & Steinke 2020, Thm 4), at most ρ/(3d) with σ₁²
+rounded up; each edge choice is an ε-DP exponential mechanism (McSherry & Talwar 2007), hence
+ε-bounded-range and ``ε²/8``-zCDP (Cesar & Rogers 2021, Lemma 3.4), at most ρ/(3(d−1)) with ε
+rounded down (:class:`~dipsy.privacy.selection.ExponentialSelection`); each merged two-way table
+has L2 sensitivity θ, so costs at most ρ/(3(d−1)). Which pairs are candidates, their estimate,
+the merge maps and which tables are measured are functions of earlier noisy outputs and public
+inputs only, so the measurements compose adaptively: their ρ's add (Bun & Steinke 2016, Lemma
+2.3), to at most ``ρ/3 + (d−1)·ρ/(3(d−1)) + (d−1)·ρ/(3(d−1)) = ρ``; the session's privacy filter
+(Rogers et al. 2016) admits the adaptive ones only within their declared ``2ρ/3``. Everything
+after is post-processing (Bun & Steinke 2016, Lemma 1.8). The statement is the sum of what ran.
+
+**m sets** (``--sets m``; :mod:`.sets`). Each set is its own complete run of steps 1–4 at ``ρ/m``
+with its own noise, selection and tree; the plan holds every set's one-ways and declares each
+set's adaptive part (``2ρ/(3m)``) as its own spend, which the ledger reserves before any read.
+Every measurement is tagged with its set. Unlike privsyn's chosen marginals, a set's adaptive
+measurements are charged one by one: their mechanisms — d − 1 exponential mechanisms of one ε,
+d − 1 discrete Gaussians of one σ₂² — do not depend on what is chosen, so every set spends exactly
+the same, and the statement's per-set line is each set's own cost. The m runs compose to ρ
+(Lemma 2.3 again); each set is ρ/m-zCDP.
+
+**Departures from the reference**, all post-processing or an equal-or-smaller spend:
+
+- exact noise: the discrete Gaussian (σ² rounded up to 1/1024) and an exact exponential mechanism
+  on a grid of Δ/1000 (ε rounded down), charged as the paper charges the continuous ones;
+- estimation: the reference fits a graphical model by mirror descent (10,000 iterations) and uses
+  a 2,500-iteration fit on the one-ways for the scores; here the one-way estimate is the one-ways
+  made consistent and non-negative (a common total, the inverse-variance average of the noisy
+  totals, and each one-way projected onto the simplex of that total — what the fit on one-ways
+  alone converges to, up to the reference's total estimate and its down-weighting of a merged
+  cell), and the final model is the tree distribution of the consistent marginals (closed form).
+  Consistency weighs every cell of a marginal by that marginal's noise variance; a merged
+  one-way cell sums k noisy counts (variance kσ₁²) but is weighed as one — it moves only that
+  cell's share of the averages;
+- sampling: i.i.d. records along the tree (exact conditionals), not mbi's rounding sampler;
+- decompression: the reference's ``reverse_data`` spreads a merged value uniformly over the
+  values it merged; here in proportion to their noisy one-way counts clipped at 0 (uniformly when
+  all are ≤ 0), as privsyn does. Those counts are below 3σ₁ and noisy, but already paid for, and a
+  merged group can hold values of very different sizes: on Adult at ε = 0.1 age's merged group
+  spans ages with none to about 3σ₁ ≈ 360 records. Measured on Adult (means of seeds 0, 1; 1/2/3-way
+  TVD, ``benchmarks/peers.py``'s scorer, the data the method is evaluated on): uniform 0.060 /
+  0.143 / 0.230 at ε = 0.1 and 0.0112 / 0.0560 / 0.1162 at ε = 1, weighted 0.054 / 0.132 / 0.216
+  and 0.0106 / 0.0549 / 0.1148; at ε = 10 the two agree;
+- d = 2: the only spanning tree is the one pair, a public fact, so no selection runs and ρ is
+  split in halves (one-ways, the pair); d = 1: the one-way alone, at ρ.
+
+**Empty or tiny data.** n is the consistent noisy total, rounded, at least 1 (or the ``rows``
+option): the relation is add/remove, so n is not public and never read. When the consistent
+total is below half a record no measurement says anything: the release is ``rows`` records (default one), each
+column drawn from its noisy one-way counts clipped at 0 (uniformly when all are ≤ 0).
+
+Neighbouring: add or remove one individual, who owns at most θ records (θ = 1: one record;
+METHODS.md §0.1). Public: the domain and θ. Released beside the records (``release.json``
+parameters, public as functions of the noisy outputs): the tree's edges and the merged values.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Sequence
+
+import numpy as np
+
+from ...domain import Domain
+from ...privacy import ZCDP, Spend
+from ...privacy.measurement import DiscreteGaussian, Measurement, Statistic, Table
+from ...privacy.relation import ADD_REMOVE, Relation, individual
+from ...privacy.selection import ExponentialSelection
+from ...privacy.session import Session
+from ...privacy.rng import Randomness
+from ..base import Model, Option, Plan, Synthesizer, whole
+from .consistency import make_consistent
+from .marginal import Marginal
+from .privsyn import MergedTable, expand
+from .sets import SetsModel, SetsPlan, set_slices
+from .tree import TreeDistribution
+
+logger = logging.getLogger(__name__)
+
+#: Noisy counts below this many σ₁ are merged (the reference's ``y >= 3 * M.stddev`` keeps the rest).
+COMPRESS_SDS = 3
+
+
+def shares(d: int) -> tuple[float, float, float]:
+    """The budget shares (one-ways, edge choices, two-ways) for ``d`` attributes.
+
+    >>> shares(14), shares(2), shares(1)
+    ((0.3333333333333333, 0.3333333333333333, 0.3333333333333333), (0.5, 0.0, 0.5), (1.0, 0.0, 0.0))
+    """
+    if d >= 3:
+        return (1 / 3, 1 / 3, 1 / 3)
+    return (0.5, 0.0, 0.5) if d == 2 else (1.0, 0.0, 0.0)
+
+
+def compress(noisy: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
+    """MST's domain compression: the values whose noisy count is below ``threshold`` become one
+    value, the last, whose noisy count is their sum (the reference's ``compress_domain``).
+
+    Returns the map from original codes to compressed codes and the compressed noisy counts.
+    Kept values keep their order. Nothing below the threshold: the identity.
+
+    >>> compress(np.array([50.0, 2.0, 40.0, -1.5]), 10.0)
+    (array([0, 2, 1, 2]), array([50. , 40. ,  0.5]))
+    """
+    noisy = np.asarray(noisy, dtype=float)
+    rare = noisy < threshold
+    if not rare.any():
+        return np.arange(len(noisy)), noisy
+    keep = np.flatnonzero(~rare)
+    code_map = np.full(len(noisy), len(keep))
+    code_map[keep] = np.arange(len(keep))
+    return code_map, np.append(noisy[keep], noisy[rare].sum())
+
+
+def consistent(marginals: Sequence[Marginal]) -> list[Marginal] | None:
+    """:func:`~.consistency.make_consistent` of ``marginals``, or None when their common total is
+    below half a record (nothing measured is positive on balance). Also None when a count is not
+    finite: make_consistent divides by a clipped marginal's sum, which is 0 when the total is a
+    rounding error above 0 and a one-cell marginal is negative (e.g. one-ways 6, −8, 2)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = make_consistent(list(marginals))
+    if not all(np.isfinite(m.counts).all() for m in out) or not out[0].total >= 0.5:
+        return None
+    return out
+
+
+def independent_estimate(one_way: Sequence[Marginal]) -> tuple[np.ndarray, ...]:
+    """The one-way counts of the estimate from the noisy one-ways alone: consistent (a common
+    total) and non-negative (:func:`consistent`); all zero when their total is below half a
+    record. Post-processing."""
+    out = consistent(one_way)
+    return tuple(np.zeros(np.shape(m.counts)) for m in one_way) if out is None else tuple(m.counts for m in out)
+
+
+def pair_scores(engine: Any, columns: tuple[tuple[str, str], ...], maps: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...],
+                estimate: tuple[np.ndarray, ...], attributes: tuple[tuple[int, int], ...]) -> np.ndarray:
+    r"""MST's edge scores: ``q_ij = ‖M_ij(D) − x̂_i x̂_jᵀ / N‖₁`` for each candidate pair.
+
+    ``M_ij(D)`` is the pair's two-way count table over merged values (read from ``engine``), and
+    ``x̂_i x̂_jᵀ / N`` the two-way of the independent model with the estimated one-ways ``x̂`` of
+    common total ``N`` (zero when ``N ≤ 0``) — the reference's ``est.project([a, b])`` of a model
+    fitted to the one-ways. Confidential: only the selection measurement's
+    :class:`~dipsy.privacy.measurement.Statistic` calls it, through a session, after the charge.
+    Its sensitivity is θ per score (module docstring).
+    """
+    out = []
+    for (a, b), names, pair_maps in zip(attributes, columns, maps):
+        table = MergedTable(names, pair_maps).answer(engine).astype(float)
+        total = float(estimate[a].sum())
+        expected = np.outer(estimate[a], estimate[b]) / total if total > 0 else np.zeros(table.shape)
+        out.append(float(np.abs(table - expected).sum()))
+    return np.asarray(out, dtype=float)
+
+
+def scores_once(engine: Any, every: Any, pairs: tuple[tuple[int, int], ...], memo: dict,
+                candidates: tuple[tuple[int, int], ...]) -> np.ndarray:
+    """The candidates' scores, every pair's computed once (``every(engine)``, :func:`pair_scores`).
+
+    The reference computes every pair's score once, before the first round, from one fixed
+    estimate; here the first round's measurement — whose candidates are all the pairs — reads
+    them, and the later rounds' measurements take their candidates' scores from ``memo``, which
+    holds exact values and is read by these statistics only, inside their charged measurements
+    (the session caches exact tables the same way), and emptied when the selection ends. The
+    released choices are the same as if each round read its tables again; on DuckDB this saves
+    the d − 2 later rounds' reads (about 4 s of 5 on Adult).
+    """
+    if not memo:
+        memo.update(zip(pairs, every(engine)))
+    return np.array([memo[p] for p in candidates], dtype=float)
+
+
+class MST(Synthesizer):
+    """MST, ρ-zCDP; see the module docstring for the algorithm and its guarantee."""
+
+    name = "mst"
+    summary = ("MST (NIST 2018 winner): noisy 1-way marginals, a maximum spanning tree of pairs chosen by the exponential "
+               "mechanism, its noisy 2-way marginals, records along the tree; ρ-zCDP (give --epsilon and --delta, or --rho); "
+               "m sets of ρ/m, each its own run")
+    definition = "zCDP"
+    relations = (ADD_REMOVE,)
+    options = (
+        Option("theta", whole("theta", 1, 7), "most records one individual may own: the sensitivity of every count and score (default 1)"),
+        Option("rows", whole("rows", 1, 1000), "synthetic rows (a public choice); default the noisy total"),
+    )
+
+    def relation_for(self, relation: Relation) -> Relation:
+        return individual(self.settings.get("theta", 1))
+
+    def _mechanisms(self, d: int) -> tuple[DiscreteGaussian, ExponentialSelection | None, DiscreteGaussian | None]:
+        """One set's one-way noise, edge choice and two-way noise (each the same for every column and edge)."""
+        theta, per = self.relation.theta, self.budget.rho / self.sets
+        s1, s2, s3 = shares(d)
+        one = DiscreteGaussian.for_budget(ZCDP(s1 * per / d), theta)
+        choose = ExponentialSelection.for_rho(s2 * per / (d - 1), theta) if s2 else None
+        two = DiscreteGaussian.for_budget(ZCDP(s3 * per / (d - 1)), theta) if s3 else None
+        return one, choose, two
+
+    def plan(self, n: int | None, domain: Domain) -> Plan:
+        names = domain.names
+        domain.shape(names)  # every column needs cells: numeric columns need bins
+        d, m, theta, rho = len(names), self.sets, self.relation.theta, self.budget.rho
+        one, choose, two = self._mechanisms(d)
+        measurements = [Measurement(self.set_label(f"one-way marginal {name}, discrete Gaussian σ² = {one.sigma2}", k),
+                                    Table((name,)), one, self.relation, self.set_index(k))
+                        for k in range(m) for name in names]  # set-major (fit relies on the order)
+        s1, s2, s3 = shares(d)
+        adaptive = (s2 + s3) * rho if d > 1 else 0.0
+        mechanism = (f"MST (McKenna, Miklau & Sheldon 2021): discrete Gaussian one-way marginals ({s1:.3g}ρ)"
+                     + (f", a maximum spanning tree of pairs chosen by {d - 1} exponential mechanisms ({s2:.3g}ρ)" if s2 else "")
+                     + (f", the tree's {d - 1} two-way marginals over merged values ({s3:.3g}ρ)" if s3 else "")
+                     + "; consistency and records drawn along the tree are post-processing")
+        composition = ("zCDP composition of the one-way marginals and the tree's choices and marginals (adaptive: a privacy filter "
+                       "bounds them by their declared share)") if d > 1 else "zCDP composition of the one-way marginals"
+        if m > 1:
+            mechanism += f"; {m} independent sets, each from its own complete run of these measurements at ρ/{m}"
+            composition = f"zCDP sequential composition over {m} sets, each its own complete run at ρ/{m}: " + composition
+        params: dict[str, Any] = {"theta": theta, "sigma2_one_way": str(one.sigma2)}
+        if choose is not None:
+            params["epsilon_edge_choice"] = float(choose.epsilon)
+        if two is not None:
+            params["sigma2_two_way"] = str(two.sigma2)
+        if m > 1:
+            params["rho_per_set"] = rho / m
+        public = (*self.public(None), f"θ = {theta}, the most rows one individual owns")
+        what = (f"the {d - 1} tree edges chosen by the exponential mechanism and " if s2 else "the ") + \
+            "two-way marginals, discrete Gaussian"
+        if d == 1:
+            return Plan(tuple(measurements), self.relation, public, mechanism, composition, params)
+        if m == 1:
+            return Plan(tuple(measurements), self.relation, public, mechanism, composition, params,
+                        adaptive=ZCDP(adaptive), adaptive_label=f"{self.name}: {what}")
+        return SetsPlan(tuple(measurements), self.relation, public, mechanism, composition, params,
+                        adaptive=ZCDP(adaptive), adaptive_label=f"{self.name}: {what} of each of the {m} sets",
+                        adaptive_sets=tuple(Spend(label, ZCDP(adaptive / m)) for label in self.per_set_labels(what)))
+
+    def fit(self, session: Session, plan: Plan) -> "MSTModel | SetsModel":
+        """Run each set's measurements in turn (set k from its own outputs only)."""
+        if self.sets == 1:
+            return self._fit_set(session, plan.measurements, 0)
+        return SetsModel(tuple(self._fit_set(session, plan.measurements[part], k)
+                               for k, part in enumerate(set_slices(len(plan.measurements), self.sets))))
+
+    def _fit_set(self, session: Session, one_way: Sequence[Measurement], k: int) -> "MSTModel":
+        names = session.domain.names
+        d = len(names)
+        _, choose, two = self._mechanisms(d)
+
+        # 1-2. one-way marginals, then the 3σ₁ compression (reference: compress_domain)
+        noisy_one = tuple(np.asarray(session.measure(m), dtype=np.int64) for m in one_way)
+        sd = one_way[0].mechanism.sd
+        maps, compressed = zip(*(compress(y, COMPRESS_SDS * sd) for y in noisy_one))
+        weight = one_way[0].mechanism.cost.rho  # every one-way has the same noise
+        one = tuple(Marginal((a,), compressed[a], weight) for a in range(d))
+        merged_maps = tuple(tuple(int(v) for v in x) for x in maps)
+
+        # 3. Kruskal with one exponential mechanism per edge, scores from the one-way estimate
+        edges = self._select(session, names, merged_maps, one, choose, k) if d > 1 else []
+        logger.info("mst tree: %s", [(names[a], names[b]) for a, b in edges])
+
+        # 4. the tree's two-way marginals over merged values
+        measured = []
+        for a, b in edges:
+            query = MergedTable((names[a], names[b]), (merged_maps[a], merged_maps[b]))
+            m = Measurement(self.set_label(f"two-way marginal {names[a]} × {names[b]} on the tree, discrete Gaussian "
+                                           f"σ² = {two.sigma2}", k), query, two, self.relation, self.set_index(k))
+            measured.append(Marginal((a, b), np.asarray(session.measure(m), dtype=float), two.cost.rho))
+        return MSTModel(names, noisy_one, tuple(np.asarray(x) for x in maps), one, tuple(measured), self.settings.get("rows"))
+
+    def _select(self, session: Session, names: Sequence[str], maps: tuple[tuple[int, ...], ...],
+                one: tuple[Marginal, ...], choose: ExponentialSelection | None, k: int) -> list[tuple[int, int]]:
+        """The d − 1 edges: Kruskal's rounds, each an exponential mechanism over the pairs joining
+        two components (reference: ``select``); with d = 2 the one pair, chosen without a read."""
+        d = len(names)
+        if choose is None:
+            return [(0, 1)]
+        estimate = independent_estimate(one)
+        component = list(range(d))
+
+        def find(a: int) -> int:
+            while component[a] != a:
+                component[a] = component[component[a]]
+                a = component[a]
+            return a
+
+        pairs = tuple((a, b) for a in range(d) for b in range(a + 1, d))
+        every = partial(pair_scores, columns=tuple((names[a], names[b]) for a, b in pairs),
+                        maps=tuple((maps[a], maps[b]) for a, b in pairs), estimate=estimate, attributes=pairs)
+        memo: dict = {}  # exact scores: read by the measurements' statistics only, dropped below
+        edges = []
+        for r in range(d - 1):
+            candidates = tuple(p for p in pairs if find(p[0]) != find(p[1]))
+            scores = Statistic(f"the L1 distances of {len(candidates)} candidate pairs' two-way tables (rare values merged) "
+                               "from the independent model of the noisy one-way marginals",
+                               partial(scores_once, every=every, pairs=pairs, memo=memo, candidates=candidates))
+            m = Measurement(self.set_label(f"tree edge {r + 1} of {d - 1}, exponential mechanism over {len(candidates)} pairs, "
+                                           f"ε = {float(choose.epsilon):.4g}", k), scores, choose, self.relation, self.set_index(k))
+            a, b = candidates[session.measure(m)]
+            component[find(a)] = find(b)
+            edges.append((a, b))
+        memo.clear()
+        return edges
+
+
+@dataclass(frozen=True, eq=False)
+class MSTModel(Model):
+    """What one set's measurements released; :meth:`sample` is post-processing.
+
+    ``noisy_one_way`` are the noisy one-way counts over the original values, ``maps`` the
+    compression maps, ``one_way`` the compressed noisy one-ways and ``two_way`` the tree's noisy
+    two-ways (merged values), each a :class:`~.marginal.Marginal` whose ``rho`` is its noise's.
+    """
+
+    names: tuple[str, ...]
+    noisy_one_way: tuple[np.ndarray, ...]
+    maps: tuple[np.ndarray, ...]
+    one_way: tuple[Marginal, ...]
+    two_way: tuple[Marginal, ...]
+    rows: int | None = None
+
+    sets = 1
+
+    @property
+    def edges(self) -> tuple[tuple[str, str], ...]:
+        """The tree's edges by column names (public: chosen by the exponential mechanism)."""
+        return tuple((self.names[m.attributes[0]], self.names[m.attributes[1]]) for m in self.two_way)
+
+    def choices(self) -> dict:
+        merged = {}
+        for name, code_map in zip(self.names, self.maps):
+            size = int(code_map.max()) + 1
+            if size < len(code_map):  # a value below 3σ₁ alone in its group is only moved last: nothing merged
+                merged[name] = {"values": len(code_map), "compressed": size,
+                                "merged_codes": np.flatnonzero(code_map == size - 1).tolist()}
+        return {"tree_edges": [list(e) for e in self.edges], "compressed_domains": merged}
+
+    def distribution(self) -> tuple[TreeDistribution, float] | None:
+        """The tree distribution of the consistent marginals and their common total (None when
+        that total is below half a record: then nothing measured is positive on balance)."""
+        self.report("mst: consistency")
+        fitted = consistent(list(self.one_way) + list(self.two_way))
+        if fitted is None:
+            return None
+        d = len(self.names)
+        sizes = [len(m.counts) for m in self.one_way]
+        return TreeDistribution.from_marginals(sizes, fitted[d:], root_counts=fitted[0].counts), fitted[0].total
+
+    def sample(self, k: int, rand: Randomness) -> dict[str, np.ndarray]:
+        rng = rand.numpy
+        fitted = self.distribution()
+        if fitted is None:
+            return self._independent(rng)
+        tree, total = fitted
+        n = self.rows or max(int(round(total)), 1)
+        self.report("mst: records along the tree")
+        codes = tree.sample(n, rng)
+        return {name: expand(codes[:, a], self.maps[a], self.noisy_one_way[a], rng) for a, name in enumerate(self.names)}
+
+    def _independent(self, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """``rows`` records (default 1), each column from its noisy one-way counts clipped at 0,
+        uniformly when all are ≤ 0 (the module's fallback for tiny data)."""
+        n = self.rows or 1
+        logger.info("mst: the consistent noisy total is below 1/2; %d record(s) from the clipped one-way counts", n)
+        out = {}
+        for name, noisy in zip(self.names, self.noisy_one_way):
+            w = np.maximum(np.asarray(noisy, dtype=float), 0.0)
+            p = w / w.sum() if w.sum() > 0 else np.full(len(w), 1 / len(w))
+            out[name] = rng.choice(len(w), size=n, p=p).astype(np.int64)
+        return out
+
+
+__all__ = ["MST", "MSTModel", "compress", "consistent", "independent_estimate", "pair_scores", "scores_once", "shares"]
