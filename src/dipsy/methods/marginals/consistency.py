@@ -160,6 +160,8 @@ def make_consistent(
             # each marginal moves by at most 2 * stop in L1, so shared projections differ by at
             # most 4 * stop = tolerance * total / 2.
             parts = [np.maximum(c, 0.0) for c in tables.views(x)]
+            if any(not c.sum() > 0 for c in parts):  # a total of a rounding error: nothing left to rescale
+                return [m.with_counts(np.full(np.shape(c), total / c.size)) for m, c in zip(marginals, parts)]
             return [m.with_counts(c * (total / c.sum())) for m, c in zip(marginals, parts)]
         if rule != "norm_sub":
             logger.info("%s did not settle in %d rounds; continuing with norm_sub", rule, iterations)
