@@ -39,8 +39,8 @@ demo: $(STAMP)
 		--method privsyn --epsilon 1 --delta 1e-9 \
 		--out $(DEMO)/acs-privsyn --overwrite --ledger $(DEMO)/ledger.sqlite --dataset-id acs-2019-demo
 	$(BIN)/dipsy budget show --ledger $(DEMO)/ledger.sqlite --dataset-id acs-2019-demo
-	$(BIN)/dipsy evaluate examples/acs/national2019.csv $(DEMO)/acs-dpsyn --report $(DEMO)/acs-dpsyn-report.html
-	$(BIN)/dipsy evaluate examples/acs/national2019.csv $(DEMO)/acs-privsyn --report $(DEMO)/acs-privsyn-report.html
+	$(BIN)/dipsy evaluate examples/acs/national2019.csv $(DEMO)/acs-dpsyn --groups PUMA --report $(DEMO)/acs-dpsyn-report.html
+	$(BIN)/dipsy evaluate examples/acs/national2019.csv $(DEMO)/acs-privsyn --groups PUMA --report $(DEMO)/acs-privsyn-report.html
 	$(BIN)/dipsy synth examples/adult/priv.csv --domain examples/adult/domain.yaml \
 		--method rdt --epsilon 4 --option structure=examples/adult/pub.csv --option structure_weight=10 \
 		--out $(DEMO)/adult-rdt --overwrite --ledger $(DEMO)/ledger.sqlite --dataset-id adult-demo
@@ -81,6 +81,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/pseudo_posterior.py
 	$(BIN)/python benchmarks/forecast.py
 	$(BIN)/python benchmarks/marginal_coverage.py --jobs 2
+	$(BIN)/python benchmarks/groups.py
 
 # Hours of CPU: dipsy beside SmartNoise and OpenDP on Adult (each peer in its own venv, made here),
 # then DPSyn with Adult's public/private split.

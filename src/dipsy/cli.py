@@ -645,8 +645,12 @@ def rdt_leaf_size(p0: float, epsilon: float, width: float | None, lower: float |
 @click.option("--sensitive", metavar="COL[,COL]", default=None,
               help="Sensitive columns to judge against the public ones (S-004's outputs), e.g. sex,race; COL=LEVEL names the category "
                    "its logistic regression models, e.g. sex=Female (default: the release's own, as rdt records them).")
+@click.option("--groups", metavar="COL[,COL]", default=None,
+              help="Score the marginals inside each group of these columns too (the NIST challenge's per-PUMA view), e.g. PUMA or PUMA,YEAR.")
+@click.option("--group-k", type=click.IntRange(1, 3), default=3, show_default=True, help="Order of the marginals scored inside each group.")
 def evaluate_command(data: Path, release_dir: Path, domain_path: Path | None, report_path: Path | None,
-                     json_path: Path | None, formula: str | None, model: str, seed: int, sensitive: str | None) -> None:
+                     json_path: Path | None, formula: str | None, model: str, seed: int, sensitive: str | None,
+                     groups: str | None, group_k: int) -> None:
     """Compare the release in RELEASE_DIR with the original DATA: metrics, plots, HTML report."""
     from .evaluation import evaluate, jsonable, load_release, read_original
     from .evaluation.report import write_report
@@ -659,13 +663,21 @@ def evaluate_command(data: Path, release_dir: Path, domain_path: Path | None, re
         raise DipsyError(f"--json and --report both name {str(json_path)!r}", "give them different paths")
     _doing[0] = "evaluating the release"
     chosen = None if sensitive is None else [c.strip() for c in sensitive.split(",") if c.strip()]
-    metrics = evaluate(data, release_dir, domain_path, formula=formula, model=model, seed=seed, sensitive=chosen)
+    by = None if groups is None else [c.strip() for c in groups.split(",") if c.strip()]
+    metrics = evaluate(data, release_dir, domain_path, formula=formula, model=model, seed=seed, sensitive=chosen,
+                       groups=by, group_k=group_k)
     marg = metrics["marginals"]
     out.print(f"marginal TVD, mean (worst): 1-way {marg['1-way']['mean_tvd']:.4f} ({marg['1-way']['worst_tvd']:.4f}), "
               f"2-way {marg['2-way']['mean_tvd']:.4f} ({marg['2-way']['worst_tvd']:.4f})")
     km = marg["k_marginal_score"]
     baselines = ", ".join(f"{b['fraction']:.0%} {b['score']:.0f}" for b in km["baselines"])
     out.print(f"k-marginal score {km['score']:.0f} of 1000 (subsamples of the original: {baselines})")
+    if "by_group" in marg:
+        g = marg["by_group"]
+        worst = "; ".join(f"{', '.join(f'{k}={v}' for k, v in w['group'].items())} {w['score']:.0f} ({w['rows_original']} rows)"
+                          for w in g["worst"][:3])
+        out.print(f"{g['k']}-way score inside {g['groups_scored']} groups of {', '.join(g['groups'])}: {g['score']:.0f} of 1000 "
+                  f"(median group {g['quantiles']['50%']:.0f}; worst: {worst})")
     logit = metrics["propensity"]["logistic"]
     out.print(f"pMSE (logistic), standardised: {', '.join(f'{z:.2f}' for z in logit['standardised'])}")
     if metrics.get("sensitive"):

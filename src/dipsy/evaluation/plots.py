@@ -350,6 +350,28 @@ def kmarginal_plot(score: Mapping[str, Any]) -> str | None:
         return to_data_uri(fig)
 
 
+def group_score_plot(by_group: Mapping[str, Any]) -> str | None:
+    """Each group's k-marginal score (one dot per group and set), sorted, against the overall mean."""
+    scores = [finite(s) for s in by_group.get("group_scores") or []]
+    if not scores or not any(s.size for s in scores):
+        return None
+    with _style():
+        fig = Figure(figsize=(WIDTH, 2.4))
+        ax = fig.subplots()
+        order = np.argsort(np.mean([s for s in scores if s.size], axis=0))
+        for k, s in enumerate(scores):
+            if s.size:
+                ax.plot(np.arange(s.size), s[order], "o", ms=4, color=set_colour(k), label=f"set {k + 1}", alpha=0.8)
+        mean = nanmean([by_group.get("score")])
+        if math.isfinite(mean):
+            ax.axhline(mean, color="#555555", lw=1, ls="--", label="mean over groups")
+        ax.set_xlabel(f"groups of {', '.join(map(str, by_group.get('groups') or []))}, worst first")
+        ax.set_ylabel(f"{by_group.get('k')}-way score")
+        ax.set_xticks([])
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+        return to_data_uri(fig)
+
+
 # -- numeric columns -----------------------------------------------------------------------------
 
 
