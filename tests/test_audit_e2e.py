@@ -16,7 +16,7 @@ import pytest
 from dipsy.methods import REGISTRY
 from dipsy.privacy.e2e import CASES, NOT_AUDITED, audit, format_table, lower_bound
 
-HONEST_RUNS = {"privsyn": 200, "dpsyn": 100}
+HONEST_RUNS = {"privsyn": 200, "dpsyn": 100, "mst": 200}
 #: Methods whose broken variant the audit must flag, and the runs it needs (measured: benchmarks/audit.py).
 BROKEN = {"dirichlet-multinomial": 2000, "dp-prior": 2000, "laplace-sanitizer": 1000, "smoothed-histogram": 2000,
           "perturbed-histogram": 1000, "rdt": 600}
