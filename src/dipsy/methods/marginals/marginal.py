@@ -60,3 +60,19 @@ def exact_counts(engine, attributes: tuple[int, ...]) -> np.ndarray:
     names = [engine.domain.names[a] for a in attributes]
     table = engine.contingency(names, form="dense")
     return table.counts.reshape(table.shape).astype(np.int64)
+
+
+def independent_records(noisy_one_way: tuple[np.ndarray, ...], n: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """``n`` records, each column drawn independently from its noisy one-way counts clipped at 0
+    (uniformly when all are ≤ 0): the marginal methods' fallback when the noisy total says
+    nothing (tiny or empty data). Post-processing of noisy counts only.
+
+    >>> [c.tolist() for c in independent_records((np.array([-3.0, 5.0]), np.array([0.0, 0.0])), 2, np.random.default_rng(0))][0]
+    [1, 1]
+    """
+    out = []
+    for noisy in noisy_one_way:
+        w = np.maximum(np.asarray(noisy, dtype=float), 0.0)
+        p = w / w.sum() if w.sum() > 0 else np.full(len(w), 1 / len(w))
+        out.append(rng.choice(len(w), size=n, p=p).astype(np.int64))
+    return out

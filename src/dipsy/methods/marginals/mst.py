@@ -111,7 +111,7 @@ from ...privacy.session import Session
 from ...privacy.rng import Randomness
 from ..base import Model, Option, Plan, Synthesizer, whole
 from .consistency import make_consistent
-from .marginal import Marginal
+from .marginal import Marginal, independent_records
 from .privsyn import MergedTable, expand
 from .sets import SetsModel, SetsPlan, set_slices
 from .tree import TreeDistribution
@@ -401,12 +401,7 @@ class MSTModel(Model):
         uniformly when all are ≤ 0 (the module's fallback for tiny data)."""
         n = self.rows or 1
         logger.info("mst: the consistent noisy total is below 1/2; %d record(s) from the clipped one-way counts", n)
-        out = {}
-        for name, noisy in zip(self.names, self.noisy_one_way):
-            w = np.maximum(np.asarray(noisy, dtype=float), 0.0)
-            p = w / w.sum() if w.sum() > 0 else np.full(len(w), 1 / len(w))
-            out[name] = rng.choice(len(w), size=n, p=p).astype(np.int64)
-        return out
+        return dict(zip(self.names, independent_records(self.noisy_one_way, n, rng)))
 
 
 __all__ = ["MST", "MSTModel", "compress", "consistent", "independent_estimate", "pair_scores", "scores_once", "shares"]

@@ -89,7 +89,7 @@ from ...privacy.session import Session
 from ..base import Model, Option, Plan, Synthesizer, whole
 from .consistency import make_consistent
 from .gum import initial_records, update_records
-from .marginal import Marginal
+from .marginal import Marginal, independent_records
 from .selection import allocate, combine, greedy_select, score_sensitivity, score_units
 from .sets import SetsModel, SetsPlan, measure_parts, set_slices
 
@@ -340,12 +340,7 @@ class PrivSynModel(Model):
         counts clipped at 0, uniformly when all are ≤ 0 (the module's fallback for tiny data)."""
         n = self.settings.rows or 1
         logger.info("privsyn: the consistent noisy total is <= 0; %d record(s) from the clipped one-way counts", n)
-        out = {}
-        for name, noisy in zip(self.names, self.noisy_one_way):
-            w = np.maximum(np.asarray(noisy, dtype=float), 0.0)
-            p = w / w.sum() if w.sum() > 0 else np.full(len(w), 1 / len(w))
-            out[name] = rng.choice(len(w), size=n, p=p).astype(np.int64)
-        return out
+        return dict(zip(self.names, independent_records(self.noisy_one_way, n, rng)))
 
 
 def decorrelate(records: np.ndarray, attribute_sets: list[tuple[int, ...]], sizes: list[int],
