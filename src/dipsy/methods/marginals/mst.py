@@ -112,7 +112,7 @@ from ...privacy.rng import Randomness
 from ..base import Model, Option, Plan, Synthesizer, whole
 from .consistency import make_consistent
 from .marginal import Marginal, independent_records
-from .privsyn import MergedTable, expand
+from .privsyn import MergedTable, expand, merge_rare
 from .sets import SetsModel, SetsPlan, set_slices
 from .tree import TreeDistribution
 
@@ -143,14 +143,7 @@ def compress(noisy: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarra
     >>> compress(np.array([50.0, 2.0, 40.0, -1.5]), 10.0)
     (array([0, 2, 1, 2]), array([50. , 40. ,  0.5]))
     """
-    noisy = np.asarray(noisy, dtype=float)
-    rare = noisy < threshold
-    if not rare.any():
-        return np.arange(len(noisy)), noisy
-    keep = np.flatnonzero(~rare)
-    code_map = np.full(len(noisy), len(keep))
-    code_map[keep] = np.arange(len(keep))
-    return code_map, np.append(noisy[keep], noisy[rare].sum())
+    return merge_rare(np.asarray(noisy, dtype=float), threshold, floor=False)
 
 
 def consistent(marginals: Sequence[Marginal]) -> list[Marginal] | None:

@@ -374,13 +374,14 @@ def decorrelate(records: np.ndarray, attribute_sets: list[tuple[int, ...]], size
     return records
 
 
-def merge_rare(noisy: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
+def merge_rare(noisy: np.ndarray, threshold: float, floor: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """PrivSyn §6.2: values whose noisy count is below ``threshold`` (3σ) become one new value.
 
     Returns the map from original codes to merged codes and the merged noisy counts. Kept values
     keep their order; the merged value comes last and counts the rare values' total when that
     reaches the threshold, else 0 (then only the noise of a larger marginal holding the column,
-    averaged in by consistency, can give it a few records). Nothing rare: the identity.
+    averaged in by consistency, can give it a few records); ``floor=False`` keeps the rare values'
+    total as it is (MST's compression). Nothing rare: the identity.
 
     >>> merge_rare(np.array([50.0, 2.0, 40.0, 1.5]), 10.0)
     (array([0, 2, 1, 2]), array([50., 40.,  0.]))
@@ -392,7 +393,7 @@ def merge_rare(noisy: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndar
     code_map = np.full(len(noisy), len(keep))
     code_map[keep] = np.arange(len(keep))
     total = float(noisy[rare].sum())
-    return code_map, np.append(noisy[keep], total if total >= threshold else 0.0)
+    return code_map, np.append(noisy[keep], total if total >= threshold or not floor else 0.0)
 
 
 def expand(codes: np.ndarray, code_map: np.ndarray, noisy: np.ndarray, rng: np.random.Generator) -> np.ndarray:
