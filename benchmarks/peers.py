@@ -8,6 +8,7 @@ Tools (``--tools``), all at the same (ε, δ) on the same data, n synthetic rows
 - ``opendp-mst``, ``opendp-aim``: OpenDP 0.16.0's own ``opendp.extras.mbi``;
 - ``dipsy-privsyn``, ``dipsy-dpsyn``: ``dipsy.synthesize`` with method ``privsyn`` / ``dpsyn``
   (DPSyn also reads the public records of ``--public``);
+- ``dipsy-aim``: ``dipsy.synthesize`` with method ``aim`` (its defaults: the 3-way workload, 80 MB);
 - ``dipsy-mst``: ``dipsy.synthesize`` with method ``mst`` (MST on dipsy's exact samplers, its own
   tree estimator and i.i.d. records along the tree).
 
@@ -82,6 +83,7 @@ TOOLS = {
     "dipsy-privsyn": ("project", "tool_dipsy", "privsyn"),
     "dipsy-privsyn-paper": ("project", "tool_dipsy", "privsyn-paper"),
     "dipsy-dpsyn": ("project", "tool_dipsy", "dpsyn"),
+    "dipsy-aim": ("project", "tool_dipsy", "aim"),
     "dipsy-mst": ("project", "tool_dipsy", "mst"),
 }
 #: what pip installs into each peer's environment: the published package, its own pins doing the rest;

@@ -12,6 +12,7 @@ from .exponential_ecdf import ExponentialECDF
 from .gamma_poisson import GammaPoisson
 from .histograms import PerturbedHistogram, SmoothedHistogram
 from .laplace_sanitizer import LaplaceSanitizer
+from .marginals.aim import AIM
 from .marginals.dpsyn import DPSyn
 from .marginals.mst import MST
 from .marginals.privsyn import PrivSyn
@@ -23,7 +24,7 @@ REGISTRY: dict[str, type[Synthesizer]] = {
     cls.name: cls
     for cls in (
         DirichletMultinomial, BetaBinomial, DPPrior, GammaPoisson, LaplaceSanitizer,
-        PerturbedHistogram, SmoothedHistogram, ExponentialECDF, Modips, PrivSyn, DPSyn, MST, RandomDecisionTrees,
+        PerturbedHistogram, SmoothedHistogram, ExponentialECDF, Modips, PrivSyn, DPSyn, MST, AIM, RandomDecisionTrees,
         PseudoPosteriorSynthesizer,
     )
 }

@@ -1,0 +1,340 @@
+"""Tests of the ``aim`` method (dipsy.methods.marginals.aim) and its estimation seam
+(dipsy.methods.marginals.estimation): the budget through the privacy filter, the selection's
+distribution, the sampler, the estimator on exact marginals, the model-size computation, the order
+of charges and reads, the end-to-end audit, and bad input.
+
+Domains are tiny and iterations few: every new model structure costs a JAX compilation.
+Statistical checks use fixed seeds and tolerances from the sampling distribution.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+import sys
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import dipsy
+from dipsy.domain import Domain
+from dipsy.engine import engine_for
+from dipsy.errors import DipsyError, PrivacyError
+from dipsy.methods.marginals.aim import AIM, ExactTables, epsilon_for, filter_candidates, qualities, workload_weights
+from dipsy.methods.marginals.estimation import GraphicalModel, NoisyMarginal, estimate, from_potentials, model_size
+from dipsy.privacy import PureDP, ZCDP
+from dipsy.privacy.accountant import Accountant
+from dipsy.privacy.e2e import audit, format_table
+from dipsy.privacy.measurement import ACTIVE, DiscreteGaussian, Measurement, Table
+from dipsy.privacy.rng import Randomness
+from dipsy.privacy.selection import ExponentialSelection
+from dipsy.privacy.session import Session
+
+SIZES = {"a": 3, "b": 2, "c": 4}
+RHO = 1.0
+#: Few rounds and iterations: what is tested is the arithmetic and the order of events.
+OPTIONS = {"rounds": 6, "iterations": 50, "final_iterations": 50}
+
+
+def tiny(n: int = 600, seed: int = 0) -> pd.DataFrame:
+    """b depends on a, c on b: a chain with something for AIM to find."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 3, n)
+    b = np.where(rng.random(n) < 0.8, a % 2, rng.integers(0, 2, n))
+    c = np.where(rng.random(n) < 0.7, 2 * b + rng.integers(0, 2, n), rng.integers(0, 4, n))
+    return pd.DataFrame({"a": a, "b": b, "c": c})
+
+
+def fitted(data: pd.DataFrame, domain: Domain, rho: float = RHO, seed: int = 0, engine=None, **options):
+    """plan → session → fit, as the release path runs them; the session is left open."""
+    method = AIM(ZCDP(rho), options={**OPTIONS, **options})
+    plan = method.plan(None, domain)
+    session = Session(engine if engine is not None else engine_for(data, domain), plan.declared(ZCDP(rho)), plan.relation,
+                      Randomness.from_seed(seed), plan.measurements, plan.adaptive is not None)
+    return plan, session, method.fit(session, plan)
+
+
+@pytest.fixture(scope="module")
+def run():
+    domain = Domain.from_sizes(SIZES)
+    return fitted(tiny(), domain)
+
+
+# -- the budget through the filter --------------------------------------------------------------------
+
+
+def test_rounds_spend_the_budget_exactly_and_never_more(run):
+    plan, session, model = run
+    spends = [s.budget.rho for s in session.spends]
+    d, T = len(SIZES), OPTIONS["rounds"]
+    # the one-way marginals: 0.9ρ/T each, σ² rounded up (so at most that)
+    assert all(0.999 * 0.9 * RHO / T <= r <= 0.9 * RHO / T for r in spends[:d])
+    assert plan.adaptive.rho == pytest.approx(RHO - sum(spends[:d]), rel=1e-15)
+    rounds = list(zip(spends[d::2], spends[d + 1::2]))
+    assert len(spends) == d + 2 * len(rounds) and len(rounds) == model.rounds >= 1
+    assert sum(spends) <= RHO * (1 + 1e-12) and sum(spends) >= RHO * (1 - 1e-9)  # all of it, never more
+    # the last round takes what remained before it, to the grids' rounding (σ² up, ε down)
+    before = sum(spends[:-2])
+    assert sum(rounds[-1]) == pytest.approx(RHO - before, rel=1e-9) and sum(rounds[-1]) <= RHO - before + 1e-15
+    # the others cost ρ/T, four times more after each annealing (σ/2, 2ε), split 0.9/0.1
+    scale = 1.0
+    for t, (select, measure) in enumerate(rounds[:-1], start=1):
+        assert 0.999 * 0.9 * scale * RHO / T <= measure <= 0.9 * scale * RHO / T
+        assert 0.999 * 0.1 * scale * RHO / T <= select <= 0.1 * scale * RHO / T
+        if t in model.annealings:
+            scale *= 4
+    # the filter refuses anything past the declared total
+    extra = Measurement("one more", Table(("a",)), DiscreteGaussian.for_budget(ZCDP(1e-6)), plan.relation)
+    with pytest.raises(PrivacyError, match="declared total"):
+        session.measure(extra)
+
+
+def test_the_last_round_is_computed_from_what_the_session_says_remains():
+    """With T = d the one-way marginals leave 0.1ρ, less than two rounds: one round spends it all."""
+    domain = Domain.from_sizes(SIZES)
+    plan, session, model = fitted(tiny(), domain, rounds=3)
+    spends = [s.budget.rho for s in session.spends]
+    assert model.rounds == 1 and len(spends) == 5
+    assert sum(spends[3:]) == pytest.approx(RHO - sum(spends[:3]), rel=1e-9)
+    assert sum(spends) <= RHO * (1 + 1e-12)
+    assert "choice among" in session.spends[3].label and "round 1, marginal" in session.spends[4].label
+
+
+def test_epsilon_for_never_passes_its_rho():
+    for rho in [1e-6, 3.7e-4, 0.0123, 0.5, 2.0]:
+        eps = epsilon_for(rho)
+        assert eps * eps / 8 <= Fraction(rho) and float(eps * eps / 8) == pytest.approx(rho, rel=1e-9)
+
+
+# -- the workload, the candidates and the selection ---------------------------------------------------
+
+
+def test_workload_weights_are_the_papers():
+    """w_r = Σ_s |r ∩ s| over the 3-way workload (Algorithm 1 line 3): for 14 columns a single column
+    meets C(13, 2) = 78 triples once; a triple meets itself (3), 3·11 triples in two columns and
+    3·C(11, 2) in one: 234, the sensitivity of Adult's scores."""
+    w = workload_weights(14, 3)
+    assert len(w) == 14 + 91 + 364
+    assert w[(0,)] == 78 and w[(0, 1)] == 2 * 12 + 2 * math.comb(12, 2) and w[(0, 1, 2)] == 234 == max(w.values())
+    assert workload_weights(2, 3) == {(0,): 1, (1,): 1, (0, 1): 2}  # k = min(k, d)
+
+
+def test_filter_keeps_what_fits_and_what_is_free():
+    sizes = [10, 10, 10]
+    w = workload_weights(3, 3)
+    measured = [(0,), (1,), (2,), (0, 1)]
+    assert filter_candidates(w, measured, sizes, 29) == [(0,), (1,), (2,), (0, 1)]  # only the free ones
+    assert filter_candidates(w, measured, sizes, 210) == [(0,), (1,), (2,), (0, 1), (0, 2), (1, 2)]
+    assert (0, 1, 2) in filter_candidates(w, measured, sizes, 1000)
+
+
+def test_qualities_are_aims_and_the_choice_follows_the_exponential_mechanism():
+    """The scores read through the engine are w_r(‖M_r(D) − M_r(p̂)‖₁ − b_r), computed here apart;
+    4000 draws of the choice fit Pr[r] ∝ exp(ε q_r / 2Δ) (χ² test) and reject the law at 2ε (power)."""
+    domain = Domain.from_sizes(SIZES)
+    data = tiny(300, seed=4)
+    engine = engine_for(data, domain)
+    engine.ensure_valid()
+    weights = workload_weights(3, 3)
+    candidates = list(weights)
+    model = GraphicalModel.independent(SIZES, [np.ones(3), np.ones(2), np.ones(4)], 300.0)
+    names = tuple(SIZES)
+    estimates = [model.project(tuple(names[a] for a in r)) for r in candidates]
+    sd = 5.0
+    bias = [math.sqrt(2 / math.pi) * sd * e.size for e in estimates]
+    exact = ExactTables(names, list(SIZES.values()), [(0, 1, 2)])
+    q = qualities(engine, exact, candidates, estimates, [float(weights[r]) for r in candidates], bias)
+    codes = data.to_numpy()
+    for i, r in enumerate(candidates):
+        counts = np.zeros([list(SIZES.values())[a] for a in r])
+        np.add.at(counts, tuple(codes[:, a] for a in r), 1)
+        assert q[i] == pytest.approx(weights[r] * (np.abs(counts - estimates[i]).sum() - bias[i]), rel=1e-12)
+    delta = max(weights.values())
+    eps = Fraction(1, 20)
+    draws = ExponentialSelection.for_epsilon(eps, delta)
+    rand = Randomness.from_seed(11)
+    seen = np.bincount([draws.randomise(q, rand) for _ in range(4000)], minlength=len(q))
+    def law(e):
+        z = float(e) * (q - q.max()) / (2 * delta)
+        return np.exp(z) / np.exp(z).sum()
+    assert law(eps).max() < 0.9 and law(eps).min() > 0.001  # an informative case
+    expected = law(eps) * 4000
+    assert stats.chisquare(seen, expected).pvalue > 1e-3
+    assert stats.chisquare(seen, law(2 * eps) * 4000).pvalue < 1e-6
+
+
+# -- the estimation seam ------------------------------------------------------------------------------
+
+
+def chain_joint(sizes, seed=0):
+    """A joint that factorises along the chain a - b - c - d (so its 2-way marginals determine it)."""
+    rng = np.random.default_rng(seed)
+    s = list(sizes.values())
+    p = rng.dirichlet(np.ones(s[0]))[:, None, None, None]
+    for i in range(1, 4):
+        cond = rng.dirichlet(np.ones(s[i]), size=s[i - 1])  # p(x_i | x_{i-1})
+        shape = [1] * 4
+        shape[i - 1], shape[i] = s[i - 1], s[i]
+        p = p * cond.reshape(shape)
+    return p
+
+
+def test_estimation_recovers_exact_marginals_from_exact_measurements():
+    sizes = {"a": 2, "b": 3, "c": 2, "d": 3}
+    p = chain_joint(sizes) * 1000
+    ms = [NoisyMarginal(("a", "b"), p.sum(axis=(2, 3)), 1.0), NoisyMarginal(("c", "b"), p.sum(axis=(0, 3)).T, 1.0),
+          NoisyMarginal(("c", "d"), p.sum(axis=(0, 1)), 1.0)]
+    g = estimate(sizes, ms, iterations=2000)
+    assert g.total == pytest.approx(1000, rel=1e-12)  # the minimum-variance total of consistent measurements
+    # mirror descent converges like 1/t: within 0.1 of 1000 records after 2000 steps, and still closing in
+    error = np.abs(g.project(("a", "b", "c", "d")) - p).max()
+    assert error < 0.1 and np.abs(estimate(sizes, ms, iterations=500).project(("a", "b", "c", "d")) - p).max() > 3 * error
+    assert np.abs(g.project(("d", "a")) - p.sum(axis=(1, 2)).T).max() < 0.1  # across the tree, in the order asked
+    assert g.size() == model_size([2, 3, 2, 3], [(0, 1), (1, 2), (2, 3)]) == 6 + 6 + 6
+
+
+def random_model(seed=0):
+    """A junction forest with random potentials: a chain (0,1)-(1,2)-(2,3) and a lone column 4."""
+    rng = np.random.default_rng(seed)
+    sizes = {"v0": 3, "v1": 2, "v2": 4, "v3": 3, "v4": 2}
+    pots = [(("v0", "v1"), rng.normal(0, 1, (3, 2))), (("v1", "v2"), rng.normal(0, 1, (2, 4))),
+            (("v2", "v3"), rng.normal(0, 1.5, (4, 3))), (("v4",), rng.normal(0, 1, 2))]
+    return sizes, pots, from_potentials(sizes, pots, 1000.0)
+
+
+def test_projections_are_the_model_s_own_marginals():
+    """Every marginal of up to 3 columns equals the brute-force sum of the normalised product of potentials."""
+    sizes, pots, g = random_model()
+    joint = np.zeros(tuple(sizes.values()))
+    names = list(sizes)
+    for cl, v in pots:
+        shape = [sizes[n] if n in cl else 1 for n in names]
+        joint = joint + v.reshape(shape)
+    joint = np.exp(joint)
+    joint = 1000 * joint / joint.sum()
+    for k in (1, 2, 3):
+        for attrs in itertools.permutations(names, k):
+            expected = joint.sum(axis=tuple(i for i, n in enumerate(names) if n not in attrs))
+            kept = [n for n in names if n in attrs]
+            expected = np.transpose(expected, [kept.index(a) for a in attrs])
+            assert np.allclose(g.project(attrs), expected, rtol=1e-10, atol=1e-9), attrs
+
+
+def test_the_sampler_reproduces_the_model_and_invents_no_correlation():
+    """200,000 draws: a 3-way marginal spanning three cliques, and the lone column's joint with the
+    chain (independent in the model), each within TVD 0.01 of the model (the expected TVD of
+    200,000 draws over 36 cells is about 0.005)."""
+    sizes, _, g = random_model(seed=3)
+    n = 200_000
+    draw = g.sample(n, Randomness.from_seed(5))
+    assert set(draw) == set(sizes) and all(v.dtype == np.int64 and len(v) == n for v in draw.values())
+    for attrs in [("v0", "v2", "v3"), ("v0", "v4"), ("v1", "v3", "v4")]:
+        shape = [sizes[a] for a in attrs]
+        seen = np.bincount(np.ravel_multi_index(tuple(draw[a] for a in attrs), shape), minlength=math.prod(shape)) / n
+        model = g.project(attrs).ravel() / g.total
+        assert 0.5 * np.abs(seen - model).sum() < 0.01, attrs
+    # conditional independence of v0 and v2 given v1 holds in the draws (G test at the 0.1% level)
+    for b in range(2):
+        rows = draw["v1"] == b
+        table = np.zeros((3, 4))
+        np.add.at(table, (draw["v0"][rows], draw["v2"][rows]), 1)
+        assert stats.chi2_contingency(table, lambda_="log-likelihood").pvalue > 1e-3
+
+
+def test_model_size_is_mbi_s():
+    from mbi import Domain as MbiDomain, junction_tree
+
+    rng = random.Random(1)
+    for _ in range(150):
+        d = rng.randint(2, 10)
+        sizes = [rng.choice([2, 3, 5, 16, 100]) for _ in range(d)]
+        cliques = [tuple(sorted(rng.sample(range(d), rng.randint(1, min(3, d))))) for _ in range(rng.randint(1, 9))]
+        domain = MbiDomain([f"c{i}" for i in range(d)], sizes)
+        mb = junction_tree.hypothetical_model_size(domain, [tuple(f"c{i}" for i in c) for c in cliques])
+        assert model_size(sizes, cliques) == round(mb * 2**20 / 8), (sizes, cliques)
+
+
+def test_a_missing_mbi_is_a_clear_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "mbi", None)
+    with pytest.raises(DipsyError, match=r"mbi 2\.0") as err:
+        estimate({"a": 2}, [NoisyMarginal(("a",), np.array([1.0, 2.0]), 1.0)])
+    assert "make .venv/.installed-stamp" in err.value.fix
+
+
+# -- reads, the release, the audit -------------------------------------------------------------------
+
+
+def test_every_read_is_inside_a_charged_measurement(monkeypatch):
+    """A spy on the engine and the accountant: every table read happens inside the measurement
+    charged last, and the candidates' exact tables are read once (kept for the later rounds)."""
+    domain = Domain.from_sizes(SIZES)
+    engine = engine_for(tiny(), domain)
+    events = []
+    real_spend, real_read = Accountant.spend, type(engine).contingency
+    monkeypatch.setattr(Accountant, "spend", lambda self, label, b: events.append(("charge", label)) or real_spend(self, label, b))
+
+    def read(self, columns=None, form="auto"):
+        active = ACTIVE.get()
+        events.append(("read", active.label if active else None, tuple(columns)))
+        return real_read(self, columns, form)
+
+    monkeypatch.setattr(type(engine), "contingency", read)
+    _, session, model = fitted(None, domain, engine=engine)
+    charged = None
+    for event in events:
+        if event[0] == "charge":
+            charged = event[1]
+        else:
+            assert event[1] is not None and event[1] == charged, event
+    reads = [e[2] for e in events if e[0] == "read"]
+    assert ("a", "b", "c") in reads and reads.count(("a", "b", "c")) <= 2  # the workload table, and its measurement
+    assert any("choice among" in e[1] for e in events if e[0] == "read")  # the scores are read inside the choice
+
+
+def test_release_states_what_ran_and_what_was_chosen(tmp_path):
+    domain = Domain.from_sizes(SIZES)
+    r = dipsy.synthesize(tiny(), domain, method="aim", rho=RHO, delta=1e-9, seed=2, options={**OPTIONS, "rows": 321})
+    assert len(r.tables[0]) == 321 and list(r.tables[0].columns) == list(SIZES)
+    assert r.statement.total.rho <= RHO * (1 + 1e-12) and r.statement.total.rho == pytest.approx(RHO, rel=1e-9)
+    measured = r.parameters["measured_marginals"]
+    assert [m["marginal"] for m in measured[:3]] == [["a"], ["b"], ["c"]] and all(m["round"] == 0 for m in measured[:3])
+    ran = r.parameters["rounds_run"]
+    assert r.parameters["rounds"] == OPTIONS["rounds"] and 1 <= ran  # the nominal T, and the rounds that ran
+    assert [m["round"] for m in measured[3:]] == list(range(1, ran + 1))
+    assert all(Fraction(m["sigma2"]) > 0 for m in measured)
+    assert set(r.parameters["annealed_after_rounds"]) <= set(range(1, ran))
+    assert len(r.statement.measurements) == 3 + 2 * ran
+    assert r.statement.neighbouring.startswith("add/remove one record")
+
+
+def test_the_end_to_end_audit_finds_no_excess():
+    result = audit("aim", runs=80)
+    assert result.claimed_epsilon > 0 and not result.flagged, format_table([result])
+
+
+# -- bad input ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"rounds": 2}, "below the number of columns"),
+    ({"workload": 4}, "workload must be 1, 2 or 3"),
+    ({"max_size_mb": 0}, "max_size_mb must be"),
+    ({"iterations": 0}, "iterations must be a whole number"),
+])
+def test_bad_options_are_clear_errors(options, message):
+    with pytest.raises(DipsyError, match=message):
+        AIM(ZCDP(1.0), options=options).plan(None, Domain.from_sizes(SIZES))
+
+
+def test_other_bad_requests_are_clear_errors():
+    with pytest.raises(DipsyError, match="zCDP"):
+        AIM(PureDP(1.0))
+    with pytest.raises(DipsyError, match="single set"):
+        AIM(ZCDP(1.0), sets=2)
+    big = Domain.from_sizes({"x": 1000, "y": 1000, "z": 1000})
+    with pytest.raises(DipsyError, match="workload=2"):
+        AIM(ZCDP(1.0)).plan(None, big)
