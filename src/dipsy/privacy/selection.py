@@ -85,6 +85,21 @@ def exponential_choice(levels: np.ndarray, gamma: Fraction, size: int, rand: Ran
     return out
 
 
+def epsilon_for(rho: float) -> Fraction:
+    """The largest ε on a 2⁻⁴⁰ grid with ``ε²/8 <= ρ`` (the exponential mechanism's zCDP cost).
+
+    >>> e = epsilon_for(0.125); e, e * e / 8 <= Fraction(0.125)
+    (Fraction(1, 1), True)
+    """
+    if not rho > 0:
+        raise ValueError(f"the selection needs ρ > 0, got {rho}")
+    step = Fraction(1, 1 << 40)
+    eps = Fraction(math.sqrt(8 * rho)).limit_denominator(1 << 40)
+    while eps * eps / 8 > Fraction(rho):
+        eps -= step
+    return eps
+
+
 def grid_scores(scores: Any, sensitivity: Fraction, units: int = UNITS) -> np.ndarray:
     """``⌊q · units / Δ⌋`` for every score (int64; refused when a score does not fit).
 
@@ -128,11 +143,8 @@ class ExponentialSelection(Mechanism):
 
     @classmethod
     def for_rho(cls, rho: float, sensitivity: Any, units: int = UNITS) -> "ExponentialSelection":
-        """The choice that costs ``ρ`` of zCDP: ε = sqrt(8ρ), rounded *down* to a rational (never more than ρ)."""
-        eps = Fraction(math.sqrt(8 * rho)).limit_denominator(1 << 20)
-        while eps * eps / 8 > Fraction(rho):
-            eps -= Fraction(1, 1 << 20)
-        return cls.for_epsilon(eps, sensitivity, "zCDP", units)
+        """The choice that costs ``ρ`` of zCDP: ε = sqrt(8ρ), rounded *down* to a rational (:func:`epsilon_for`)."""
+        return cls.for_epsilon(epsilon_for(rho), sensitivity, "zCDP", units)
 
     @property
     def gamma(self) -> Fraction:
@@ -165,4 +177,4 @@ class ExponentialSelection(Mechanism):
         return replace(self, drawn_epsilon=self.epsilon / to_fraction(factor))
 
 
-__all__ = ["ExponentialSelection", "UNITS", "exponential_choice", "grid_scores"]
+__all__ = ["ExponentialSelection", "UNITS", "epsilon_for", "exponential_choice", "grid_scores"]

@@ -100,7 +100,7 @@ from ...privacy import ZCDP
 from ...privacy.measurement import DiscreteGaussian, Measurement, Statistic, Table
 from ...privacy.relation import ADD_REMOVE, Relation, individual
 from ...privacy.rng import Randomness
-from ...privacy.selection import ExponentialSelection
+from ...privacy.selection import ExponentialSelection, epsilon_for
 from ...privacy.session import Session
 from ..base import Model, Option, Plan, Synthesizer, whole
 from .estimation import CELL_BYTES, GraphicalModel, NoisyMarginal, estimate, model_size
@@ -225,21 +225,6 @@ def qualities(engine: Any, exact: ExactTables, candidates: Sequence[tuple[int, .
     for i, (r, est, w, b) in enumerate(zip(candidates, estimates, weights, bias)):
         out[i] = w * (float(np.abs(exact.table(engine, r) - est).sum()) - b)
     return out
-
-
-def epsilon_for(rho: float) -> Fraction:
-    """The largest ε on a 2⁻⁴⁰ grid with ``ε²/8 <= ρ`` (the exponential mechanism's zCDP cost).
-
-    >>> e = epsilon_for(0.125); e, e * e / 8 <= Fraction(0.125)
-    (Fraction(1, 1), True)
-    """
-    if not rho > 0:
-        raise ValueError(f"the selection needs ρ > 0, got {rho}")
-    step = Fraction(1, 1 << 40)
-    eps = Fraction(math.sqrt(8 * rho)).limit_denominator(1 << 40)
-    while eps * eps / 8 > Fraction(rho):
-        eps -= step
-    return eps
 
 
 # -- the method ------------------------------------------------------------------------------------
