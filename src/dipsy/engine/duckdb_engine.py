@@ -136,12 +136,16 @@ class DuckDBEngine(Engine):
             raise
 
     def _codes_table(self) -> str:
-        """``codes``: the code of every domain column (INTEGER) for the valid rows, made once.
+        """``codes``: the code of every domain column for the valid rows, made once.
 
-        DuckDB keeps it compressed in memory and spills it to the engine's private folder."""
+        Each code in the narrowest unsigned type that holds the column's values (one or two bytes
+        for most columns, against four for INTEGER: on 10⁷ rows of Adult's 14 columns the table is
+        what grows with n). DuckDB keeps it in memory below its memory limit and spills the rest
+        to the engine's private folder."""
         if not self._materialized:
             scope = self.domain.columns
-            select = ", ".join(f"CAST(k{j} AS INTEGER) AS k{j}" for j in range(len(scope)))
+            types = [_code_type(c.size) if c.encodable and c.size else "INTEGER" for c in scope]
+            select = ", ".join(f"CAST(k{j} AS {t}) AS k{j}" for j, t in enumerate(types))
             where = " AND ".join(f"k{j} >= 0" for j in range(len(scope)))
             self._run(f"CREATE TEMP TABLE codes AS SELECT {select} FROM ({self._codes_sql(scope)}) WHERE {where}")
             self._materialized = True
@@ -591,6 +595,15 @@ class DuckDBEngine(Engine):
 
 
 # -- helpers --------------------------------------------------------------------------------------
+
+
+def _code_type(size: int) -> str:
+    """The narrowest DuckDB unsigned integer type for codes 0..size-1.
+
+    >>> _code_type(2), _code_type(256), _code_type(257), _code_type(70_000)
+    ('UTINYINT', 'UTINYINT', 'USMALLINT', 'UINTEGER')
+    """
+    return "UTINYINT" if size <= 2**8 else "USMALLINT" if size <= 2**16 else "UINTEGER" if size <= 2**32 else "UBIGINT"
 
 
 def _file_format(path: Path) -> str:
