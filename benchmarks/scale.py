@@ -66,7 +66,7 @@ def chow_liu(codes: np.ndarray, k: list[int]) -> list[tuple[int, int]]:
     return edges
 
 
-def generator(seed: int = 0):
+def generator():
     """The fitted tree: root marginal and each child's conditional given its parent."""
     k = sizes()
     names = list(k)
@@ -102,7 +102,7 @@ def data_file(n: int, seed: int) -> Path:
     if path.exists():
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
-    model, rng = generator(seed), np.random.default_rng(seed)
+    model, rng = generator(), np.random.default_rng(seed)
     partial = path.with_suffix(".partial")
     writer = None
     for start in range(0, n, CHUNK):

@@ -128,15 +128,7 @@ class GraphicalModel:
     @property
     def order(self) -> tuple[int, ...]:
         """The cliques, each after its parent (breadth first from the roots)."""
-        children: dict[int, list[int]] = {}
-        for k, p in enumerate(self.parents):
-            children.setdefault(p, []).append(k)
-        out, queue = [], list(children.get(-1, []))
-        while queue:
-            k = queue.pop(0)
-            out.append(k)
-            queue += children.get(k, [])
-        return tuple(out)
+        return tuple(_parents_first(_children(self.parents)))
 
     @classmethod
     def independent(cls, sizes: Mapping[str, int], tables: Sequence[np.ndarray], total: float) -> "GraphicalModel":
@@ -289,6 +281,24 @@ class GraphicalModel:
             for a, v in zip(rest, np.unravel_index(cells, shape[len(sep):])):
                 codes[a] = v
         return {name: codes[a] for a, name in enumerate(self.names)}
+
+
+def _children(parents: Sequence[int]) -> dict[int, list[int]]:
+    """Each node's children, in index order; the roots (parent ``-1``) under ``-1``."""
+    children: dict[int, list[int]] = {}
+    for k, p in enumerate(parents):
+        children.setdefault(p, []).append(k)
+    return children
+
+
+def _parents_first(children: Mapping[int, list[int]]) -> list[int]:
+    """The nodes breadth first from the roots, so every node comes after its parent."""
+    out, queue = [], list(children.get(-1, []))
+    while queue:
+        k = queue.pop(0)
+        out.append(k)
+        queue += children.get(k, [])
+    return out
 
 
 def _sum_to(table: np.ndarray, clique: Sequence[int], attrs: Sequence[int]) -> np.ndarray:
@@ -469,15 +479,8 @@ def from_potentials(sizes: Mapping[str, int], potentials: Sequence[tuple[tuple[s
     seps = [() if p < 0 else tuple(a for a in cliques[k] if a in cliques[p]) for k, p in enumerate(parents)]
     up: dict[int, np.ndarray] = {}  # message from k to its parent, over their separator
     down: dict[int, np.ndarray] = {}  # message from k's parent to k
-    children: dict[int, list[int]] = {}
-    for k, p in enumerate(parents):
-        children.setdefault(p, []).append(k)
-    order = []
-    queue = list(children.get(-1, []))
-    while queue:
-        k = queue.pop(0)
-        order.append(k)
-        queue += children.get(k, [])
+    children = _children(parents)
+    order = _parents_first(children)
 
     def gathered(k: int, skip: int | None = None) -> np.ndarray:
         out = log[k].copy()
