@@ -26,7 +26,7 @@ STAGES = [
     ("dipsy.privacy.ledger", "Ledger.reserve", "before"),
     ("dipsy.privacy.ledger", "Ledger.reserve", "after"),
     ("dipsy.privacy.session", "Session.measure", "after"),
-    ("dipsy.methods.base", "Model.draw", "before"),
+    ("dipsy.methods.base", "Model.draw_chunks", "before"),
     ("dipsy.release", "Release.metadata", "after"),
     ("dipsy.release", "_move_into_place", "before"),
     ("dipsy.release", "_move_into_place", "after"),

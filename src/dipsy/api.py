@@ -24,7 +24,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from . import __version__
 from .domain import Domain, decode
 from .engine import engine_for
-from .errors import BudgetError, DataError, NoiseError, PrivacyError
+from .errors import BudgetError, DataError, DipsyError, NoiseError, PrivacyError
 from .forecast import Forecast, forecast
 from .methods import Model, Synthesizer, get
 from .methods.base import Plan, build_statement
@@ -35,6 +35,7 @@ from .privacy.measurement import Measurement
 from .privacy.rng import Randomness
 from .privacy.session import Session
 from .release import Release
+from .release_sets import ChunkedSet
 
 
 def synthesize(
@@ -60,6 +61,7 @@ def synthesize(
     on_release: Callable[[Release], Any] | None = None,
     accept_noise: bool = False,
     rows: int | None = None,
+    stream: bool = False,
 ) -> Release:
     """Draw ``sets`` differentially private synthetic tables from ``data``.
 
@@ -126,6 +128,10 @@ def synthesize(
     rows
         A number of rows the steward declares public, for the forecast of methods that do not
         treat n as public (it is stated in the release's forecast as declared, and used nowhere else).
+    stream
+        Draw each set of records chunk by chunk as it is written (``on_release`` must save it:
+        a :class:`~dipsy.release_sets.ChunkedSet` is drawn once), so that memory holds one chunk,
+        not the set. For one seed the records are those of the in-memory release.
 
     Returns
     -------
@@ -135,7 +141,7 @@ def synthesize(
     return _release(data, domain, method, epsilon, sets, delta=delta, rho=rho, columns=columns, seed=seed,
                     options=options, ledger=ledger, dataset_id=dataset_id, budget_cap=budget_cap,
                     raise_cap=raise_cap, on_invalid=on_invalid, neighbouring=neighbouring, release=release,
-                    progress=progress, on_release=on_release, accept_noise=accept_noise, rows=rows)
+                    progress=progress, on_release=on_release, accept_noise=accept_noise, rows=rows, stream=stream)
 
 
 def plan_forecast(
@@ -193,11 +199,15 @@ def _refuse_noise(method: str, outlook: Forecast) -> None:
 
 def _release(data, domain, method, epsilon, sets, *, delta, rho, columns, seed, options, ledger, dataset_id,
              budget_cap, raise_cap=False, on_invalid="error", neighbouring=None, release="records", progress=False,
-             on_release=None, tamper: Callable[[Measurement], Measurement] | None = None, accept_noise=False, rows=None) -> Release:
+             on_release=None, tamper: Callable[[Measurement], Measurement] | None = None, accept_noise=False, rows=None,
+             stream=False) -> Release:
     """The release path. ``tamper`` is for the end-to-end audit's broken variants only: it weakens
     every measurement's noise while the plan still states the original cost; such a release says
     it is not private (:data:`dipsy.methods.base.BROKEN`) and is recorded as a test release."""
     synthesizer, budget, delta, scope = _configure(method, epsilon, sets, delta, rho, options, neighbouring, release, domain, columns)
+    if stream and (on_release is None or release == "table"):
+        raise DipsyError("a streamed release is drawn as it is written: it needs records and an on_release that saves it",
+                         "pass on_release=lambda r: r.save(folder), or leave stream off")
     if ledger is not None and not isinstance(ledger, Ledger):
         ledger = Ledger(ledger)
     engine = engine_for(data, scope, on_invalid)
@@ -236,7 +246,7 @@ def _release(data, domain, method, epsilon, sets, *, delta, rho, columns, seed, 
             session.reporter = bar.step if progress else None
             model = synthesizer.fit(session, plan)
             session.close()
-            tables = _draw(model, synthesizer.sets, release, scope, rand, bar if progress else None)
+            tables = _draw(model, synthesizer.sets, release, scope, rand, bar if progress else None, stream)
         result = Release(
             tables=tables,
             statement=build_statement(synthesizer, plan, session, delta, seeded=seeded, broken=broken),
@@ -291,8 +301,15 @@ def _narrowed(plan: Plan, on_invalid: str) -> Plan:
     return replace(plan, narrowed="; ".join(x for x in (plan.narrowed, DROPPED_UNDER_FIXED_N) if x))
 
 
-def _draw(model: Model, sets: int, release: str, scope: Domain, rand: Randomness, bar: "_progress | None") -> list[pd.DataFrame]:
-    """The charged sets, drawn from the model (post-processing only)."""
+def _draw(model: Model, sets: int, release: str, scope: Domain, rand: Randomness, bar: "_progress | None",
+          stream: bool = False) -> list[pd.DataFrame] | list[ChunkedSet]:
+    """The charged sets, drawn from the model (post-processing only).
+
+    Records are drawn and decoded chunk by chunk (:meth:`Model.draw_chunks`). In memory the chunks
+    are put together; streamed, each set is a :class:`ChunkedSet` drawn as it is written. Both
+    consume the randomness in the same order (set by set, chunk by chunk), so for one seed a
+    streamed release holds exactly the in-memory release's records.
+    """
     tables = []
     if bar is not None:  # some models are frozen dataclasses; the reporter is no part of their value
         object.__setattr__(model, "reporter", bar.step)
@@ -300,8 +317,12 @@ def _draw(model: Model, sets: int, release: str, scope: Domain, rand: Randomness
         if release == "table":
             tables.append(cells_frame(model.draw_table(rand), scope))
         else:
-            drawn = model.draw(rand)
-            tables.append(drawn if isinstance(drawn, pd.DataFrame) else decode(drawn, scope, rand.numpy))
+            chunks = (c if isinstance(c, pd.DataFrame) else decode(c, scope, rand.numpy) for c in model.draw_chunks(rand))
+            if stream:
+                tables.append(ChunkedSet(chunks))
+                continue
+            parts = list(chunks)
+            tables.append(parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True))
         if bar is not None:
             bar.advance()
     return tables

@@ -42,6 +42,7 @@ from .privacy.budget import EPSILON_RANGE, RHO_RANGE
 from .privacy import Ledger, default_ledger_path
 from .privacy.composition import parse_cap
 from .release import FORMATS, check_target, check_writable_folder
+from .release_sets import check_partition_columns
 
 out = Console(highlight=False, soft_wrap=True)
 
@@ -409,6 +410,8 @@ def _release_choices(command: Callable) -> Callable:
 @click.option("--raise-cap", is_flag=True, help="Let --budget-cap raise or redefine a stored cap (recorded in the ledger).")
 @click.option("--accept-noise", is_flag=True, help="Release even when the forecast says the release will be essentially noise.")
 @click.option("--rows", type=click.IntRange(min=1), default=None, help="A row count you declare public, for the forecast of methods that do not treat n as public.")
+@click.option("--stream", is_flag=True, help="Draw and write each set in chunks of 10^6 records (a folder of part files): memory holds a chunk, not the set.")
+@click.option("--partition-by", "partition_by", multiple=True, help="Write each set as a folder partitioned by these categorical columns (comma-separated or repeated).")
 def synth(
     data: Path,
     domain_path: Path,
@@ -432,6 +435,8 @@ def synth(
     raise_cap: bool,
     accept_noise: bool,
     rows: int | None,
+    stream: bool,
+    partition_by: tuple[str, ...],
 ) -> None:
     """Synthesize DATA (CSV or Parquet) under differential privacy and write a release to --out."""
     # Everything that can be checked before any work is checked here, in this order.
@@ -449,6 +454,10 @@ def synth(
     _check_ledger_path(ledger_path)
     domain = Domain.load(domain_path)
     domain.project(chosen)  # an unknown column is refused here, before the data are read
+    partitions = tuple(_columns(partition_by) or ())
+    check_partition_columns(partitions, domain.project(chosen))
+    if stream and kind == "table":
+        raise DipsyError("--stream writes records in chunks; a table release is one row per cell", "leave out --stream")
     _keep_no_new_folders(out_dir.parent)
     _keep_no_new_ledger(ledger_path)
     _doing[0] = f"synthesizing from {data}"
@@ -471,9 +480,10 @@ def synth(
         neighbouring=neighbouring,
         release=kind,
         progress=sys.stderr.isatty(),  # a progress bar only for a person at a terminal, never in a log
-        on_release=lambda r: r.save(out_dir, format=fmt, overwrite=overwrite),
+        on_release=lambda r: r.save(out_dir, format=fmt, overwrite=overwrite, partition_by=partitions),
         accept_noise=accept_noise,
         rows=rows,
+        stream=stream,
     )
     _print_forecast(release.forecast)
     for note in _domain_notes(release.domain):

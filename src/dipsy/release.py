@@ -1,7 +1,8 @@
 """A release: the synthetic tables, their privacy statement and provenance, written atomically.
 
-A release folder holds ``synthetic_1.<fmt>`` … ``synthetic_m.<fmt>``, ``release.json`` and the
-public domain of the released columns (``domain.yaml``). Everything is written into a temporary
+A release folder holds ``synthetic_1.<fmt>`` … ``synthetic_m.<fmt>`` (or, for sets written in
+chunks, folders ``synthetic_1/`` … of part files: :mod:`dipsy.release_sets`), ``release.json`` and
+the public domain of the released columns (``domain.yaml``). Everything is written into a temporary
 folder beside the target and renamed into place, so a failure leaves nothing behind. The folder
 gets the permissions of any new folder (``0o777`` less the umask), not the temporary folder's 0700.
 
@@ -43,6 +44,7 @@ from .errors import ReleaseError
 from .methods import Statement
 from .methods.counts import describe_cells
 from .privacy import Spend
+from .release_sets import ChunkedSet, check_partition_columns, is_set_folder, write_set
 
 FORMATS = ("parquet", "csv")
 
@@ -55,7 +57,8 @@ class Release:
     ----------
     tables
         The m synthetic sets, one DataFrame each: records, or (``kind == "table"``) one row per
-        cell with its ``count``.
+        cell with its ``count``; or, for a streamed release, a
+        :class:`~dipsy.release_sets.ChunkedSet` each, drawn as :meth:`save` writes it.
     statement
         The privacy guarantee (see :meth:`metadata` for its release.json form).
     dropped_rows
@@ -76,7 +79,7 @@ class Release:
     def stem(self) -> str:
         return "table" if self.kind == "table" else "synthetic"
 
-    tables: list[pd.DataFrame]
+    tables: list[pd.DataFrame] | list[ChunkedSet]
     statement: Statement
     method: str
     options: dict[str, Any]
@@ -131,12 +134,21 @@ class Release:
             meta["files"] = [f"{self.stem}_{k}" for k in range(1, len(self.tables) + 1)]
         return meta
 
-    def save(self, out: str | Path, format: str = "parquet", overwrite: bool = False) -> Path:
-        """Write the release to the folder ``out`` atomically; refuse an existing one unless ``overwrite``."""
+    def save(self, out: str | Path, format: str = "parquet", overwrite: bool = False, partition_by: tuple[str, ...] = ()) -> Path:
+        """Write the release to the folder ``out`` atomically; refuse an existing one unless ``overwrite``.
+
+        A set drawn in chunks (:class:`~dipsy.release_sets.ChunkedSet`), or any set when
+        ``partition_by`` names columns, is written as a folder of part files
+        (:func:`~dipsy.release_sets.write_set`); any other as one file.
+        """
         out = Path(out)
         check_target(out, overwrite)
         if format not in FORMATS:
             raise ReleaseError(f"unknown format {format!r}", f"use one of {', '.join(FORMATS)}")
+        partition_by = tuple(partition_by)
+        check_partition_columns(partition_by, self.domain)
+        if partition_by and self.kind == "table":
+            raise ReleaseError("a released table is one row per cell: it is not partitioned", "leave out --partition-by")
         try:
             out.parent.mkdir(parents=True, exist_ok=True)
             sweep_stale(out)
@@ -147,7 +159,10 @@ class Release:
         try:
             for k, table in enumerate(self.tables, start=1):
                 target = tmp / f"{self.stem}_{k}.{format}"
-                if format == "parquet":
+                if isinstance(table, ChunkedSet) or partition_by:
+                    write_set([table] if isinstance(table, pd.DataFrame) else table, tmp / f"{self.stem}_{k}", format,
+                              self.domain, partition_by)
+                elif format == "parquet":
                     table.to_parquet(target, index=False)
                 else:
                     table.to_csv(target, index=False)
@@ -167,6 +182,8 @@ class Release:
 OWNER_SUFFIX = ".owner"
 #: The files a release folder holds (what --overwrite may replace).
 RELEASE_FILES = re.compile(r"release\.json|domain\.yaml|(synthetic|table)_[1-9][0-9]*\.(parquet|csv)")
+#: The folders of sets written in chunks (see :mod:`dipsy.release_sets`).
+SET_FOLDER = re.compile(r"synthetic_[1-9][0-9]*")
 
 
 def check_target(out: Path, overwrite: bool) -> None:
@@ -195,7 +212,8 @@ def check_release_folder(folder: Path) -> None:
         raise ReleaseError(f"{str(folder)!r} is not a readable dipsy release ({getattr(e, 'strerror', None) or e})", fix) from None
     if not (isinstance(meta, dict) and re.fullmatch(r"[0-9a-f]{32}", str(meta.get("release_id", ""))) and "dipsy_version" in meta):
         raise ReleaseError(f"{str(folder)!r} is not a dipsy release (its release.json has no dipsy release_id)", fix)
-    others = [n for n in names if not RELEASE_FILES.fullmatch(n) or not (folder / n).is_file()]
+    others = [n for n in names if not (RELEASE_FILES.fullmatch(n) and (folder / n).is_file()
+                                       or SET_FOLDER.fullmatch(n) and (folder / n).is_dir() and is_set_folder(folder / n))]
     if others:
         shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
         raise ReleaseError(f"the release folder {str(folder)!r} also holds {shown}, which dipsy did not write",

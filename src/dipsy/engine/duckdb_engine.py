@@ -43,6 +43,8 @@ PANDAS_NA = (
     "", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
     "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null",
 )  # fmt: skip
+#: DuckDB's memory limit per engine: what the process holds beyond Python's own, whatever n is.
+MEMORY_LIMIT = "256MB"
 #: How many offending values the codec looks at for its examples.
 EXAMPLE_ROWS = 10_000
 
@@ -79,11 +81,15 @@ class DuckDBEngine(Engine):
         The columns in scope, matched by name against the file's header or schema.
     on_invalid
         ``"error"`` or ``"drop"``, as for every :class:`~.base.Engine`.
+    memory_limit
+        DuckDB's memory limit (default :data:`MEMORY_LIMIT`); beyond it DuckDB spills to the
+        engine's private folder. With the default, counting the 105 one- and two-way tables of
+        10⁸ Adult-like rows peaks at about 530 MB for the whole process (``benchmarks/scale.py``).
 
     Notes
     -----
-    One in-memory DuckDB connection per engine, limited to two threads so that a query over a
-    large file keeps a modest footprint.
+    One DuckDB connection per engine, to a database file in a private folder, limited to two
+    threads so that a query over a large file keeps a modest footprint.
 
     >>> import tempfile, os
     >>> from dipsy.domain import Domain
@@ -97,9 +103,10 @@ class DuckDBEngine(Engine):
     [1, 2]
     """
 
-    def __init__(self, path: str | Path, domain: Domain, on_invalid: str = "error") -> None:
+    def __init__(self, path: str | Path, domain: Domain, on_invalid: str = "error", memory_limit: str = MEMORY_LIMIT) -> None:
         super().__init__(domain, on_invalid)
         self.path = Path(path)
+        self.memory_limit = memory_limit
         self.format = _file_format(self.path)
         if not self.path.exists():
             raise DataError(f"data file {str(self.path)!r} does not exist", "check the path of the data file")
@@ -113,7 +120,11 @@ class DuckDBEngine(Engine):
         spill = tempfile.mkdtemp(prefix="dipsy-duckdb-")
         self._spill = Path(spill)
         mark(self._spill)
-        self._con = duckdb.connect(config={"threads": 2, "temp_directory": spill})
+        # A database file in the same folder, not an in-memory one: the codes table (_codes_table)
+        # then lives in pages DuckDB can evict, and the memory limit holds whatever n is (an
+        # in-memory database keeps its tables resident: 2.1 GB at 10⁸ rows of Adult's columns).
+        self._con = duckdb.connect(str(self._spill / "codes.duckdb"),
+                                   config={"threads": 2, "temp_directory": spill, "memory_limit": memory_limit})
         self._finalizer = weakref.finalize(self, _cleanup, self._con, spill)
         #: Lookup tables made for long category lists and bin edges (see _lookup, _edges_table).
         self._tables: dict[tuple, str] = {}
@@ -140,14 +151,14 @@ class DuckDBEngine(Engine):
 
         Each code in the narrowest unsigned type that holds the column's values (one or two bytes
         for most columns, against four for INTEGER: on 10⁷ rows of Adult's 14 columns the table is
-        what grows with n). DuckDB keeps it in memory below its memory limit and spills the rest
-        to the engine's private folder."""
+        what grows with n). It is a table of the engine's database file, in its private folder:
+        DuckDB holds of it what fits under the memory limit and reads the rest back from disk."""
         if not self._materialized:
             scope = self.domain.columns
             types = [_code_type(c.size) if c.encodable and c.size else "INTEGER" for c in scope]
             select = ", ".join(f"CAST(k{j} AS {t}) AS k{j}" for j, t in enumerate(types))
             where = " AND ".join(f"k{j} >= 0" for j in range(len(scope)))
-            self._run(f"CREATE TEMP TABLE codes AS SELECT {select} FROM ({self._codes_sql(scope)}) WHERE {where}")
+            self._run(f"CREATE TABLE codes AS SELECT {select} FROM ({self._codes_sql(scope)}) WHERE {where}")
             self._materialized = True
         return "codes"
 
@@ -186,7 +197,7 @@ class DuckDBEngine(Engine):
         return values, counts, np.zeros(0), np.zeros(0, np.int64)
 
     def _reopen(self, domain: Domain) -> "DuckDBEngine":
-        return DuckDBEngine(self.path, domain, self.on_invalid)
+        return DuckDBEngine(self.path, domain, self.on_invalid, self.memory_limit)
 
     def close(self) -> None:
         """Close the DuckDB connection and remove its spill folder (also done on garbage collection)."""

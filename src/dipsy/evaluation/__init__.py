@@ -20,6 +20,7 @@ from ..errors import DataError, DipsyError
 from .. import inference
 from ..inference import fit, interval_overlap
 from ..release import Release
+from ..release_sets import read_set
 from .groups import grouped_kmarginal
 from .marginals import encode_valid, kway_marginals
 from .numeric import numeric_summary
@@ -53,10 +54,15 @@ def load_release(release: Release | str | Path) -> tuple[dict[str, Any], list[pd
     tables = []
     for k in range(1, sets + 1):
         path = next(iter(sorted(folder.glob(f"synthetic_{k}.*"))), None)
+        if path is None and (folder / f"synthetic_{k}").is_dir():
+            path = folder / f"synthetic_{k}"  # a set written in chunks: read (and checked) part by part
         if path is None:
             raise DataError(f"the release folder {str(folder)!r} has no synthetic_{k} file", "pass a complete release folder")
         try:
-            tables.append(pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path))
+            if path.is_dir():
+                tables.append(pd.concat(list(read_set(path, domain)), ignore_index=True))
+            else:
+                tables.append(pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path))
         except (OSError, ValueError, ArrowException) as e:  # ArrowInvalid, ParserError, EmptyDataError, UnicodeDecodeError
             why = getattr(e, "strerror", None) or (str(e).splitlines() or [type(e).__name__])[0]
             raise DataError(f"the release file {str(path)!r} cannot be read ({why})",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Mapping
+from typing import Any, Callable, ClassVar, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
@@ -267,6 +267,8 @@ def per_set_guarantee(total: Budget, ran: "list[Measurement] | tuple[Measurement
     return Budget.largest(each)
 
 
+#: Records per chunk when a set is drawn (and written) in chunks: a few tens of MB of codes.
+CHUNK_ROWS = 1_000_000
 #: Told of a long step: what it is, how far it got, out of how many (0: no count).
 Reporter = Callable[[str, int, int], None]
 
@@ -307,6 +309,11 @@ class Model(ABC):
         """The next synthetic set: codes per column (decoded by the caller), or records."""
         return self.sample(self._next(), rand)
 
+    def draw_chunks(self, rand: Randomness, rows: int | None = None) -> "Iterator[dict[str, np.ndarray] | pd.DataFrame]":
+        """The next synthetic set in chunks of at most ``rows`` records (default :data:`CHUNK_ROWS`);
+        the set is charged now, when called, not when the chunks are read."""
+        return self.chunks(self._next(), rand, rows or CHUNK_ROWS)
+
     def draw_table(self, rand: Randomness) -> np.ndarray:
         """The next released table of cell counts (count methods)."""
         return self.table(self._next(), rand)
@@ -314,6 +321,16 @@ class Model(ABC):
     @abstractmethod
     def sample(self, k: int, rand: Randomness) -> "dict[str, np.ndarray] | pd.DataFrame":
         """Set ``k`` (0-based): codes per column, or records in a DataFrame with the domain's columns."""
+
+    def chunks(self, k: int, rand: Randomness, rows: int = CHUNK_ROWS) -> "Iterator[dict[str, np.ndarray] | pd.DataFrame]":
+        """Set ``k`` in chunks of at most ``rows`` records, drawn as they are read.
+
+        By default the whole set in one chunk: a method whose synthesis holds its records in
+        memory anyway (GUM, a fitted model's sampler) gains nothing from cutting them. Methods
+        that can draw records chunk by chunk (the count methods) override it, and their
+        :meth:`sample` is these chunks put together, so that a streamed set is the in-memory set.
+        """
+        yield self.sample(k, rand)
 
     def table(self, k: int, rand: Randomness) -> np.ndarray:
         raise DipsyError("this method releases records, not a table", "use --release records")

@@ -10,14 +10,15 @@ the counts, so it costs no privacy.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import pandas as pd
 
 from ..domain import Column, Domain
+from ..errors import DipsyError
 from ..privacy.rng import Randomness
-from .base import Model
+from .base import CHUNK_ROWS, Model
 
 
 @dataclass(frozen=True, eq=False)
@@ -42,7 +43,11 @@ class CountModel(Model):
         return self.counts(k, rand)
 
     def sample(self, k: int, rand: Randomness) -> dict[str, np.ndarray]:
-        return counts_to_codes(self.counts(k, rand), self.columns, self.shape, rand.numpy)
+        parts = list(self.chunks(k, rand))
+        return parts[0] if len(parts) == 1 else {c: np.concatenate([p[c] for p in parts]) for c in self.columns}
+
+    def chunks(self, k: int, rand: Randomness, rows: int = CHUNK_ROWS) -> Iterator[dict[str, np.ndarray]]:
+        return counts_to_chunks(self.counts(k, rand), self.columns, self.shape, rand.numpy, rows)
 
 
 def counts_to_codes(counts: np.ndarray, columns: tuple[str, ...], shape: tuple[int, ...], rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -51,6 +56,40 @@ def counts_to_codes(counts: np.ndarray, columns: tuple[str, ...], shape: tuple[i
     cells = np.repeat(occupied, counts[occupied])
     rng.shuffle(cells)
     return dict(zip(columns, np.unravel_index(cells, shape)))
+
+
+#: NumPy's multivariate hypergeometric draws from fewer than this many items.
+HYPERGEOMETRIC_LIMIT = 10**9
+
+
+def counts_to_chunks(counts: np.ndarray, columns: tuple[str, ...], shape: tuple[int, ...], rng: np.random.Generator,
+                     rows: int = CHUNK_ROWS) -> Iterator[dict[str, np.ndarray]]:
+    """The records of :func:`counts_to_codes`, in chunks of ``rows``: never more than a chunk in memory.
+
+    A uniformly shuffled list of the records, cut into consecutive chunks, has as its first chunk
+    a multivariate hypergeometric draw of ``rows`` records from the counts, in uniform order, and
+    so on from what remains: each chunk is drawn so (``method="marginals"``, whose cost does not
+    grow with the counts) and shuffled. The last chunk takes what remains without a draw, so a
+    set of at most ``rows`` records is exactly :func:`counts_to_codes`'s.
+
+    >>> rng = np.random.default_rng(0)
+    >>> parts = list(counts_to_chunks(np.array([3, 0, 4]), ("a",), (3,), rng, rows=3))
+    >>> [len(p["a"]) for p in parts], np.bincount(np.concatenate([p["a"] for p in parts])).tolist()
+    ([3, 3, 1], [3, 0, 4])
+    """
+    remaining = np.asarray(counts, dtype=np.int64).copy()
+    left = int(remaining.sum())
+    if left > rows and left >= HYPERGEOMETRIC_LIMIT:
+        raise DipsyError(f"a set of {left:,} records is more than can be drawn in chunks (at most {HYPERGEOMETRIC_LIMIT - 1:,})",
+                         "release the table of counts (--release table), or several smaller sets")
+    while True:
+        if left <= rows:
+            yield counts_to_codes(remaining, columns, shape, rng)
+            return
+        take = rng.multivariate_hypergeometric(remaining, rows, method="marginals")
+        remaining -= take
+        left -= rows
+        yield counts_to_codes(take, columns, shape, rng)
 
 
 def cells_frame(counts: np.ndarray, domain: Domain) -> pd.DataFrame:

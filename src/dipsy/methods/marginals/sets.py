@@ -41,7 +41,7 @@ from ...privacy.composition import total_as
 from ...privacy.measurement import Measurement, Mechanism, Query
 from ...privacy.rng import Randomness
 from ...privacy.session import Session
-from ..base import Model, Plan
+from ..base import CHUNK_ROWS, Model, Plan
 
 
 @dataclass(frozen=True)
@@ -186,12 +186,18 @@ class SetsModel(Model):
         return {f"{key}_per_set": [c.get(key) for c in each] for key in dict.fromkeys(k for c in each for k in c)}
 
     def sample(self, k: int, rand: Randomness) -> Any:
+        return self._part(k).sample(0, rand)
+
+    def chunks(self, k: int, rand: Randomness, rows: int = CHUNK_ROWS) -> Any:
+        return self._part(k).chunks(0, rand, rows)
+
+    def _part(self, k: int) -> Model:
         if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k < self.sets:
             raise PrivacyError(f"set {k!r} was not charged: this model holds sets 0..{self.sets - 1}",
                                "plan the release with more sets (each costs its share of the budget)")
         part = self.parts[k]
         object.__setattr__(part, "reporter", self.reporter)  # a progress display hears the set's steps
-        return part.sample(0, rand)
+        return part
 
 
 def set_slices(total: int, sets: int) -> list[slice]:
