@@ -30,6 +30,7 @@ import itertools
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import time
@@ -43,6 +44,8 @@ SHARED = ROOT.parent / "shared"
 ADULT = SHARED / "data" / "adult"
 OUT = ROOT / "build" / "bench" / "scale"
 CHUNK = 1_000_000
+#: Peak resident memory the whole process may reach counting the 105 tables of 10⁷ or more rows.
+COUNTING_BOUND_MB = 600
 
 
 def sizes() -> dict[str, int]:
@@ -143,6 +146,131 @@ def case_dipsy(path: str) -> None:
 
 CASES = {"duckdb-group-by": case_duckdb, "dipsy-duckdb": case_dipsy}
 
+# --- a release, stage by stage ---------------------------------------------------------------------
+
+#: The releases timed stage by stage: method, columns (None: all 14), budget, options. privsyn
+#: draws 10⁵ records at every n (its rows option): GUM's time grows with the records it updates
+#: (153 s for 10⁶ on this machine), not with n; the others draw about n records.
+METHODS = {
+    "dirichlet-multinomial": dict(columns=["sex", "race", "income>50K"], epsilon=1.0),
+    "laplace-sanitizer": dict(columns=["education-num", "marital-status", "race", "sex", "income>50K"], epsilon=1.0),
+    "privsyn": dict(columns=None, epsilon=1.0, delta=1e-9, options={"rows": 100_000}),
+    "dpsyn": dict(columns=None, epsilon=1.0, delta=1e-9, options={"groups": "race,sex"}),
+}
+STAGES = ("validation", "counting", "measurement", "synthesis", "writing", "reading back", "other")
+PUBLIC_ROWS = 100_000  # dpsyn's public file: drawn from the same generator with another seed (public by construction)
+
+
+class Stages:
+    """Exclusive wall time and peak resident memory per stage, stages nested as calls nest.
+
+    Peak memory per stage from the kernel's high-water mark (VmHWM), reset at each change of
+    stage (``/proc/self/clear_refs``), so each stage's peak is its own."""
+
+    def __init__(self) -> None:
+        self.stack, self.time, self.peak, self.mark = ["other"], {}, {}, time.perf_counter()
+        self._reset()
+
+    @staticmethod
+    def _hwm() -> float:
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmHWM")) / 1024
+
+    @staticmethod
+    def _reset() -> None:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+
+    def switch(self, push: str | None) -> None:
+        now, top = time.perf_counter(), self.stack[-1]
+        self.time[top] = self.time.get(top, 0.0) + now - self.mark
+        self.peak[top] = max(self.peak.get(top, 0.0), self._hwm())
+        self._reset()
+        self.stack.append(push) if push else self.stack.pop()
+        self.mark = time.perf_counter()
+
+    def wrap(self, owner, name: str, stage: str, generator: bool = False) -> None:
+        inner = getattr(owner, name)
+
+        def timed(*args, **kwargs):
+            self.switch(stage)
+            try:
+                out = inner(*args, **kwargs)
+            finally:
+                self.switch(None)
+            return self.timed_iter(out, stage) if generator else out
+
+        setattr(owner, name, timed)
+
+    def timed_iter(self, it, stage: str):
+        it = iter(it)
+        while True:
+            self.switch(stage)
+            try:
+                item = next(it)
+            except StopIteration:
+                return
+            finally:
+                self.switch(None)
+            yield item
+
+
+def case_stages(method: str, path: str, out: str, engine: str) -> None:
+    """One release of ``method`` from ``path``, streamed to ``out``, then read back; prints JSON."""
+    import dipsy
+    import dipsy.api
+    import dipsy.release
+    from dipsy.domain import Domain
+    from dipsy.engine.base import Engine
+    from dipsy.methods import get
+    from dipsy.methods.base import Model
+    from dipsy.release_sets import read_set
+
+    stages, queries = Stages(), []
+    record = Engine.contingency
+
+    def contingency(self, columns=None, form="auto"):
+        queries.append(list(columns or self.domain.names))
+        return record(self, columns, form)
+
+    Engine.contingency = contingency
+    engine_class = type(dipsy.engine.engine_for(path, Domain.from_sizes({"sex": 2}), engine=engine)) if engine != "duckdb" else None
+    from dipsy.engine.duckdb_engine import DuckDBEngine
+
+    for cls in {DuckDBEngine, engine_class} - {None}:
+        stages.wrap(cls, "_validate", "validation")
+        for name in ("_cell_counts", "_values", "_raw_counts"):
+            stages.wrap(cls, name, "counting")
+    stages.wrap(get(method), "fit", "measurement")
+    stages.wrap(Model, "draw_chunks", "synthesis", generator=True)
+    stages.wrap(dipsy.api, "decode", "synthesis")
+    stages.wrap(dipsy.release.Release, "save", "writing")
+    config = METHODS[method]
+    options = dict(config.get("options", {}))
+    if method == "dpsyn":
+        options["public"] = str(data_file(PUBLIC_ROWS, 1))
+    kwargs = {"engine": engine} if engine != "duckdb" else {}
+    release = dipsy.synthesize(path, Domain.from_sizes(sizes()), method, epsilon=config["epsilon"], delta=config.get("delta"),
+                               columns=config["columns"], options=options, seed=0, ledger=Path(out).with_suffix(".sqlite"),
+                               stream=True, accept_noise=True, on_release=lambda r: r.save(out, overwrite=True), **kwargs)
+    stages.switch("reading back")
+    rows = sum(len(chunk) for chunk in read_set(Path(out) / "synthetic_1", release.domain))
+    stages.switch(None)
+    stages.switch(None)  # close "other"
+    print(json.dumps({"time": stages.time, "peak": stages.peak, "rows": rows, "queries": queries}))
+
+
+def case_floor(path: str, queries_file: str) -> None:
+    """DuckDB's own GROUP BY for each table a method asked for, on the same file."""
+    import duckdb
+
+    con = duckdb.connect()
+    start = time.perf_counter()
+    for columns in json.loads(Path(queries_file).read_text()):
+        cols = ", ".join(f'"{c}"' for c in columns)
+        con.execute(f"SELECT {cols}, count(*) FROM read_parquet(?) GROUP BY ALL", [path]).fetchnumpy()
+    print(time.perf_counter() - start)
+
 
 def run_child(case: str, path: Path) -> dict:
     """Run one case in a fresh interpreter; wall time from the parent, peak memory from wait4."""
@@ -155,12 +283,76 @@ def run_child(case: str, path: Path) -> dict:
     return {"case": case, "wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "peak_mb": usage.ru_maxrss / 1024}
 
 
+def run_stages(method: str, path: Path, engine: str) -> dict:
+    """One release in a fresh interpreter, stage by stage, and the GROUP BY floor of its queries."""
+    out = OUT / "releases" / f"{method}-{engine}"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    proc = subprocess.Popen([sys.executable, __file__, "--child-stages", method, str(path), str(out), engine], stdout=subprocess.PIPE, text=True)
+    text = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    if os.waitstatus_to_exitcode(status):
+        raise RuntimeError(f"{method} on {path} with {engine} failed")
+    got = json.loads(text.strip().splitlines()[-1])
+    got |= {"wall_s": time.monotonic() - start, "peak_mb": usage.ru_maxrss / 1024}
+    queries = OUT / "releases" / f"{method}-{engine}-queries.json"
+    queries.write_text(json.dumps(got.pop("queries")))
+    # the queries' own time, as the counting stage's is (no interpreter start in either)
+    floor = subprocess.run([sys.executable, __file__, "--child-floor", str(path), str(queries)], check=True, capture_output=True, text=True)
+    got["floor_s"] = float(floor.stdout.strip().splitlines()[-1])
+    shutil.rmtree(out, ignore_errors=True)  # a 10⁸-row release is gigabytes
+    return got
+
+
+def stages_report(results: list[dict]) -> None:
+    """stages.md (one row per n, method, engine) and stages.png (each stage's cost curve)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    lines = ["| n | method | engine | " + " | ".join(STAGES) + " | peak MB | counting / GROUP BY |",
+             "|---:|---|---|" + "---:|" * (len(STAGES) + 2)]
+    for r in results:
+        cells = [f"{r['time'].get(s, 0):.1f} s, {r['peak'].get(s, 0):.0f} MB" if s in r["time"] else "—" for s in STAGES]
+        ratio = r["time"].get("counting", 0) / r["floor_s"] if r["floor_s"] else float("nan")
+        lines.append(f"| {r['rows_in']:,} | {r['method']} | {r['engine']} | " + " | ".join(cells) + f" | {r['peak_mb']:.0f} | {ratio:.2f} |")
+    (OUT / "stages.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    methods = list(dict.fromkeys(r["method"] for r in results))
+    fig, axes = plt.subplots(2, len(methods), figsize=(4.2 * len(methods), 7), squeeze=False)
+    for j, method in enumerate(methods):
+        for engine in dict.fromkeys(r["engine"] for r in results):
+            mine = sorted((r for r in results if r["method"] == method and r["engine"] == engine), key=lambda r: r["rows_in"])
+            if not mine:
+                continue
+            ns = [r["rows_in"] for r in mine]
+            style = "-" if engine == "duckdb" else "--"
+            for stage in STAGES[:-1]:
+                if any(stage in r["time"] for r in mine):
+                    axes[0, j].plot(ns, [max(r["time"].get(stage, 0), 1e-3) for r in mine], style, marker="o", label=f"{stage} ({engine})")
+                    axes[1, j].plot(ns, [r["peak"].get(stage, 0) for r in mine], style, marker="o", label=f"{stage} ({engine})")
+            axes[0, j].plot(ns, [r["floor_s"] for r in mine], ":", color="k", label=f"DuckDB GROUP BY, same tables ({engine} run)")
+        axes[0, j].set(title=method, xscale="log", yscale="log", ylabel="seconds (exclusive)")
+        axes[1, j].set(xscale="log", xlabel="rows n", ylabel="peak resident MB in the stage")
+    axes[0, -1].legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(OUT / "stages.png", dpi=120)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", nargs="+", type=int, default=[100_000, 1_000_000, 10_000_000])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=3, help="runs of each case; the median is reported")
+    parser.add_argument("--parts", nargs="+", choices=["counting", "stages"], default=["counting", "stages"])
+    parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
+    parser.add_argument("--engines", nargs="+", choices=["duckdb", "spark"], default=["duckdb"])
+    parser.add_argument("--max-rows", nargs=2, action="append", metavar=("METHOD", "N"), default=[],
+                        help="largest n for a method's releases, e.g. dpsyn 10000000 (its records are held in memory)")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--child-stages", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument("--child-floor", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--generate", nargs=2, type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.generate:
@@ -169,14 +361,39 @@ def main() -> None:
     if args.child:
         CASES[args.child[0]](args.child[1])
         return
+    if args.child_stages:
+        case_stages(*args.child_stages)
+        return
+    if args.child_floor:
+        case_floor(*args.child_floor)
+        return
     OUT.mkdir(parents=True, exist_ok=True)
+    largest = {m: int(n) for m, n in args.max_rows}
+    if "stages" in args.parts and "dpsyn" in args.methods:
+        subprocess.run([sys.executable, __file__, "--generate", str(PUBLIC_ROWS), "1"], check=True)
     results = []
+    # stages.json gathers runs of several invocations (e.g. 10⁸ rows, or Spark, run apart): a new
+    # run of the same n, method and engine replaces the old one
+    staged = json.loads((OUT / "stages.json").read_text()) if (OUT / "stages.json").exists() and "stages" in args.parts else []
     for n in args.rows:
         t = time.monotonic()
         # generated in a child: a parent grown by the draws would be counted in each forked child's peak
         subprocess.run([sys.executable, __file__, "--generate", str(n), str(args.seed)], check=True)
         path = data_file(n, args.seed)
         print(f"n = {n:,}: data {path.stat().st_size / 2**20:.0f} MB ({time.monotonic() - t:.0f} s)", flush=True)
+        if "stages" in args.parts:
+            for method in args.methods:
+                if n > largest.get(method, n):
+                    continue
+                for engine in args.engines:
+                    got = run_stages(method, path, engine) | {"rows_in": n, "method": method, "engine": engine}
+                    same = lambda r: (r["rows_in"], r["method"], r["engine"]) == (n, method, engine)  # noqa: E731
+                    staged = [r for r in staged if not same(r)] + [got]
+                    print(f"  {method} ({engine}): {got['wall_s']:.1f} s, {got['peak_mb']:.0f} MB; "
+                          + ", ".join(f"{k} {v:.1f} s" for k, v in got["time"].items()), flush=True)
+            (OUT / "stages.json").write_text(json.dumps(staged, indent=1))
+        if "counting" not in args.parts:
+            continue
         row = {"rows": n, "file_mb": path.stat().st_size / 2**20}
         # the cases alternate, and each time is the median of --repeats runs: on a shared 2-core
         # machine one run of the floor varied from 8 to 15 s at 10⁷ rows
@@ -190,6 +407,10 @@ def main() -> None:
             print(f"  {case}: {row[case]['wall_s']:.1f} s (median of {len(got)}), {row[case]['peak_mb']:.0f} MB", flush=True)
         row["ratio"] = row["dipsy-duckdb"]["wall_s"] / row["duckdb-group-by"]["wall_s"]
         results.append(row)
+    if staged:
+        stages_report(staged)
+    if not results:
+        return
     machine = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(), "python": platform.python_version()}
     (OUT / "counting.json").write_text(json.dumps({"machine": machine, "results": results}, indent=1))
     lines = ["| n | file MB | DuckDB GROUP BY s | MB | dipsy (DuckDB engine) s | MB | time ratio |", "|---:|---:|---:|---:|---:|---:|---:|"]
@@ -198,6 +419,13 @@ def main() -> None:
         lines.append(f"| {r['rows']:,} | {r['file_mb']:.0f} | {g['wall_s']:.1f} | {g['peak_mb']:.0f} | {d['wall_s']:.1f} | {d['peak_mb']:.0f} | {r['ratio']:.2f} |")
     (OUT / "counting.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
+    # The stated bound: Python and dipsy's imports (about 190 MB) plus DuckDB's memory limit
+    # (256 MB) and slack, whatever n is.
+    over = [r for r in results if r["rows"] >= 10_000_000 and r["dipsy-duckdb"]["peak_mb"] > COUNTING_BOUND_MB]
+    for r in over:
+        print(f"FAIL: counting {r['rows']:,} rows peaked at {r['dipsy-duckdb']['peak_mb']:.0f} MB > {COUNTING_BOUND_MB} MB")
+    if over:
+        sys.exit(1)
 
 
 if __name__ == "__main__":
