@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 DEMO := build/demo
 
-.PHONY: demo test bench bench-peers clean
+.PHONY: demo test bench bench-peers bench-scale clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -91,6 +91,11 @@ bench-peers: $(STAMP)
 		--data ../shared/data/adult/pub025/priv.csv --domain ../shared/data/adult/pub025/adult_pub025_01-domain.json \
 		--public ../shared/data/adult/pub025/pub.csv --three-way build/bench/adult_pub025_3way.json \
 		--out build/bench/peers-pub025
+
+# About 40 minutes (and 8 more, once, to generate the 10^8-row file): time and memory against n.
+bench-scale: $(STAMP)
+	$(BIN)/python benchmarks/scale.py --rows 100000 1000000 10000000 100000000 --repeats 1 --max-rows dpsyn 1000000
+	$(BIN)/python benchmarks/scale.py --rows 100000 1000000 10000000 --parts stages --engines spark --methods dirichlet-multinomial laplace-sanitizer privsyn
 
 clean:
 	rm -rf build .pytest_cache .hypothesis

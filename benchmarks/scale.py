@@ -1,4 +1,4 @@
-"""How dipsy's counting grows with n: generated Adult-like files of 10⁵ to 10⁸ rows (first part).
+"""How dipsy's time and memory grow with n: generated Adult-like files of 10⁵ to 10⁸ rows.
 
 **Data.** A Chow–Liu tree fitted to Adult's exact one- and two-way counts (``shared/data/adult``;
 the tree and its conditionals are this benchmark's fixed, public generator, not a release): the
@@ -8,7 +8,8 @@ chunks of 10⁶ and written as Parquet row groups, so generating never holds mor
 file for (n, seed) is made once under ``build/bench/scale/data/`` and reused. Utility is measurable
 against the generator: its one- and two-way marginals are known exactly.
 
-**Counting.** For each n, in a fresh child process each (so peak memory is the case's own):
+**Counting** (``--parts counting``). For each n, in a fresh child process each (so peak memory is
+the case's own):
 
 - ``duckdb-group-by``: DuckDB's own ``SELECT col, count(*) … GROUP BY col`` for every column and
   for the 91 pairs, on the same file — the floor any out-of-core counter pays;
@@ -16,11 +17,21 @@ against the generator: its one- and two-way marginals are known exactly.
   91 two-way contingency tables, validation of every value against the domain included.
 
 Reported: wall seconds and the child's peak resident memory (``wait4``), each the median of
-``--repeats`` runs (default 3, the cases alternating), and dipsy's time as a ratio to the floor
-measured in the same run (goal ≤ 1.2). Writes ``build/bench/scale/counting.json`` and
-``counting.md``.
+``--repeats`` runs (the cases alternating), dipsy's time as a ratio to the floor measured in the
+same run (goal ≤ 1.2), and a check that counting 10⁷ rows or more peaks below
+:data:`COUNTING_BOUND_MB`. Writes ``counting.json`` and ``counting.md``.
 
-Usage: python benchmarks/scale.py [--rows 100000 1000000 10000000] [--seed 0] [--repeats 3]
+**Stages** (``--parts stages``). One seeded release per method (:data:`METHODS`), n and engine, in
+a fresh child: ``dipsy.synthesize(..., stream=True)`` written to disk, then read back chunk by
+chunk with :func:`dipsy.release_sets.read_set` (every record checked against the domain). Each
+stage's exclusive wall time and peak resident memory (:class:`Stages`): validation, counting (the
+engine's queries), measurement (the method's fit less its counting), synthesis, writing, reading
+back. Each method's counting is compared with DuckDB's ``GROUP BY`` of the very tables it asked
+for, on the same file. Results gather in ``stages.json`` across invocations (e.g. Spark runs apart);
+``stages.md`` and ``stages.png`` show them all.
+
+Usage: python benchmarks/scale.py [--rows 100000 1000000 10000000] [--parts counting stages]
+       [--methods ...] [--engines duckdb spark] [--max-rows dpsyn 1000000] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -312,6 +323,7 @@ def stages_report(results: list[dict]) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    results = sorted(results, key=lambda r: (list(METHODS).index(r["method"]), r["engine"], r["rows_in"]))
     lines = ["| n | method | engine | " + " | ".join(STAGES) + " | peak MB | counting / GROUP BY |",
              "|---:|---|---|" + "---:|" * (len(STAGES) + 2)]
     for r in results:
