@@ -263,7 +263,7 @@ def case_stages(method: str, path: str, out: str, engine: str) -> None:
     kwargs = {"engine": engine} if engine != "duckdb" else {}
     release = dipsy.synthesize(path, Domain.from_sizes(sizes()), method, epsilon=config["epsilon"], delta=config.get("delta"),
                                columns=config["columns"], options=options, seed=0, ledger=Path(out).with_suffix(".sqlite"),
-                               stream=True, accept_noise=True, on_release=lambda r: r.save(out, overwrite=True), **kwargs)
+                               stream=True, accept_noise=True, on_release=lambda r: r.save(out, overwrite=True, engine=engine), **kwargs)
     stages.switch("reading back")
     rows = sum(len(chunk) for chunk in read_set(Path(out) / "synthetic_1", release.domain))
     stages.switch(None)

@@ -62,6 +62,7 @@ def synthesize(
     accept_noise: bool = False,
     rows: int | None = None,
     stream: bool = False,
+    engine: str | None = None,
 ) -> Release:
     """Draw ``sets`` differentially private synthetic tables from ``data``.
 
@@ -132,6 +133,11 @@ def synthesize(
         Draw each set of records chunk by chunk as it is written (``on_release`` must save it:
         a :class:`~dipsy.release_sets.ChunkedSet` is drawn once), so that memory holds one chunk,
         not the set. For one seed the records are those of the in-memory release.
+    engine
+        The backend that reads ``data`` (:func:`dipsy.engine.engine_for`): ``"duckdb"`` (the
+        default for a file), ``"spark"`` (files too large for one machine: a local or cluster
+        Spark, its master from ``DIPSY_SPARK_MASTER``), or ``"numpy"``. All give the same release
+        for the same seed.
 
     Returns
     -------
@@ -141,7 +147,8 @@ def synthesize(
     return _release(data, domain, method, epsilon, sets, delta=delta, rho=rho, columns=columns, seed=seed,
                     options=options, ledger=ledger, dataset_id=dataset_id, budget_cap=budget_cap,
                     raise_cap=raise_cap, on_invalid=on_invalid, neighbouring=neighbouring, release=release,
-                    progress=progress, on_release=on_release, accept_noise=accept_noise, rows=rows, stream=stream)
+                    progress=progress, on_release=on_release, accept_noise=accept_noise, rows=rows, stream=stream,
+                    engine=engine)
 
 
 def plan_forecast(
@@ -200,7 +207,7 @@ def _refuse_noise(method: str, outlook: Forecast) -> None:
 def _release(data, domain, method, epsilon, sets, *, delta, rho, columns, seed, options, ledger, dataset_id,
              budget_cap, raise_cap=False, on_invalid="error", neighbouring=None, release="records", progress=False,
              on_release=None, tamper: Callable[[Measurement], Measurement] | None = None, accept_noise=False, rows=None,
-             stream=False) -> Release:
+             stream=False, engine=None) -> Release:
     """The release path. ``tamper`` is for the end-to-end audit's broken variants only: it weakens
     every measurement's noise while the plan still states the original cost; such a release says
     it is not private (:data:`dipsy.methods.base.BROKEN`) and is recorded as a test release."""
@@ -210,7 +217,7 @@ def _release(data, domain, method, epsilon, sets, *, delta, rho, columns, seed, 
                          "pass on_release=lambda r: r.save(folder), or leave stream off")
     if ledger is not None and not isinstance(ledger, Ledger):
         ledger = Ledger(ledger)
-    engine = engine_for(data, scope, on_invalid)
+    engine = engine_for(data, scope, on_invalid, engine)
     # The one read before the charge: rows are checked against the public domain (a bad row stops
     # the run on the operator's terminal; nothing is released). n reaches the plan only when the
     # relation fixes it (substitution); under add/remove the plan never sees it.

@@ -33,7 +33,7 @@ from rich.table import Table
 from . import __version__
 from .api import synthesize
 from .domain import Domain
-from .engine import engine_for
+from .engine import ENGINES, engine_for
 from .errors import DataError, DipsyError, ReleaseError
 from .methods import NEIGHBOURINGS
 from .methods import methods as list_methods
@@ -233,12 +233,13 @@ def _columns(values: tuple[str, ...]) -> list[str] | None:
 @click.option("--domain", "domain_path", required=True, type=click.Path(path_type=Path), help="Domain file (YAML or JSON).")
 @click.option("--columns", multiple=True, help="Columns to check (comma-separated or repeated); default all.")
 @click.option("--on-invalid", type=click.Choice(["error", "drop"]), default="error", show_default=True, help="What to do with rows that do not match.")
-def domain_check(data: Path, domain_path: Path, columns: tuple[str, ...], on_invalid: str) -> None:
+@click.option("--engine", "backend", type=click.Choice(ENGINES), default=None, help="Backend that reads DATA (default duckdb).")
+def domain_check(data: Path, domain_path: Path, columns: tuple[str, ...], on_invalid: str, backend: str | None) -> None:
     """Check DATA (CSV or Parquet) against a domain file."""
     chosen = _columns(columns)
     scope = Domain.load(domain_path).project(chosen)
     _doing[0] = f"reading {data}"
-    engine = engine_for(data, scope, on_invalid)
+    engine = engine_for(data, scope, on_invalid, backend)
     try:
         report = engine.ensure_valid()
     finally:
@@ -410,6 +411,7 @@ def _release_choices(command: Callable) -> Callable:
 @click.option("--raise-cap", is_flag=True, help="Let --budget-cap raise or redefine a stored cap (recorded in the ledger).")
 @click.option("--accept-noise", is_flag=True, help="Release even when the forecast says the release will be essentially noise.")
 @click.option("--rows", type=click.IntRange(min=1), default=None, help="A row count you declare public, for the forecast of methods that do not treat n as public.")
+@click.option("--engine", type=click.Choice(ENGINES), default=None, help="Backend that reads DATA: duckdb (default for files), spark (master from $DIPSY_SPARK_MASTER, else local), numpy.")
 @click.option("--stream", is_flag=True, help="Draw and write each set in chunks of 10^6 records (a folder of part files): memory holds a chunk, not the set.")
 @click.option("--partition-by", "partition_by", multiple=True, help="Write each set as a folder partitioned by these categorical columns (comma-separated or repeated).")
 def synth(
@@ -435,6 +437,7 @@ def synth(
     raise_cap: bool,
     accept_noise: bool,
     rows: int | None,
+    engine: str | None,
     stream: bool,
     partition_by: tuple[str, ...],
 ) -> None:
@@ -480,10 +483,11 @@ def synth(
         neighbouring=neighbouring,
         release=kind,
         progress=sys.stderr.isatty(),  # a progress bar only for a person at a terminal, never in a log
-        on_release=lambda r: r.save(out_dir, format=fmt, overwrite=overwrite, partition_by=partitions),
+        on_release=lambda r: r.save(out_dir, format=fmt, overwrite=overwrite, partition_by=partitions, engine=engine),
         accept_noise=accept_noise,
         rows=rows,
         stream=stream,
+        engine=engine,
     )
     _print_forecast(release.forecast)
     for note in _domain_notes(release.domain):

@@ -134,12 +134,14 @@ class Release:
             meta["files"] = [f"{self.stem}_{k}" for k in range(1, len(self.tables) + 1)]
         return meta
 
-    def save(self, out: str | Path, format: str = "parquet", overwrite: bool = False, partition_by: tuple[str, ...] = ()) -> Path:
+    def save(self, out: str | Path, format: str = "parquet", overwrite: bool = False, partition_by: tuple[str, ...] = (),
+             engine: str | None = None) -> Path:
         """Write the release to the folder ``out`` atomically; refuse an existing one unless ``overwrite``.
 
         A set drawn in chunks (:class:`~dipsy.release_sets.ChunkedSet`), or any set when
         ``partition_by`` names columns, is written as a folder of part files
-        (:func:`~dipsy.release_sets.write_set`); any other as one file.
+        (:func:`~dipsy.release_sets.write_set`), by Spark when ``engine`` is ``"spark"``; any
+        other as one file.
         """
         out = Path(out)
         check_target(out, overwrite)
@@ -161,7 +163,7 @@ class Release:
                 target = tmp / f"{self.stem}_{k}.{format}"
                 if isinstance(table, ChunkedSet) or partition_by:
                     write_set([table] if isinstance(table, pd.DataFrame) else table, tmp / f"{self.stem}_{k}", format,
-                              self.domain, partition_by)
+                              self.domain, partition_by, spark=engine == "spark")
                 elif format == "parquet":
                     table.to_parquet(target, index=False)
                 else:

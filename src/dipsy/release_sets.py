@@ -4,7 +4,8 @@ A set drawn in chunks (:class:`ChunkedSet`) is written as a folder ``synthetic_k
 ``part-00000.parquet``, ``part-00001.parquet`` … one per chunk, in the order drawn; with
 ``partition_by`` (categorical columns) each chunk's records go to the Hive-style subfolder of
 their value, ``synthetic_k/PUMA=1101/part-00000.parquet``, the column kept in the path only (as
-Spark and Arrow write it). Memory is bounded by one chunk (:data:`~dipsy.methods.base.CHUNK_ROWS`
+Spark and Arrow write it). With the Spark engine, Spark writes the same layout (its part files
+are named ``part-00000-<job>-c000.snappy.parquet``, or ``.c000`` in partition folders, and chunks appended in turn). Memory is bounded by one chunk (:data:`~dipsy.methods.base.CHUNK_ROWS`
 records) whatever the size of the set.
 
 :func:`read_set` reads such a folder (or a one-file set) back chunk by chunk, checking every chunk
@@ -24,8 +25,18 @@ from .domain import Domain, encode_frame
 from .errors import DataError, ReleaseError
 
 #: The files inside a set folder, and its partition subfolders.
-PART_FILE = re.compile(r"part-[0-9]{5,}\.(parquet|csv)")
+PART_FILE = re.compile(r"part-[0-9]{5,}(-[0-9a-f-]+[-.]c[0-9]+(\.snappy)?)?\.(parquet|csv)")  # dipsy's, or Spark's
 PARTITION_DIR = re.compile(r"[^=/]+=[^/]*")
+
+
+def is_part_file(name: str) -> bool:
+    """Whether ``name`` is a part file of a set folder, as dipsy or Spark names them.
+
+    >>> [is_part_file(n) for n in ("part-00003.parquet", "part-00000-c672a49c-333a-4f73-8f8f-0059561adb5f-c000.snappy.parquet",
+    ...                            "part-00001-d7f0e8a0-eca8-4151-8e78-c6fe5b445770.c000.snappy.parquet", "_SUCCESS", "notes.parquet")]
+    [True, True, True, False, False]
+    """
+    return PART_FILE.fullmatch(name) is not None
 
 
 class ChunkedSet:
@@ -60,9 +71,31 @@ class ChunkedSet:
         return self._rows
 
 
-def write_set(chunks: Iterable[pd.DataFrame], folder: Path, format: str, domain: Domain, partition_by: tuple[str, ...] = ()) -> int:
-    """Write ``chunks`` into the new folder ``folder`` as part files; returns the number of records."""
+def write_set(chunks: Iterable[pd.DataFrame], folder: Path, format: str, domain: Domain, partition_by: tuple[str, ...] = (),
+              spark: bool = False) -> int:
+    """Write ``chunks`` into the new folder ``folder`` as part files; returns the number of records.
+
+    ``spark``: Spark writes them (Parquet only), appending chunk by chunk, e.g. to a cluster's
+    file system; its bookkeeping files (``_SUCCESS``, ``.crc`` checksums) are left out.
+    """
     check_partition_columns(partition_by, domain)
+    if spark:
+        if format != "parquet":
+            raise ReleaseError("Spark writes a release as Parquet", "use --format parquet with --engine spark")
+        from .engine.spark_engine import write_parquet
+
+        rows = [0]
+
+        def counted():
+            for chunk in chunks:
+                rows[0] += len(chunk)
+                yield chunk
+
+        write_parquet(counted(), folder, partition_by)
+        for p in list(folder.rglob("*")):
+            if p.is_file() and (p.name == "_SUCCESS" or p.name.endswith(".crc")):
+                p.unlink()
+        return rows[0]
     folder.mkdir()
     rows = 0
     for i, chunk in enumerate(chunks):
@@ -87,9 +120,7 @@ def read_set(path: str | Path, domain: Domain) -> Iterator[pd.DataFrame]:
     an integer), and every chunk has the domain's columns in its order.
     """
     path = Path(path)
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file() and PART_FILE.fullmatch(p.name))
-    if not path.is_file() and not files:
-        files = sorted(p for p in path.rglob("*.parquet") if p.is_file())  # e.g. Spark's part-00000-<uuid>.snappy.parquet
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file() and is_part_file(p.name))
     if not files:
         raise DataError(f"{str(path)!r} holds no synthetic records", "pass a release's synthetic_k file or folder")
     for file in files:
@@ -128,7 +159,7 @@ def is_set_folder(folder: Path) -> bool:
     for p in folder.rglob("*"):
         if p.is_symlink() or (p.is_dir() and not PARTITION_DIR.fullmatch(p.name)):
             return False
-        if p.is_file() and not PART_FILE.fullmatch(p.name):
+        if p.is_file() and not is_part_file(p.name):
             return False
     return True
 

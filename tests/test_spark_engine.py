@@ -1,0 +1,450 @@
+"""The Spark engine agrees bit for bit with the NumPy and DuckDB engines (design rule 7).
+
+Every query (contingency tables dense and sparse, values, value counts, the validation report with
+its examples, row counts, rebinning) is compared with ``NumpyEngine`` on ``pd.read_csv(path)`` /
+``pd.read_parquet(path)`` and with ``DuckDBEngine`` on the same file (DuckDB reads no folders).
+One Spark session serves the module; files are small and each test runs few Spark jobs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+pytest.importorskip("pyspark", reason="the Spark engine tests need pyspark (pip install 'dipsy[spark]')")
+
+
+def _java() -> bool:
+    home = os.environ.get("JAVA_HOME")
+    java = str(Path(home, "bin", "java")) if home else shutil.which("java")
+    try:
+        return bool(java) and subprocess.run([java, "-version"], capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+if not _java():
+    pytest.skip("Spark engine tests need a Java 17+ runtime (apt install openjdk-17-jre-headless)", allow_module_level=True)
+
+from dipsy.domain import Column, Domain  # noqa: E402
+from dipsy.engine import DuckDBEngine, Engine, NumpyEngine, engine_for  # noqa: E402
+from dipsy.engine.spark_engine import SparkEngine, spark_session, stop_session  # noqa: E402
+from dipsy.errors import DataError, ReleaseError  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+CE, CE_DOMAIN = ROOT / "examples" / "ce" / "CEdata.csv", ROOT / "examples" / "ce" / "domain.yaml"
+ADULT, ADULT_DOMAIN = ROOT / "examples" / "adult" / "priv.csv", ROOT / "examples" / "adult" / "domain.yaml"
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from dipsy.engine.spark_engine import _SESSION
+
+    session = spark_session()
+    folder = _SESSION["folder"]
+    yield session
+    stop_session()
+    assert not folder.exists()  # the private scratch folder goes with the session
+
+
+@pytest.fixture
+def small_splits(spark):
+    """Files split into many pieces (tasks), to check that row order is file order across them."""
+    key = "spark.sql.files.maxPartitionBytes"
+    old = spark.conf.get(key)
+    spark.conf.set(key, "65536")
+    yield
+    spark.conf.set(key, old)
+
+
+@pytest.fixture
+def opened(spark):
+    """Make Spark engines, closed at the end of the test."""
+    made: list[SparkEngine] = []
+
+    def make(*args, **kwargs) -> SparkEngine:
+        made.append(SparkEngine(*args, **kwargs))
+        return made[-1]
+
+    yield make
+    for engine in made:
+        engine.close()
+
+
+def read(path: Path) -> pd.DataFrame:
+    return pd.read_csv(path) if path.name.endswith((".csv", ".csv.gz")) else pd.read_parquet(path)
+
+
+def three(opened, path: Path, domain: Domain, on_invalid: str = "error") -> list[Engine]:
+    """NumPy (pandas' reading), DuckDB (files only) and Spark engines over ``path``."""
+    engines = [NumpyEngine(read(path), domain, on_invalid)]
+    if path.is_file():
+        engines.append(DuckDBEngine(path, domain, on_invalid))
+    return [*engines, opened(path, domain, on_invalid)]
+
+
+def outcome(engine: Engine, columns, form: str):
+    try:
+        return engine.contingency(columns, form=form)
+    except DataError as e:
+        return str(e)
+
+
+def assert_agree(engines: list[Engine], queries=(), form: str = "sparse") -> None:
+    first, *others = engines
+    for engine in others:
+        assert engine.report == first.report, type(engine).__name__
+    for columns in queries:
+        want = outcome(first, columns, form)
+        for engine in others:
+            got = outcome(engine, columns, form)
+            if isinstance(want, str) or isinstance(got, str):
+                assert got == want, (type(engine).__name__, columns)
+            else:
+                assert got.equals(want) and got.is_sparse == want.is_sparse, (type(engine).__name__, columns)
+
+
+def assert_same_values(engines: list[Engine], names: list[str]) -> None:
+    """values() in each engine's row order: equal once sorted alike (bits and dtypes)."""
+    expected = None
+    for engine in engines:
+        values = engine.values(names)
+        order = np.lexsort([values[n] for n in reversed(names)])
+        values = {n: values[n][order] for n in names}
+        if expected is None:
+            expected = values
+        for n in names:
+            assert values[n].dtype == expected[n].dtype and np.array_equal(values[n], expected[n]), (type(engine).__name__, n)
+
+
+def assert_same_value_counts(engines: list[Engine], columns) -> None:
+    for name in columns:
+        first, *others = [e.value_counts(name) for e in engines]
+        for vc in others:
+            assert vc.values == first.values and vc.counts.tolist() == first.counts.tolist(), name
+
+
+def ce_invalid() -> Domain:
+    """CE against narrower bounds and fewer races: rows outside, examples shown."""
+    base = Domain.load(CE_DOMAIN)
+    return Domain((
+        base["UrbanRural"],
+        Column("Income", "numeric", lower=0, upper=200_000, bins=(0.0, 50_000.0, 100_000.0, 200_000.0)),
+        Column("Race", "categorical", categories=(1, 2, 3, 4, 5)),
+        Column("Expenditure", "numeric", lower=0, upper=50_000, bins=(0.0, 1000.0, 5000.3, 50_000.0), clip=True),
+    ))
+
+
+def adult_frame(rows: int = 3000, seed: int = 0) -> tuple[Domain, pd.DataFrame]:
+    """Random rows against Adult's domain, with missing values, wrong types and values outside."""
+    domain = Domain.load(ADULT_DOMAIN)
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({c.name: rng.integers(0, len(c.categories) + 1, rows) for c in domain.columns})  # the last code is outside
+    frame["age"] = frame["age"].astype(float).where(rng.random(rows) > 0.02)  # missing
+    frame["workclass"] = frame["workclass"].astype(str).where(rng.random(rows) > 0.01, "x")  # text: wrong type
+    frame["education"] = frame["education"].astype("float32") + (rng.random(rows) < 0.01) * np.float32(0.5)
+    return domain, frame
+
+
+# -- CE ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def ce(spark):
+    """The three engines over CE, made once for the module."""
+    domain = Domain.load(CE_DOMAIN)
+    engines = [NumpyEngine(read(CE), domain), DuckDBEngine(CE, domain), SparkEngine(CE, domain)]
+    yield engines
+    engines[-1].close()
+
+
+def test_ce_contingency_sparse(ce):
+    assert ce[-1].report.ok and ce[-1].report.rows == 994
+    assert_agree(ce, [None, ("Income", "Race"), ("Expenditure", "UrbanRural")], form="sparse")
+
+
+def test_ce_contingency_dense(ce):
+    assert_agree(ce, [("Race",), ("Income",), ("Race", "UrbanRural")], form="dense")
+    assert ce[-1].contingency(["Race"]).dense().tolist() == [816, 109, 7, 39, 6, 17]
+
+
+def test_ce_num_rows_and_values(ce):
+    assert [e.num_rows() for e in ce] == [994] * 3
+    assert_same_values(ce, ["Income", "Race", "Expenditure"])
+
+
+def test_ce_value_counts(ce):
+    assert_same_value_counts(ce, ["Income", "Race"])
+
+
+def test_ce_invalid_rows_dropped_alike(opened):
+    engines = three(opened, CE, ce_invalid(), "drop")
+    report = engines[-1].report
+    assert [(i.column, i.problem, i.rows) for i in report.issues] == [
+        ("Income", "values outside the domain", 46), ("Race", "values outside the domain", 17)]
+    assert report.issues[1].examples == ("6",) and len(report.issues[0].examples) == 5
+    assert_agree(engines, [None, ("Race", "Income"), ("Expenditure",)], form="dense")
+    assert_same_values(engines, ["Income", "Expenditure"])
+    assert len({e.num_rows() for e in engines}) == 1 and engines[-1].num_rows() == report.valid_rows
+
+
+def test_ce_invalid_rows_raise_alike(opened):
+    messages = []
+    for engine in three(opened, CE, ce_invalid()):
+        with pytest.raises(DataError) as err:
+            engine.contingency(["Race"])
+        messages.append(str(err.value))
+    assert len(set(messages)) == 1 and "'Race': 17 rows" in messages[0] and "(e.g. 6)" in messages[0]
+
+
+def test_rebinned_agrees(ce):
+    domain = ce[0].domain
+    other = Domain(tuple(dataclasses.replace(c, bins=(0.0, 20_000.0, 60_000.0, 1_000_000.0)) if c.name == "Income" else c
+                         for c in domain.columns))
+    rebinned = [e.rebinned(other) for e in ce]
+    assert_agree(rebinned, [("Income",), ("Income", "Race")], form="dense")
+    assert rebinned[-1].contingency(["Income"]).dense().sum() == 994
+    rebinned[-1].close()
+
+
+def test_missing_column_and_has_column(opened):
+    domain = Domain((*Domain.load(CE_DOMAIN).columns, Column("Age", "integer", lower=0, upper=99)))
+    engines = three(opened, CE, domain, "drop")
+    assert_agree(engines, [("Race",)])
+    assert engines[-1].report.missing_columns == ("Age",) and engines[-1].report.rows == 994
+    spark = engines[-1]
+    assert spark.has_column("Race") and not spark.has_column("Age") and not spark.has_column("race")
+    with pytest.raises(DataError, match="no column 'Age'"):
+        spark.value_counts("Age")
+
+
+# -- Adult ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def adult(spark):
+    domain = Domain.load(ADULT_DOMAIN)
+    engines = [NumpyEngine(read(ADULT), domain), DuckDBEngine(ADULT, domain), SparkEngine(ADULT, domain)]
+    yield engines
+    engines[-1].close()
+
+
+def test_adult_contingency(adult):
+    assert adult[-1].report.ok and adult[-1].num_rows() == 32384
+    assert_agree(adult, [("age", "sex"), ("race", "occupation", "education"), None], form="sparse")
+    assert_agree(adult, [("hours-per-week",), ("sex", "race")], form="dense")
+
+
+def test_adult_values_and_value_counts(adult):
+    assert_same_values(adult, ["age", "race"])
+    assert_same_value_counts(adult, ["age", "workclass"])
+
+
+def test_adult_examples_in_file_order_across_splits(opened, small_splits):
+    """Rows outside the domain in every split: the examples are the first ones of the file."""
+    base = Domain.load(ADULT_DOMAIN)
+    halve = lambda c: dataclasses.replace(c, categories=c.categories[: len(c.categories) // 2])  # noqa: E731
+    narrow = Domain(tuple(halve(c) if c.name in ("age", "occupation") else c for c in base.columns))
+    engines = three(opened, ADULT, narrow, "drop")
+    assert engines[-1]._source().rdd.getNumPartitions() > 4
+    report = engines[-1].report
+    assert [i.column for i in report.issues] == ["age", "occupation"] and all(len(i.examples) == 5 for i in report.issues)
+    assert_agree(engines, [("age", "occupation", "sex")])
+
+
+# -- Parquet: a file, a partitioned folder ---------------------------------------------------------
+
+
+def test_parquet_file_agrees(opened, tmp_path, small_splits):
+    domain, frame = adult_frame()
+    path = tmp_path / "adult.parquet"
+    frame.to_parquet(path, row_group_size=400)  # several row groups: several splits
+    engines = three(opened, path, domain, "drop")
+    report = engines[-1].report
+    assert {i.problem for i in report.issues} == {"missing values", "values of the wrong type", "values outside the domain"}
+    assert_agree(engines, [None, ("age", "workclass"), ("education",)], form="sparse")
+    assert_agree(engines, [("sex", "race")], form="dense")
+    assert_same_values(engines, ["age", "education"])
+    assert_same_value_counts(engines, ["workclass", "education"])
+
+
+def test_partitioned_folder_agrees(opened, tmp_path):
+    domain, frame = adult_frame(seed=1)
+    folder = tmp_path / "adult"
+    frame.to_parquet(folder, partition_cols=["sex"])  # sex comes back as a categorical column, last
+    engines = three(opened, folder, domain, "drop")
+    assert len(engines) == 2 and engines[-1].report.issues
+    assert_agree(engines, [None, ("sex", "race"), ("age",)])
+    assert_same_values(engines, ["sex", "workclass"])
+    assert_same_value_counts(engines, ["sex"])
+    with pytest.raises(DataError) as err:
+        NumpyEngine(read(folder), domain).contingency(["sex"])
+    with pytest.raises(DataError) as spark_err:
+        opened(folder, domain).contingency(["sex"])
+    assert str(spark_err.value) == str(err.value)
+
+
+# -- CSV that pandas reads in its own way ----------------------------------------------------------
+
+AWKWARD = (  # each field twice: read against a text declaration (first) and a number one (second)
+    "id,word,word_n,num,num_t,flag,flag_n,mixed,mixed_n\n"
+    '1,"a, b","a, b",1,1,True,True,x,x\n'
+    '2,"say ""hi""","say ""hi""", 1, 1,TRUE,TRUE,NA,NA\n'
+    "3,,,1e3,1e3,false,false,,\n"
+    "\n"
+    "4,NA,NA,+2,+2,FALSE,FALSE,1,1\n"
+    '5,"","",-0,-0,true,true,2.5,2.5\n'
+    '6,null,null,0001,0001,,,"3","3"\n'
+    "7,plain,plain,1.,1.,True,True, 4, 4\n"
+    "  \n"
+    "8, a , a ,2.50,2.50,False,False,N/A,N/A\n"
+    "9,#N/A,#N/A,inf,inf,true,true,1e0,1e0\n"
+)
+AWKWARD_DOMAIN = Domain((
+    Column("id", "integer", lower=0, upper=7),
+    Column("word", "categorical", categories=("a, b", 'say "hi"', "plain", "two\nlines")),
+    Column("word_n", "numeric", lower=0, upper=1, bins=(0.0, 1.0)),
+    Column("num", "numeric", lower=-1, upper=1000, bins=(-1.0, 1.0, 10.0, 1000.0)),
+    Column("num_t", "categorical", categories=("1", "1000", "2", "0", "2.5")),
+    Column("flag", "categorical", categories=("True", "False")),
+    Column("flag_n", "integer", lower=0, upper=1),
+    Column("mixed", "categorical", categories=(1, 2.5, 3, 4)),
+    Column("mixed_n", "integer", lower=0, upper=3, clip=True),
+))
+LINE_BREAK = '10,"two\nlines","two\nlines",3,3,True,True,4,4\n'
+
+
+@pytest.mark.parametrize("layout", ["lines", "quoted line break", "crlf, quoted line break"])
+def test_awkward_csv_read_as_pandas_reads_it(opened, tmp_path, layout):
+    text = AWKWARD if layout == "lines" else AWKWARD + LINE_BREAK
+    if layout.startswith("crlf"):
+        text = text.replace("\n", "\r\n")
+    path = tmp_path / "awkward.csv"
+    path.write_bytes(text.encode())
+    engines = three(opened, path, AWKWARD_DOMAIN, "drop")
+    report = engines[-1].report
+    assert report.rows == (9 if layout == "lines" else 10) and {i.column for i in report.issues} >= {"id", "word", "mixed", "num_t"}
+    assert engines[-1]._multiline == (layout != "lines")
+    assert_agree(engines, [None, ("word", "flag_n", "mixed_n")])
+    assert_same_value_counts(engines, ["word", "num", "flag", "mixed"] if layout == "lines" else ["word", "mixed"])
+
+
+def test_gzip_csv_agrees(opened, tmp_path):
+    import gzip
+
+    path = tmp_path / "awkward.csv.gz"
+    path.write_bytes(gzip.compress((AWKWARD + LINE_BREAK).encode()))
+    assert_agree(three(opened, path, AWKWARD_DOMAIN, "drop"), [("flag", "mixed")])
+
+
+def test_long_rows_refused(opened, tmp_path):
+    path = tmp_path / "wide.csv"
+    path.write_text("a,b\n1,2\n1,2,3\n")
+    with pytest.raises(DataError, match="more fields than the header"):
+        opened(path, Domain.from_sizes({"a": 2}), "drop").contingency(["a"])
+
+
+# -- files, session, engine_for --------------------------------------------------------------------
+
+
+def test_file_errors(tmp_path):
+    with pytest.raises(DataError, match="does not exist"):
+        SparkEngine(tmp_path / "nope.csv", Domain.from_sizes({"a": 2}))
+    (tmp_path / "data.xlsx").write_text("x")
+    with pytest.raises(DataError, match="neither CSV nor Parquet"):
+        SparkEngine(tmp_path / "data.xlsx", Domain.from_sizes({"a": 2}))
+    (tmp_path / "bad.parquet").write_bytes(b"not parquet")
+    with pytest.raises(DataError, match="cannot read Parquet"):
+        SparkEngine(tmp_path / "bad.parquet", Domain.from_sizes({"a": 2}))
+
+
+def test_missing_pyspark_or_java_is_a_clear_error(tmp_path, monkeypatch):
+    path = tmp_path / "d.csv"
+    path.write_text("a\n1\n")
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-java"))
+    with pytest.raises(DataError, match="Java 17\\+ runtime"):
+        SparkEngine(path, Domain.from_sizes({"a": 2}))
+    monkeypatch.setitem(sys.modules, "pyspark", None)  # import pyspark fails
+    with pytest.raises(DataError, match=r"pip install 'dipsy\[spark\]'"):
+        SparkEngine(path, Domain.from_sizes({"a": 2}))
+
+
+def test_one_master_per_process(spark):
+    assert spark_session() is spark
+    with pytest.raises(DataError, match="already runs"):
+        spark_session("local[1]")
+
+
+@pytest.mark.parametrize("name", ["it's my [data]*.csv", "col:on{1}.parquet"])
+def test_awkward_path(opened, tmp_path, name):
+    """Spark reads paths as glob patterns and URIs: the engine reads this file, and only it."""
+    frame = pd.read_csv(CE)
+    for path, rows in ((tmp_path / name, frame), (tmp_path / name.replace("*", "1").replace(":", "_"), frame.head(10))):
+        rows.to_csv(path, index=False) if name.endswith(".csv") else rows.to_parquet(path)
+    domain = Domain.load(CE_DOMAIN)
+    assert_agree(three(opened, tmp_path / name, domain), [("Race", "UrbanRural")])
+
+
+def test_private_scratch_folder(spark, opened, tmp_path):
+    from dipsy.engine.spark_engine import _SESSION
+
+    folder = _SESSION["folder"]
+    assert spark.conf.get("spark.local.dir") == str(folder) and spark.conf.get("spark.ui.enabled") == "false"
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700 and (folder / ".dipsy-owner").exists()
+    path = tmp_path / "q.csv"
+    path.write_text('a\n"x\ny"\n1\n')
+    engine = opened(path, Domain.from_sizes({"a": 2}), "drop")
+    assert engine.contingency(["a"]).dense().tolist() == [0, 1]
+    copy = engine._state["copy"]
+    assert copy.parent == folder and copy.exists()
+    engine.close()
+    assert not copy.exists()
+
+
+@pytest.mark.parametrize("partition_by", [(), ("sex", "race")])
+def test_write_parquet_round_trip(opened, tmp_path, partition_by):
+    _, frame = adult_frame(rows=600, seed=2)
+    frame = frame.dropna().astype({"sex": "int64", "race": "int64"})
+    folder = tmp_path / "synthetic"
+    engine = opened(CE, Domain.load(CE_DOMAIN))
+    engine.write_parquet((frame.iloc[i:i + 300] for i in range(0, len(frame), 300)), folder, partition_by=partition_by)
+    back = pd.read_parquet(folder)
+    back = back.astype({c: frame[c].dtype for c in partition_by})[list(frame.columns)]
+    key = list(frame.columns)
+    pd.testing.assert_frame_equal(back.sort_values(key).reset_index(drop=True), frame.sort_values(key).reset_index(drop=True))
+    with pytest.raises(ReleaseError, match="exists"):
+        engine.write_parquet([frame], folder)
+
+
+def test_engine_for_choices(opened, tmp_path):
+    domain = Domain.load(CE_DOMAIN)
+    frame = pd.read_csv(CE)
+    assert type(engine_for(frame, domain)) is NumpyEngine and type(engine_for(frame, domain, engine="numpy")) is NumpyEngine
+    assert type(engine_for(CE, domain)) is DuckDBEngine and type(engine_for(str(CE), domain, engine="duckdb")) is DuckDBEngine
+    from_file = engine_for(CE, domain, engine="numpy")
+    assert type(from_file) is NumpyEngine and from_file.contingency(["Race"]).equals(NumpyEngine(frame, domain).contingency(["Race"]))
+    spark = engine_for(CE, domain, "drop", engine="spark")
+    assert type(spark) is SparkEngine and spark.on_invalid == "drop"
+    spark.close()
+    for backend in ("duckdb", "spark"):
+        with pytest.raises(DataError, match="reads files"):
+            engine_for(frame, domain, engine=backend)
+    with pytest.raises(DataError) as err:
+        engine_for(CE, domain, engine="polars")
+    assert all(name in str(err.value) for name in ("'numpy'", "'duckdb'", "'spark'"))
+    with pytest.raises(DataError, match="does not exist"):
+        engine_for(tmp_path / "nope.csv", domain, engine="numpy")
+
+
+def test_import_dipsy_does_not_start_spark():
+    code = "import sys, dipsy, dipsy.engine, dipsy.engine.spark_engine; assert 'pyspark' not in sys.modules, 'pyspark'"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0
