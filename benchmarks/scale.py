@@ -434,6 +434,10 @@ def main() -> None:
     if not results:
         return
     machine = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(), "python": platform.python_version()}
+    # like stages.json, counting.json gathers invocations (10⁸ rows is run apart): a new n replaces the old
+    if (OUT / "counting.json").exists():
+        kept = [r for r in json.loads((OUT / "counting.json").read_text())["results"] if r["rows"] not in {x["rows"] for x in results}]
+        results = sorted(kept + results, key=lambda r: r["rows"])
     (OUT / "counting.json").write_text(json.dumps({"machine": machine, "results": results}, indent=1))
     lines = ["| n | file MB | DuckDB GROUP BY s | MB | dipsy (DuckDB engine) s | MB | time ratio |", "|---:|---:|---:|---:|---:|---:|---:|"]
     for r in results:

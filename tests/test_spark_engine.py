@@ -9,8 +9,6 @@ One Spark session serves the module; files are small and each test runs few Spar
 from __future__ import annotations
 
 import dataclasses
-import os
-import shutil
 import stat
 import subprocess
 import sys
@@ -20,20 +18,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-pytest.importorskip("pyspark", reason="the Spark engine tests need pyspark (pip install 'dipsy[spark]')")
+from conftest import skip_without_spark
 
-
-def _java() -> bool:
-    home = os.environ.get("JAVA_HOME")
-    java = str(Path(home, "bin", "java")) if home else shutil.which("java")
-    try:
-        return bool(java) and subprocess.run([java, "-version"], capture_output=True, timeout=60).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        return False
-
-
-if not _java():
-    pytest.skip("Spark engine tests need a Java 17+ runtime (apt install openjdk-17-jre-headless)", allow_module_level=True)
+skip_without_spark("Spark engine tests")
 
 from dipsy.domain import Column, Domain  # noqa: E402
 from dipsy.engine import DuckDBEngine, Engine, NumpyEngine, engine_for  # noqa: E402
@@ -158,13 +145,17 @@ def adult_frame(rows: int = 3000, seed: int = 0) -> tuple[Domain, pd.DataFrame]:
 # -- CE ---------------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def ce(spark):
-    """The three engines over CE, made once for the module."""
-    domain = Domain.load(CE_DOMAIN)
-    engines = [NumpyEngine(read(CE), domain), DuckDBEngine(CE, domain), SparkEngine(CE, domain)]
+def _three(path: Path, domain_file: Path):
+    """The three engines over one file, made once for the module; Spark's closed at the end."""
+    domain = Domain.load(domain_file)
+    engines = [NumpyEngine(read(path), domain), DuckDBEngine(path, domain), SparkEngine(path, domain)]
     yield engines
     engines[-1].close()
+
+
+@pytest.fixture(scope="module")
+def ce(spark):
+    yield from _three(CE, CE_DOMAIN)
 
 
 def test_ce_contingency_sparse(ce):
@@ -232,10 +223,7 @@ def test_missing_column_and_has_column(opened):
 
 @pytest.fixture(scope="module")
 def adult(spark):
-    domain = Domain.load(ADULT_DOMAIN)
-    engines = [NumpyEngine(read(ADULT), domain), DuckDBEngine(ADULT, domain), SparkEngine(ADULT, domain)]
-    yield engines
-    engines[-1].close()
+    yield from _three(ADULT, ADULT_DOMAIN)
 
 
 def test_adult_contingency(adult):

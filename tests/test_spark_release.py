@@ -8,36 +8,20 @@ streamed release that Spark writes as partitioned Parquet.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-pytest.importorskip("pyspark", reason="the Spark release tests need pyspark (pip install 'dipsy[spark]')")
+from conftest import CE_DATA, CE_DOMAIN, skip_without_spark
 
-
-def _java() -> bool:
-    home = os.environ.get("JAVA_HOME")
-    java = str(Path(home, "bin", "java")) if home else shutil.which("java")
-    try:
-        return bool(java) and subprocess.run([java, "-version"], capture_output=True, timeout=60).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        return False
-
-
-if not _java():
-    pytest.skip("Spark release tests need a Java 17+ runtime (apt install openjdk-17-jre-headless)", allow_module_level=True)
+skip_without_spark("Spark release tests")
 
 import dipsy  # noqa: E402
 from dipsy.cli import main  # noqa: E402
 from dipsy.engine.spark_engine import spark_session, stop_session  # noqa: E402
 from dipsy.methods import base  # noqa: E402
 from dipsy.release_sets import read_set  # noqa: E402
-
-from conftest import CE_DATA, CE_DOMAIN  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 ACS = ROOT / "examples" / "acs"
