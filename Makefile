@@ -92,7 +92,7 @@ bench-peers: $(STAMP)
 		--public ../shared/data/adult/pub025/pub.csv --three-way build/bench/adult_pub025_3way.json \
 		--out build/bench/peers-pub025
 
-# About 40 minutes (and 8 more, once, to generate the 10^8-row file): time and memory against n.
+# About an hour (and 8 minutes more, once, to generate the 10^8-row file): time and memory against n.
 bench-scale: $(STAMP)
 	$(BIN)/python benchmarks/scale.py --rows 100000 1000000 10000000 100000000 --repeats 1 --max-rows dpsyn 1000000
 	$(BIN)/python benchmarks/scale.py --rows 100000 1000000 10000000 --parts stages --engines spark --methods dirichlet-multinomial laplace-sanitizer privsyn
