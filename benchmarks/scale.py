@@ -245,10 +245,14 @@ def case_stages(method: str, path: str, out: str, engine: str) -> None:
         return record(self, columns, form)
 
     Engine.contingency = contingency
-    engine_class = type(dipsy.engine.engine_for(path, Domain.from_sizes({"sex": 2}), engine=engine)) if engine != "duckdb" else None
     from dipsy.engine.duckdb_engine import DuckDBEngine
 
-    for cls in {DuckDBEngine, engine_class} - {None}:
+    classes = [DuckDBEngine]  # dpsyn's public data are read by DuckDB whatever the engine
+    if engine == "spark":
+        from dipsy.engine.spark_engine import SparkEngine
+
+        classes.append(SparkEngine)
+    for cls in classes:
         stages.wrap(cls, "_validate", "validation")
         for name in ("_cell_counts", "_values", "_raw_counts"):
             stages.wrap(cls, name, "counting")

@@ -76,7 +76,7 @@ def write_set(chunks: Iterable[pd.DataFrame], folder: Path, format: str, domain:
     """Write ``chunks`` into the new folder ``folder`` as part files; returns the number of records.
 
     ``spark``: Spark writes them (Parquet only), appending chunk by chunk, e.g. to a cluster's
-    file system; its bookkeeping files (``_SUCCESS``, ``.crc`` checksums) are left out.
+    file system.
     """
     check_partition_columns(partition_by, domain)
     if spark:
@@ -92,9 +92,6 @@ def write_set(chunks: Iterable[pd.DataFrame], folder: Path, format: str, domain:
                 yield chunk
 
         write_parquet(counted(), folder, partition_by)
-        for p in list(folder.rglob("*")):
-            if p.is_file() and (p.name == "_SUCCESS" or p.name.endswith(".crc")):
-                p.unlink()
         return rows[0]
     folder.mkdir()
     rows = 0

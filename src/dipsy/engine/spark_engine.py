@@ -469,7 +469,8 @@ class SparkEngine(Engine):
 def write_parquet(frames, folder: str | Path, partition_by=(), master: str | None = None) -> Path:
     """Write pandas DataFrames (chunks of records, all of the same columns and dtypes) with Spark as
     one Parquet dataset in ``folder``, which must not exist, partitioned by the columns
-    ``partition_by``; chunk by chunk (appended), so memory holds one chunk."""
+    ``partition_by``; chunk by chunk (appended), so memory holds one chunk. Only the part files
+    are kept."""
     from py4j.protocol import Py4JJavaError
     from pyspark.errors import PySparkException
 
@@ -487,6 +488,9 @@ def write_parquet(frames, folder: str | Path, partition_by=(), master: str | Non
         schema = schema or chunk.schema
     if schema is None:
         raise ValueError("no records to write")
+    for p in list(folder.rglob("*")):  # Spark's bookkeeping (_SUCCESS, .crc checksums): the dataset is its part files
+        if p.is_file() and (p.name == "_SUCCESS" or p.name.endswith(".crc")):
+            p.unlink()
     return folder
 
 
