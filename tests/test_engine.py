@@ -604,3 +604,55 @@ def test_parquet_integers_coded_in_integers_agree(tmp_path):
     assert_agree(a, b, [None, *subsets(domain.names, 2)])
     assert a.report == b.report
     b.close()
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_counting_distinct_raw_rows_first_agrees(tmp_path, suffix, monkeypatch):
+    """With no invalid row and columns of few values, an engine's first table is counted by
+    each distinct raw row once, coding only those: one value written several ways (' 1', '01',
+    '1.0') still lands in one cell; a binned column keeps the row-by-row path."""
+    rng = np.random.default_rng(8)
+    n = 3000
+    frame = pd.DataFrame({
+        "k": rng.choice([" 1", "01", "1", "2", "3.0", "+3"], n) if suffix == ".csv" else rng.integers(1, 4, n),
+        "c": rng.choice(["a", "b", "x y"], n),
+        "w": rng.uniform(0, 10, n),
+    })
+    path = tmp_path / f"d{suffix}"
+    frame.to_csv(path, index=False) if suffix == ".csv" else frame.to_parquet(path, index=False)
+    domain = Domain((Column("k", "integer", lower=1, upper=3), Column("c", "categorical", categories=("a", "b", "x y")),
+                     Column("w", "numeric", lower=0, upper=10, bins=(0.0, 2.5, 5.0, 10.0))))
+    read = pd.read_csv(path) if suffix == ".csv" else pd.read_parquet(path)
+    grouped = []
+    original = DuckDBEngine._grouped_cell_counts
+    monkeypatch.setattr(DuckDBEngine, "_grouped_cell_counts", lambda self, *a: grouped.append(a[0]) or original(self, *a))
+    for query in [("k",), ("c", "k"), ("k", "w"), ("w",), None]:
+        duck = DuckDBEngine(path, domain)  # a fresh engine: its first table
+        assert_agree(NumpyEngine(read, domain), duck, [query], forms=("sparse", "dense"))
+        duck.close()
+    assert grouped == [("k",), ("c", "k")]  # the first of each engine's two forms
+
+
+@pytest.mark.parametrize("bad", [None, "outside", "missing"])
+def test_parquet_validated_column_by_column_agrees(tmp_path, bad, monkeypatch):
+    """A Parquet file of columns with few values is validated a column at a time; a row invalid
+    anywhere sends it back to the pass over whole rows, whose report is the same as NumPy's."""
+    rng = np.random.default_rng(9)
+    frame = pd.DataFrame({"k": rng.integers(1, 4, 500).astype("int16"), "c": rng.choice(["a", "b"], 500)})
+    if bad == "outside":
+        frame.loc[[3, 7], "k"] = 9
+        frame.loc[7, "c"] = "z"  # invalid in both columns: counted once among invalid rows
+    elif bad == "missing":
+        frame["c"] = frame["c"].astype(object)
+        frame.loc[11, "c"] = None
+    path = tmp_path / "v.parquet"
+    frame.to_parquet(path, index=False)
+    domain = Domain((Column("k", "integer", lower=1, upper=3), Column("c", "categorical", categories=("a", "b"))))
+    calls = []
+    original = DuckDBEngine._column_by_column
+    monkeypatch.setattr(DuckDBEngine, "_column_by_column", lambda self, c: calls.append(original(self, c)) or calls[-1])
+    duck = DuckDBEngine(path, domain, "drop")
+    assert_agree(NumpyEngine(pd.read_parquet(path), domain, "drop"), duck, [None, ("k",)])
+    assert (calls[0] is None) == (bad is not None)
+    assert duck.report.invalid_rows == {None: 0, "outside": 2, "missing": 1}[bad]
+    duck.close()
