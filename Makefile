@@ -94,7 +94,7 @@ bench-peers: $(STAMP)
 
 # About an hour (and 8 minutes more, once, to generate the 10^8-row file): time and memory against n.
 bench-scale: $(STAMP)
-	$(BIN)/python benchmarks/scale.py --rows 100000 1000000 10000000 100000000 --repeats 1 --max-rows dpsyn 1000000
+	$(BIN)/python benchmarks/scale.py --rows 100000 1000000 10000000 100000000 --repeats 1
 	$(BIN)/python benchmarks/scale.py --rows 100000 1000000 10000000 --parts stages --engines spark --methods dirichlet-multinomial laplace-sanitizer privsyn
 
 clean:

@@ -31,7 +31,7 @@ for, on the same file. Results gather in ``stages.json`` across invocations (e.g
 ``stages.md`` and ``stages.png`` show them all.
 
 Usage: python benchmarks/scale.py [--rows 100000 1000000 10000000] [--parts counting stages]
-       [--methods ...] [--engines duckdb spark] [--max-rows dpsyn 1000000] [--repeats 3]
+       [--methods ...] [--engines duckdb spark] [--max-rows METHOD N] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -160,13 +160,14 @@ CASES = {"duckdb-group-by": case_duckdb, "dipsy-duckdb": case_dipsy}
 # --- a release, stage by stage ---------------------------------------------------------------------
 
 #: The releases timed stage by stage: method, columns (None: all 14), budget, options. privsyn
-#: draws 10⁵ records at every n (its rows option): GUM's time grows with the records it updates
-#: (153 s for 10⁶ on this machine), not with n; the others draw about n records.
+#: and dpsyn draw 10⁵ records at every n (their rows option): GUM's time grows with the records
+#: it updates (10⁶ on this machine: 153 s for privsyn, 603 s for dpsyn), not with n; the count
+#: methods draw about n records.
 METHODS = {
     "dirichlet-multinomial": dict(columns=["sex", "race", "income>50K"], epsilon=1.0),
     "laplace-sanitizer": dict(columns=["education-num", "marital-status", "race", "sex", "income>50K"], epsilon=1.0),
     "privsyn": dict(columns=None, epsilon=1.0, delta=1e-9, options={"rows": 100_000}),
-    "dpsyn": dict(columns=None, epsilon=1.0, delta=1e-9, options={"groups": "race,sex"}),
+    "dpsyn": dict(columns=None, epsilon=1.0, delta=1e-9, options={"groups": "race,sex", "rows": 100_000}),
 }
 STAGES = ("validation", "counting", "measurement", "synthesis", "writing", "reading back", "other")
 PUBLIC_ROWS = 100_000  # dpsyn's public file: drawn from the same generator with another seed (public by construction)
@@ -375,7 +376,7 @@ def main() -> None:
     parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
     parser.add_argument("--engines", nargs="+", choices=["duckdb", "spark"], default=["duckdb"])
     parser.add_argument("--max-rows", nargs=2, action="append", metavar=("METHOD", "N"), default=[],
-                        help="largest n for a method's releases, e.g. dpsyn 10000000 (its records are held in memory)")
+                        help="largest n for a method's releases, e.g. dpsyn 10000000")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--child-stages", nargs=4, help=argparse.SUPPRESS)
     parser.add_argument("--child-floor", nargs=2, help=argparse.SUPPRESS)

@@ -393,6 +393,19 @@ def test_same_seed_same_release(acs, acs_run):
     assert not again.equals(acs_run(7, 0.1, 12).tables[0])
 
 
+def test_rows_scales_the_noisy_group_sizes(acs, acs_run):
+    """rows=R: the same noisy counts (the seed's noise), each real group its noisy share of R."""
+    private, public, domain = acs
+    full = acs_run(None, 0.1).tables[0].PUMA.value_counts()
+    small = synthesize(private, domain, public, 0.1, seed=3, rows=2000, **ACS_OPTIONS).tables[0].PUMA.value_counts()
+    truth = pd.read_csv(private, dtype=str, keep_default_na=False).PUMA.value_counts()
+    real = [str(p) for p in truth.index]
+    share = small[real] / full[real]
+    assert share.max() < 0.5  # far fewer records than the noisy counts (thousands per PUMA)
+    assert share.max() - share.min() < 0.03  # one factor for every group, up to rounding to 10
+    assert abs(small[real].sum() - 2000 * full[real].sum() / full[full > 50].sum()) <= 10 * len(real)
+
+
 @pytest.mark.parametrize("columns", [["PUMA", "SEX"], ["SEX"]])
 @pytest.mark.parametrize("epsilon, name", [(0.01, "public"), (40.0, "two-way")])  # θ = 1; n ≈ 5600 (Ñ >= 225 suffices)
 def test_one_column_besides_the_groups(acs, caplog, columns, epsilon, name):

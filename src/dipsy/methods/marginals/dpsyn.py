@@ -242,6 +242,7 @@ class Settings:
     multiple: int | None
     pool: int
     iterations: int
+    rows: int | None = None
 
 
 class DPSyn(Synthesizer):
@@ -261,6 +262,8 @@ class DPSyn(Synthesizer):
         Option("multiple", whole("multiple", 1, 100), "group sizes are rounded to this multiple (default 10 with public marginals only, else 100)"),
         Option("pool", whole("pool", 1, 10000), "candidate records each group is chosen from (default 10000)"),
         Option("iterations", whole("iterations", 0, 60), "GUM update rounds for the pool (default 60)"),
+        Option("rows", whole("rows", 1, 100000), "synthetic records in all, about (a public choice): each group gets its "
+               "noisy share, then least and multiple apply (default: each group its noisy count)"),
     )
 
     def relation_for(self, relation: Relation) -> Relation:
@@ -396,7 +399,7 @@ class DPSyn(Synthesizer):
 
         public_marginals, has_pairs, public_cells, public_counts = shared
         settings = Settings(self.settings.get("least", 300), self.settings.get("multiple"),
-                            max(self.settings.get("pool", 10000), 1), self.settings.get("iterations", 60))
+                            max(self.settings.get("pool", 10000), 1), self.settings.get("iterations", 60), self.settings.get("rows"))
         return DPSynModel(names, tuple(sizes), group_idx, rest, r, np.asarray(noisy_groups, dtype=np.int64).ravel(),
                           noisy, public_marginals, has_pairs, public_cells, public_counts, settings)
 
@@ -425,9 +428,16 @@ class DPSynModel(Model):
 
     def group_sizes(self) -> np.ndarray:
         """The records each group gets: its *noisy* count raised to ``least`` and rounded (§4.4),
-        in the C order of the group columns' cells (one value with no groups). Never a true count."""
+        in the C order of the group columns' cells (one value with no groups). Never a true count.
+
+        With the ``rows`` option the noisy counts are first scaled to add up to ``rows`` (their
+        negative parts taken as 0): a sample of the size asked for, each group its noisy share;
+        a function of the noisy counts and a public choice, so post-processing."""
         s = self.settings
-        return post_process_groups(self.noisy_groups, s.least, s.multiple or (10 if self.regime.name == "public" else 100))
+        noisy = self.noisy_groups.astype(float)
+        if s.rows is not None:
+            noisy = noisy * (s.rows / max(float(np.maximum(noisy, 0).sum()), 1.0))
+        return post_process_groups(noisy, s.least, s.multiple or (10 if self.regime.name == "public" else 100))
 
     def choices(self) -> dict:
         """The regime (a function of the noisy total and public inputs) and the group sizes (of
