@@ -25,8 +25,8 @@ same run (goal ≤ 1.2), and a check that counting 10⁷ rows or more peaks belo
 a fresh child: ``dipsy.synthesize(..., stream=True)`` written to disk, then read back chunk by
 chunk with :func:`dipsy.release_sets.read_set` (every record checked against the domain). Each
 stage's exclusive wall time and peak resident memory (:class:`Stages`): validation, counting (the
-engine's queries), measurement (the method's fit less its counting), synthesis, writing, reading
-back. Each method's counting is compared with DuckDB's ``GROUP BY`` of the very tables it asked
+engine's queries of the confidential file), measurement (the method's fit less its counting, with
+dpsyn's reading of its public file), synthesis, writing, reading back. Each method's counting is compared with DuckDB's ``GROUP BY`` of the very tables it asked
 for, on the same file. Results gather in ``stages.json`` across invocations (e.g. Spark runs apart);
 ``stages.md`` and ``stages.png`` show them all.
 
@@ -94,6 +94,36 @@ def generator():
                             minlength=shape[parent] * shape[child]).reshape(shape[parent], shape[child]) + 0.5
         conditionals[child] = (parent, np.cumsum(joint / joint.sum(1, keepdims=True), axis=1))
     return names, shape, root / root.sum(), edges, conditionals
+
+
+def true_marginals(model) -> dict[tuple[str, ...], np.ndarray]:
+    """The generator's exact one-way marginals and the joint of each tree edge (parent, child):
+    what a release of generated rows is measured against (its utility, free of sampling error)."""
+    names, shape, root, edges, conditionals = model
+    one = {0: root}
+    out = {(names[0],): root}
+    for child, _ in edges:  # parents come first
+        parent, cdf = conditionals[child]
+        conditional = np.diff(cdf, axis=1, prepend=0.0)
+        one[child] = one[parent] @ conditional
+        out[(names[child],)] = one[child]
+        out[(names[parent], names[child])] = one[parent][:, None] * conditional
+    return out
+
+
+def utility(chunks, model) -> dict[str, float]:
+    """Mean total variation distance between the release's one-way (and tree-edge two-way)
+    marginals and the generator's, over those whose columns the release has."""
+    truth = true_marginals(model)
+    counts: dict[tuple[str, ...], np.ndarray] = {}
+    for chunk in chunks:
+        for cols, p in truth.items():
+            if all(c in chunk.columns for c in cols):
+                cells = np.ravel_multi_index(tuple(chunk[c].to_numpy(np.int64) for c in cols), p.shape)
+                counts[cols] = counts.get(cols, 0) + np.bincount(cells, minlength=p.size)
+    tv = {k: [0.5 * float(np.abs(c / max(c.sum(), 1) - truth[cols].ravel()).sum()) for cols, c in counts.items() if len(cols) == k]
+          for k in (1, 2)}
+    return {f"tv_{k}way": float(np.mean(v)) if v else float("nan") for k, v in tv.items()}
 
 
 def draw(model, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -201,10 +231,13 @@ class Stages:
         self.stack.append(push) if push else self.stack.pop()
         self.mark = time.perf_counter()
 
-    def wrap(self, owner, name: str, stage: str, generator: bool = False) -> None:
+    def wrap(self, owner, name: str, stage: str, generator: bool = False, when=None) -> None:
+        """Time calls of ``owner.name`` as ``stage``; with ``when``, only calls on an object it accepts."""
         inner = getattr(owner, name)
 
         def timed(*args, **kwargs):
+            if when is not None and not when(args[0]):
+                return inner(*args, **kwargs)
             self.switch(stage)
             try:
                 out = inner(*args, **kwargs)
@@ -241,8 +274,14 @@ def case_stages(method: str, path: str, out: str, engine: str) -> None:
     stages, queries = Stages(), []
     record = Engine.contingency
 
+    # Only the confidential file's queries are counting: dpsyn's public file is read in its fit
+    # (measurement), and the GROUP BY floor is run on the confidential file.
+    def confidential(engine) -> bool:
+        return Path(engine.path) == Path(path)
+
     def contingency(self, columns=None, form="auto"):
-        queries.append(list(columns or self.domain.names))
+        if confidential(self):
+            queries.append(list(columns or self.domain.names))
         return record(self, columns, form)
 
     Engine.contingency = contingency
@@ -254,9 +293,9 @@ def case_stages(method: str, path: str, out: str, engine: str) -> None:
 
         classes.append(SparkEngine)
     for cls in classes:
-        stages.wrap(cls, "_validate", "validation")
+        stages.wrap(cls, "_validate", "validation", when=confidential)
         for name in ("_cell_counts", "_values", "_raw_counts"):
-            stages.wrap(cls, name, "counting")
+            stages.wrap(cls, name, "counting", when=confidential)
     stages.wrap(get(method), "fit", "measurement")
     stages.wrap(Model, "draw_chunks", "synthesis", generator=True)
     stages.wrap(dipsy.api, "decode", "synthesis")
@@ -274,6 +313,7 @@ def case_stages(method: str, path: str, out: str, engine: str) -> None:
     stages.switch(None)
     stages.switch(None)  # close "other"
     got = {"time": stages.time, "peak": stages.peak, "rows": rows, "queries": queries}
+    got |= utility(read_set(Path(out) / "synthetic_1", release.domain), generator())  # a second reading, untimed
     if engine == "spark":  # Spark's JVM is a child process: its peak once it has stopped and been waited for
         import resource
 
@@ -337,13 +377,14 @@ def stages_report(results: list[dict]) -> None:
     import matplotlib.pyplot as plt
 
     results = sorted(results, key=lambda r: (list(METHODS).index(r["method"]), r["engine"], r["rows_in"]))
-    lines = ["| n | method | engine | " + " | ".join(STAGES) + " | peak MB | counting / GROUP BY |",
-             "|---:|---|---|" + "---:|" * (len(STAGES) + 2)]
+    lines = ["| n | method | engine | " + " | ".join(STAGES) + " | peak MB | counting / GROUP BY | TV one-way / tree pairs |",
+             "|---:|---|---|" + "---:|" * (len(STAGES) + 3)]
     for r in results:
         cells = [f"{r['time'].get(s, 0):.1f} s, {r['peak'].get(s, 0):.0f} MB" if s in r["time"] else "—" for s in STAGES]
         ratio = r["time"].get("counting", 0) / r["floor_s"] if r["floor_s"] else float("nan")
         jvm = f" (+ JVM {r['jvm_peak_mb']:.0f})" if "jvm_peak_mb" in r else ""
-        lines.append(f"| {r['rows_in']:,} | {r['method']} | {r['engine']} | " + " | ".join(cells) + f" | {r['peak_mb']:.0f}{jvm} | {ratio:.2f} |")
+        tv = " / ".join(f"{r[k]:.4f}" if r.get(k) == r.get(k) and k in r else "—" for k in ("tv_1way", "tv_2way"))
+        lines.append(f"| {r['rows_in']:,} | {r['method']} | {r['engine']} | " + " | ".join(cells) + f" | {r['peak_mb']:.0f}{jvm} | {ratio:.2f} | {tv} |")
     (OUT / "stages.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     methods = list(dict.fromkeys(r["method"] for r in results))
