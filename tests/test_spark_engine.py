@@ -237,20 +237,6 @@ def test_adult_values_and_value_counts(adult):
     assert_same_value_counts(adult, ["age", "workclass"])
 
 
-def test_one_and_two_way_tables_in_one_job_agree(opened, tmp_path):
-    """From the second table on, every one- and two-way table comes from one Spark job: each,
-    in either column order, is NumPy's (invalid rows dropped alike); other tables keep their job."""
-    domain, frame = adult_frame(800, seed=3)
-    path = tmp_path / "adult.parquet"
-    frame.to_parquet(path, index=False)
-    numpy_engine, spark_engine = NumpyEngine(read(path), domain, "drop"), opened(path, domain, "drop")
-    names = domain.names
-    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]]
-    queries = [("race", "age", "sex"), *[(n,) for n in names], *pairs, *[(b, a) for a, b in pairs], None]
-    assert_agree([numpy_engine, spark_engine], queries)
-    assert len(spark_engine._state["small"]) == len(names) + len(pairs)
-
-
 def test_adult_examples_in_file_order_across_splits(opened, small_splits):
     """Rows outside the domain in every split: the examples are the first ones of the file."""
     base = Domain.load(ADULT_DOMAIN)

@@ -6,9 +6,7 @@ as Arrow batches (``DataFrame.mapInArrow``), make of each batch the pandas colum
 functions the NumPy engine calls (``encode_column``, ``numbers``, ``NumpyEngine._raw_counts``).
 Spark sums the counts (``groupBy(...).count()``); only counts come back to the driver, and at most
 five offending values per column for a validation error. One pass validates every row and caches
-the codes of the valid rows, so each marginal after it is a plain Spark aggregate. A method that
-asks for many tables gets them in one job: from an engine's second table on, every one- and two-way
-table of the domain is counted in a single pass (:meth:`SparkEngine._small_tables`).
+the codes of the valid rows, so each marginal after it is a plain Spark aggregate.
 
 Why it agrees bit for bit with the NumPy and DuckDB engines: every record goes through the same
 code. The one column-wide property, the dtype pandas infers for a CSV column, is decided by a first
@@ -93,10 +91,6 @@ _WORKER_ERROR = "dipsy data error"
 _NA = pa.array(PANDAS_NA)
 _BOOLEANS = pa.array(PANDAS_TRUE + PANDAS_FALSE)
 _BLANK = re.compile(r"[ \t]*")
-#: The one-pass count of every one- and two-way table (SparkEngine._small_tables) is made when the
-#: domain has at most this many such tables, each of at most SMALL_CELLS cells.
-SMALL_TABLES = 500
-SMALL_CELLS = 10**6
 
 
 # -- the session -----------------------------------------------------------------------------------
@@ -220,7 +214,6 @@ class SparkEngine(Engine):
         self._kinds: dict[str, str] | None = None  # CSV: how pandas types each domain column
         self._multiline: bool | None = None
         self._files: dict[str, int] = {}
-        self._tables_asked = 0
         self._state: dict = {}  # the cached codes and the rewritten CSV, released by close()
         self._finalizer = weakref.finalize(self, _release, self._state)
         if self.format == "csv":
@@ -445,49 +438,10 @@ class SparkEngine(Engine):
 
         codes = self._codes()  # first: it starts the session, which F.col needs
         index = {c.name: j for j, c in enumerate(self.domain.columns)}
-        self._tables_asked += 1
-        if self._tables_asked > 1 and len(names) <= 2 and len(set(names)) == len(names):
-            small = self._small_tables()
-            key = tuple(sorted(index[n] for n in names))
-            if key in small:
-                return _reordered(*small[key], key, tuple(index[n] for n in names), self.domain.columns)
         strides = [math.prod(shape[i + 1:]) for i in range(len(shape))]
         cell = functools.reduce(lambda a, b: a + b, [F.col(f"k{index[n]}") * F.lit(s) for n, s in zip(names, strides)])
         out = self._run(codes.select(cell.alias("cell")).groupBy("cell").count().toArrow)
         return out["cell"].to_numpy().astype(np.int64), out["count"].to_numpy().astype(np.int64)
-
-    def _small_tables(self) -> dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]]:
-        """Every one- and two-way table of the domain (columns by position, in domain order), in
-        one Spark job: a table a job costs 0.5–3 s in local mode, most of it the job's own
-        overhead (privsyn asks for 177). Each valid row gives one (table, cell) pair per table
-        (``explode``), and one ``groupBy`` counts them all; Spark sums within each partition
-        before it shuffles. Not made when the domain has more than :data:`SMALL_TABLES` of them;
-        a table of more than :data:`SMALL_CELLS` cells is left to its own job."""
-        from pyspark.sql import functions as F
-
-        if "small" not in self._state:
-            columns = self.domain.columns
-            coded = [j for j, c in enumerate(columns) if c.encodable and c.size]
-            tables = [(j,) for j in coded] + [(a, b) for i, a in enumerate(coded) for b in coded[i + 1:]
-                                               if columns[a].size * columns[b].size <= SMALL_CELLS]
-            found: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
-            if tables and len(tables) <= SMALL_TABLES:
-                def cell(table):
-                    if len(table) == 1:
-                        return F.col(f"k{table[0]}").cast("long")
-                    a, b = table
-                    return F.col(f"k{a}").cast("long") * F.lit(columns[b].size) + F.col(f"k{b}").cast("long")
-
-                entries = F.array(*[F.struct(F.lit(t).alias("t"), cell(table).alias("c")) for t, table in enumerate(tables)])
-                pairs = self._codes().select(F.explode(entries).alias("e")).select("e.t", "e.c")
-                out = self._run(pairs.groupBy("t", "c").count().toArrow)
-                t, c, n = (out[x].to_numpy().astype(np.int64) for x in ("t", "c", "count"))
-                order = np.lexsort((c, t))
-                t, c, n = t[order], c[order], n[order]
-                bounds = np.searchsorted(t, np.arange(len(tables) + 1))
-                found = {table: (c[bounds[i]:bounds[i + 1]], n[bounds[i]:bounds[i + 1]]) for i, table in enumerate(tables)}
-            self._state["small"] = found
-        return self._state["small"]
 
     def _values(self, names: tuple[str, ...]) -> dict[str, np.ndarray]:
         index = {c.name: j for j, c in enumerate(self.domain.columns)}
@@ -733,25 +687,7 @@ def _merged_examples(units, col, code, counts, found) -> tuple[str, ...]:
 # -- helpers ----------------------------------------------------------------------------------------
 
 
-def _reordered(cells: np.ndarray, counts: np.ndarray, stored: tuple[int, ...], asked: tuple[int, ...],
-               columns) -> tuple[np.ndarray, np.ndarray]:
-    """A table counted over columns ``stored`` (positions, ascending) as cells over ``asked``.
-
-    >>> from dipsy.domain import Domain
-    >>> cols = Domain.from_sizes({"a": 2, "b": 3}).columns
-    >>> [x.tolist() for x in _reordered(np.array([1, 5]), np.array([7, 9]), (0, 1), (1, 0), cols)]
-    [[2, 5], [7, 9]]
-    """
-    if asked == stored:
-        return cells, counts
-    a, b = stored
-    swapped = (cells % columns[b].size) * columns[a].size + cells // columns[b].size
-    order = np.argsort(swapped, kind="stable")
-    return swapped[order], counts[order]
-
-
 def _release(state: dict) -> None:
-    state.pop("small", None)  # counts of confidential rows
     codes = state.pop("checked", None)
     if codes is not None:
         with contextlib.suppress(Exception):
