@@ -656,3 +656,27 @@ def test_parquet_validated_column_by_column_agrees(tmp_path, bad, monkeypatch):
     assert (calls[0] is None) == (bad is not None)
     assert duck.report.invalid_rows == {None: 0, "outside": 2, "missing": 1}[bad]
     duck.close()
+
+
+def test_codes_that_would_spill_are_not_materialized(tmp_path, monkeypatch):
+    """Once its codes table would not fit in half of DuckDB's memory, an engine counts every
+    table of columns with few values from the file (distinct raw rows), with the same counts."""
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame({"k": rng.integers(1, 4, 2000).astype("int16"), "c": rng.choice(["a", "b", "x"], 2000),
+                          "w": rng.uniform(0, 10, 2000)})
+    path = tmp_path / "f.parquet"
+    frame.to_parquet(path, index=False)
+    domain = Domain((Column("k", "integer", lower=1, upper=3), Column("c", "categorical", categories=("a", "b", "x")),
+                     Column("w", "numeric", lower=0, upper=10, bins=(0.0, 5.0, 10.0))))
+    duck = DuckDBEngine(path, domain)
+    assert duck._codes_fit()  # 2,000 rows of 3 one-byte codes
+    duck._report = dataclasses.replace(duck.report, rows=10**9, invalid_rows=0)  # as if 10⁹ rows
+    assert not duck._codes_fit()
+    duck._report = None
+    grouped = []
+    original = DuckDBEngine._grouped_cell_counts
+    monkeypatch.setattr(DuckDBEngine, "_grouped_cell_counts", lambda self, *a: grouped.append(a[0]) or original(self, *a))
+    monkeypatch.setattr(DuckDBEngine, "_codes_fit", lambda self: False)
+    assert_agree(NumpyEngine(pd.read_parquet(path), domain), duck, [("k",), ("c", "k"), ("k", "w"), ("c",)])
+    assert grouped == [("k",), ("c", "k"), ("c",)]  # the binned column's table is read from the codes table
+    duck.close()

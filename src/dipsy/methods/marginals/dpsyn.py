@@ -73,6 +73,12 @@ every group gets at least ``least`` records. When the noisy marginals of regime 
 (their consistent total is ≤ 0, as on an empty file at a very large ε), the public marginals and
 the public records stand in for them, as in regime 1.
 
+**A smaller sample** (``rows``, not in the challenge code). GUM's time grows with the records it
+makes (10⁶ records of Adult's 14 columns: about 10 minutes on two cores), so a census-size file
+can be released as a sample: the noisy group counts are scaled to add up to ``rows`` before
+``least`` and ``multiple`` apply, each group keeping its noisy share. Scaling is post-processing
+of the noisy counts by a public number, so the guarantee is unchanged.
+
 The thresholds were made for the challenge (θ = 7, about 10⁶ rows). The noisy total's scale θ/ε₀ =
 1400 does not shrink with the data, so on small files the regime itself is noisy (at n ≈ 5,600,
 θ = 1, ε = 1 the run leaves the one-way regime about 6 % of the time), and as in the challenge
