@@ -388,23 +388,32 @@ def stages_report(results: list[dict]) -> None:
     (OUT / "stages.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     methods = list(dict.fromkeys(r["method"] for r in results))
-    fig, axes = plt.subplots(2, len(methods), figsize=(4.2 * len(methods), 7), squeeze=False)
+    engines = list(dict.fromkeys(r["engine"] for r in results))
+    # one colour per stage, one line style per engine, so that a stage reads alike in every panel
+    colours = dict(zip(STAGES[:-1], plt.get_cmap("tab10").colors))
+    styles = dict(zip(["duckdb", "spark"], ["-", "--"]))
+    fig, axes = plt.subplots(2, len(methods), figsize=(4.2 * len(methods), 7.6), squeeze=False)
     for j, method in enumerate(methods):
-        for engine in dict.fromkeys(r["engine"] for r in results):
+        for engine in engines:
             mine = sorted((r for r in results if r["method"] == method and r["engine"] == engine), key=lambda r: r["rows_in"])
             if not mine:
                 continue
             ns = [r["rows_in"] for r in mine]
-            style = "-" if engine == "duckdb" else "--"
             for stage in STAGES[:-1]:
                 if any(stage in r["time"] for r in mine):
-                    axes[0, j].plot(ns, [max(r["time"].get(stage, 0), 1e-3) for r in mine], style, marker="o", label=f"{stage} ({engine})")
-                    axes[1, j].plot(ns, [r["peak"].get(stage, 0) for r in mine], style, marker="o", label=f"{stage} ({engine})")
-            axes[0, j].plot(ns, [r["floor_s"] for r in mine], ":", color="k", label=f"DuckDB GROUP BY, same tables ({engine} run)")
+                    line = dict(linestyle=styles.get(engine, ":"), color=colours[stage], marker="o", markersize=3)
+                    axes[0, j].plot(ns, [max(r["time"].get(stage, 0), 1e-3) for r in mine], **line)
+                    axes[1, j].plot(ns, [r["peak"].get(stage, 0) for r in mine], **line)
+            axes[0, j].plot(ns, [r["floor_s"] for r in mine], styles.get(engine, ":"), color="k", linewidth=0.8)
         axes[0, j].set(title=method, xscale="log", yscale="log", ylabel="seconds (exclusive)")
-        axes[1, j].set(xscale="log", xlabel="rows n", ylabel="peak resident MB in the stage")
-    axes[0, -1].legend(fontsize=6)
-    fig.tight_layout()
+        axes[1, j].set(xscale="log", xlabel="rows n", ylabel="peak MB in the stage (Spark: without its JVM)")
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=c, marker="o", label=stage) for stage, c in colours.items()]
+    handles.append(Line2D([], [], color="k", linewidth=0.8, label="DuckDB GROUP BY of the same tables"))
+    handles += [Line2D([], [], color="grey", linestyle=styles.get(e, ":"), label=f"{e} engine") for e in engines]
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
     fig.savefig(OUT / "stages.png", dpi=120)
 
 
