@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,15 +13,13 @@ CE_DOMAIN = ROOT / "examples" / "ce" / "domain.yaml"
 
 def skip_without_spark(what: str) -> None:
     """Skip the calling test module, saying why, unless pyspark and a Java runtime are installed."""
-    pytest.importorskip("pyspark", reason=f"{what} need pyspark (pip install 'dipsy[spark]')")
-    home = os.environ.get("JAVA_HOME")
-    java = str(Path(home, "bin", "java")) if home else shutil.which("java")
+    from dipsy.engine.spark_engine import require_spark
+    from dipsy.errors import DataError
+
     try:
-        ok = bool(java) and subprocess.run([java, "-version"], capture_output=True, timeout=60).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        ok = False
-    if not ok:
-        pytest.skip(f"{what} need a Java 17+ runtime (apt install openjdk-17-jre-headless)", allow_module_level=True)
+        require_spark()
+    except DataError as e:
+        pytest.skip(f"{what}: {e}", allow_module_level=True)
 
 
 @pytest.fixture(autouse=True)

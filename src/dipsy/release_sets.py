@@ -4,9 +4,10 @@ A set drawn in chunks (:class:`ChunkedSet`) is written as a folder ``synthetic_k
 ``part-00000.parquet``, ``part-00001.parquet`` … one per chunk, in the order drawn; with
 ``partition_by`` (categorical columns) each chunk's records go to the Hive-style subfolder of
 their value, ``synthetic_k/PUMA=1101/part-00000.parquet``, the column kept in the path only (as
-Spark and Arrow write it). With the Spark engine, Spark writes the same layout (its part files
-are named ``part-00000-<job>-c000.snappy.parquet``, or ``.c000`` in partition folders, and chunks appended in turn). Memory is bounded by one chunk (:data:`~dipsy.methods.base.CHUNK_ROWS`
-records) whatever the size of the set.
+Spark and Arrow write it). With the Spark engine, Spark writes the same layout, chunk after chunk
+(its part files are named ``part-00000-<job>-c000.snappy.parquet``, or ``.c000`` in partition
+folders). Memory is bounded by one chunk (:data:`~dipsy.methods.base.CHUNK_ROWS` records)
+whatever the size of the set.
 
 :func:`read_set` reads such a folder (or a one-file set) back chunk by chunk, checking every chunk
 against the release's domain as it is read: a record the domain does not allow stops the read.
