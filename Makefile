@@ -45,7 +45,8 @@ demo: $(STAMP)
 		--method rdt --epsilon 4 --option structure=examples/adult/pub.csv --option structure_weight=10 \
 		--out $(DEMO)/adult-rdt --overwrite --ledger $(DEMO)/ledger.sqlite --dataset-id adult-demo
 	$(BIN)/dipsy evaluate examples/adult/priv.csv $(DEMO)/adult-rdt --report $(DEMO)/adult-rdt-report.html
-	$(BIN)/dipsy synth examples/ce/CEdata.csv --domain examples/ce/domain.yaml --columns Expenditure,Income,UrbanRural \
+	# Partial synthesis: Income and UrbanRural are released as they are, so its domain declares them public
+	$(BIN)/dipsy synth examples/ce/CEdata.csv --domain examples/ce/partial.yaml \
 		--method pseudo-posterior --sets 5 --option 'response=log(Expenditure)' --option 'predictors=log(Income),UrbanRural' \
 		--option range=0.6,1.2 --option standard=averaged \
 		--out $(DEMO)/ce-ppm --overwrite --ledger $(DEMO)/ledger.sqlite --dataset-id ce-demo

@@ -36,6 +36,7 @@ import dipsy.api
 from dipsy.domain import Domain
 from dipsy.errors import BudgetError
 from dipsy.methods import REGISTRY, Model, Plan, Synthesizer
+from dipsy.privacy.budget import LocalDP
 from dipsy.privacy import ApproxDP, Ledger, PureDP, Spend
 from dipsy.privacy.measurement import DiscreteLaplace, Measurement, Total
 from dipsy.privacy.relation import ADD_REMOVE
@@ -283,7 +284,7 @@ def test_a_local_release_given_a_cap_is_refused_before_any_read(method, recorder
     data, domain, kwargs = invocation(method, tmp_path, "numpy")
     ledger = tmp_path / "spy-ledger.sqlite"
     recorder.events.clear()
-    with pytest.raises(BudgetError, match="never counts against a budget cap"):
+    with pytest.raises(BudgetError, match="the cap ε = 1 is a DP one"):
         dipsy.synthesize(data, domain, method=method, ledger=ledger, dataset_id="ds", budget_cap="1", accept_noise=True, **kwargs)
     assert recorder.events == [*VALIDATION], recorder.events
     assert not ledger.exists()
@@ -292,20 +293,27 @@ def test_a_local_release_given_a_cap_is_refused_before_any_read(method, recorder
 @pytest.mark.parametrize("method", LOCAL_METHODS)
 def test_a_local_release_is_recorded_after_its_reads_and_never_counted(method, recorder, tmp_path):
     """Its ε_x is measured from the data, so it is recorded after the read — as ``local``, outside
-    the DP total, which a nearly spent cap shows unchanged."""
+    the DP total, which a nearly spent cap shows unchanged — against the data set's local cap (a
+    data set with a DP cap refuses it, before any read, without one)."""
     data, domain, kwargs = invocation(method, tmp_path, "numpy")
     ledger = tmp_path / "spy-ledger.sqlite"
     earlier_release_leaving_little(ledger)
     recorder.events.clear()
-    release = dipsy.synthesize(data, domain, method=method, ledger=ledger, dataset_id="ds", accept_noise=True, **kwargs)
+    with pytest.raises(BudgetError, match="no cap for local releases"):
+        dipsy.synthesize(data, domain, method=method, ledger=ledger, dataset_id="ds", accept_noise=True, **kwargs)
+    assert recorder.events == [*VALIDATION], recorder.events
+    recorder.events.clear()
+    release = dipsy.synthesize(data, domain, method=method, ledger=ledger, dataset_id="ds", accept_noise=True,
+                               budget_cap="local=1000", **kwargs)
     events = recorder.events
     assert events[:2] == [*VALIDATION] and events[-2:] == ["ledger: asked", "ledger: charged"], events
     assert any(e in QUERIES for e in events[2:-2]), events
     assert release.statement.guarantee == "local" and release.statement.total.epsilon > 0
     rows = [r for r in Ledger(ledger).spends("ds") if r["release_id"] != "earlier"]
     assert rows and {r["guarantee"] for r in rows} == {"local"} and {r["definition"] for r in rows} == {"local"}
-    total = Ledger(ledger).totals()[0]
+    total, local = Ledger(ledger).totals()
     assert total.spent == ApproxDP(0.999, 0.0) and total.local == 1
+    assert local.spent == release.statement.total and local.cap == LocalDP(1000.0)
 
 
 def test_some_methods_are_private_under_add_remove():

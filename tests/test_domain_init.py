@@ -193,5 +193,6 @@ def test_check_says_what_roles_and_clipping_do(capsys, tmp_path):
     code, text, err = run(capsys, "domain", "check", tmp_path / "d.csv", "--domain", tmp_path / "d.yaml")
     assert code == 0, err
     assert "all 2 rows match" in text  # 900000 is clipped, not invalid
-    assert re.search(r"declares Region public: only rdt reads roles .* every other method protects every released column", text)
+    assert re.search(r"declares Region public: pseudo-posterior and rdt may release a column declared public as it is "
+                     r"\(and refuse to repeat any other\); no other method releases a column as it is", text)
     assert "Wage: values outside [0, 500000] set to the nearest bound (top/bottom-coding declared in the domain)" in text

@@ -22,7 +22,8 @@ import pytest
 from dipsy.errors import BudgetError, DipsyError
 from dipsy.privacy import ApproxDP, Ledger, PureDP, Spend, ZCDP
 from dipsy.privacy.composition import TABLE_CAPS, conversion_table, format_conversion_table, total_under
-from dipsy.privacy.relation import ADD_REMOVE, SUBSTITUTE, individual
+from dipsy.privacy.budget import LocalDP
+from dipsy.privacy.relation import ADD_REMOVE, SUBSTITUTE, Relation, individual, substitute_values
 
 S, A1, A3 = SUBSTITUTE, ADD_REMOVE, individual(3)
 NO_K, NOT_EXPRESSIBLE = "†", "‡"  # refused: no group factor; cannot be expressed in the cap's definition
@@ -169,23 +170,94 @@ def test_individual_level_spends_are_not_added_to_record_level_ones_as_one_unit(
     assert led.spent("e", relation=individual(3)) == PureDP(1.0)
 
 
+def test_substitute_values_relations_are_told_apart_by_their_public_columns(tmp_path):
+    """Two rdt releases, one repeating race and one sex, were once added as "ε = 1 under
+    substitute-values" (finding 1): together they show every record's education, race and sex. A
+    relation's public columns are part of its value: a spend converts to a substitute-values cap
+    only when the cap's public columns include its own (k = 1), and is refused otherwise, naming
+    the release it conflicts with."""
+    race, sex = substitute_values(["education", "race"]), substitute_values(["education", "sex"])
+    led = Ledger(tmp_path / "l.sqlite")
+    led.reserve("adult", "rdt-race", "rdt", one(0.5), race, cap=PureDP(1.0))
+    with pytest.raises(BudgetError, match=r"shows sex exactly for every record.*conflicts with release rdt-race \(rdt"):
+        led.reserve("adult", "rdt-sex", "rdt", one(0.5), sex)
+    assert [r["release_id"] for r in led.spends("adult")] == ["rdt-race"]
+    assert led.cap_relation("adult") == race and led.spends("adult")[0]["relation_value"]  # stored whole
+    led.reserve("adult", "lap", "laplace-sanitizer", one(0.25), SUBSTITUTE)  # substitute → any substitute-values: k = 1
+    with pytest.raises(BudgetError, match="would take it to ε = 1.25"):
+        led.reserve("adult", "rdt-edu", "rdt", one(0.5), substitute_values(["education"]))  # {education} ⊆ cap's: k = 1
+    # without a cap, each relation is its own line: never one unit
+    led.reserve("u", "a", "rdt", one(0.5), race)
+    led.reserve("u", "b", "rdt", one(0.5), sex)
+    assert [(t.spent, t.relation) for t in led.totals() if t.dataset_id == "u"] == [(PureDP(0.5), race), (PureDP(0.5), sex)]
+    both = substitute_values(["education", "race", "sex"])  # a cap under the union covers both, honestly
+    assert total_under(PureDP(2.0), both, [(PureDP(0.5), race), (PureDP(0.5), sex)]) == PureDP(1.0)
+
+
 # -- guarantees ------------------------------------------------------------------------------------
 
-def test_test_and_local_releases_are_shown_never_counted_nor_checked(tmp_path):
+def test_test_releases_are_shown_never_counted_nor_checked(tmp_path):
     led = Ledger(tmp_path / "l.sqlite")
     led.reserve("d", "r1", "m", one(1.0), SUBSTITUTE, cap=PureDP(1.0))
     for i in range(2):  # far over the cap, and not refused: a seeded release is no DP spend
         led.reserve("d", f"t{i}", "m", one(50.0), SUBSTITUTE, guarantee="test")
-    led.reserve("d", "loc", "pseudo-posterior", one(3.0), SUBSTITUTE, guarantee="local")
     [total] = led.totals()
-    assert (total.spent, total.releases, total.tests, total.local) == (PureDP(1.0), 1, 2, 1)
-    text = total.describe()
-    assert "2 test releases (seeded: not private — never publish them)" in text
-    assert "1 local-guarantee release (not worst-case DP: not in this total)" in text
+    assert (total.spent, total.releases, total.tests) == (PureDP(1.0), 1, 2)
+    assert "2 test releases (seeded: not private — never publish them)" in total.describe()
     assert led.spent("d") == PureDP(1.0)
-    assert {s["guarantee"] for s in led.spends("d")} == {"dp", "test", "local"}
+    assert {s["guarantee"] for s in led.spends("d")} == {"dp", "test"}
     with pytest.raises(ValueError, match="guarantee"):
         led.reserve("d", "x", "m", one(1.0), SUBSTITUTE, guarantee="private-ish")
+    with pytest.raises(ValueError, match="local guarantees"):  # a local release spends local guarantees only
+        led.reserve("d", "x", "m", one(1.0), SUBSTITUTE, guarantee="local")
+
+
+LOCAL = Relation("response-removed", public=("x",), response="y")
+
+
+def local(e: float) -> list[Spend]:
+    return [Spend("draws", LocalDP(e))]
+
+
+def test_a_dp_cap_refuses_local_releases_unless_the_data_set_has_a_local_cap(tmp_path):
+    """A spent DP cap once let a local release through (finding 6): now a data set with a DP cap
+    refuses local-guarantee releases until it also has a cap for them, which they count against,
+    under one local relation, shown beside the DP total."""
+    led = Ledger(tmp_path / "l.sqlite")
+    led.reserve("d", "r1", "m", one(1.0), ADD_REMOVE, cap=PureDP(1.0))
+    with pytest.raises(BudgetError, match="no cap for local releases.*--budget-cap local="):
+        led.reserve("d", "p1", "pseudo-posterior", local(6.34), LOCAL, guarantee="local")
+    with pytest.raises(BudgetError, match="no cap for local releases"):  # asked before the run, the same answer
+        led.check("d", "p1", local(0.0), LOCAL, guarantee="local")
+    with pytest.raises(BudgetError, match="another kind"):  # a DP cap cannot be a local one
+        led.reserve("d", "p1", "pseudo-posterior", local(6.34), LOCAL, guarantee="local", cap=PureDP(9.0))
+    assert [s["release_id"] for s in led.spends("d")] == ["r1"]
+    r = led.reserve("d", "p1", "pseudo-posterior", local(6.34), LOCAL, guarantee="local", cap=LocalDP(10.0))
+    assert (r.total, r.cap, r.cap_relation) == (LocalDP(6.34), LocalDP(10.0), LOCAL)
+    assert led.cap("d", local=True) == LocalDP(10.0) and led.cap("d") == PureDP(1.0)
+    assert led.check("d", "p2", local(0.0), LOCAL, guarantee="local").total == LocalDP(6.34)
+    with pytest.raises(BudgetError, match="would take it to local ε_x = 12.68"):
+        led.reserve("d", "p2", "pseudo-posterior", local(6.34), LOCAL, guarantee="local")
+    other = Relation("response-in-range", public=("x",), response="y", within=(0.6, 1.2))
+    with pytest.raises(BudgetError, match="conflicts with release p1"):  # another neighbour notion: never added
+        led.reserve("d", "p3", "pseudo-posterior", local(0.1), other, guarantee="local")
+    dp_line, local_line = led.totals()
+    assert (dp_line.spent, dp_line.local) == (PureDP(1.0), 1)
+    assert (local_line.spent, local_line.cap, local_line.relation) == (LocalDP(6.34), LocalDP(10.0), LOCAL)
+    assert "not worst-case DP" in local_line.describe()
+
+
+def test_an_uncapped_data_set_shows_one_composed_total_per_relation(tmp_path):
+    """One dpsyn release at (3, 1e-9) once showed as a pure ε = 0.00214 line and an (ε, δ) line
+    (finding 10): its spends now compose into one total under its relation."""
+    led = Ledger(tmp_path / "l.sqlite")
+    led.reserve("d", "r1", "dpsyn", [Spend("total", PureDP(0.00214)), Spend("rest", ApproxDP(2.99786, 1e-9))], ADD_REMOVE)
+    [line] = led.totals()
+    assert line.spent == ApproxDP(3.0, 1e-9) and line.releases == 1
+    led.reserve("d", "r2", "privsyn", [Spend("all", ZCDP(0.01))], ADD_REMOVE, stated_delta=1e-9)
+    [line] = led.totals()  # the zCDP spend, stated at δ = 1e-9, converts there and composes
+    assert isinstance(line.spent, ApproxDP) and line.spent.delta == pytest.approx(2e-9)
+    assert line.spent.epsilon == pytest.approx(3.0 + total_under(ApproxDP(9, 1e-9), ADD_REMOVE, [(ZCDP(0.01), ADD_REMOVE)]).epsilon)
 
 
 def test_a_data_set_with_test_releases_only_is_shown(tmp_path):

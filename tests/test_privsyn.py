@@ -117,9 +117,10 @@ def test_rows_option_fixes_the_number_of_rows(adult):
 
 def test_statement_and_release_json(adult, release, tmp_path):
     statement = release.statement
-    # the statement is what ran: the sum of the measurements' costs, each σ² rounded up (never more than ρ)
+    # the statement is the plan's declared total (a privacy filter's guarantee, whatever marginals were
+    # chosen): at least what ran (each σ² rounded up), never more than ρ
     assert statement.definition == "zCDP" and statement.sets == 1
-    assert statement.total.rho == pytest.approx(sum(s.budget.rho for s in release.spends), rel=1e-12)
+    assert sum(s.budget.rho for s in release.spends) <= statement.total.rho * (1 + 1e-12)
     assert 0.999 * RHO_1 < statement.total.rho <= RHO_1
     assert statement.relation == individual(1) and statement.neighbouring.startswith("add/remove one record")
     assert "(0.3ρ)" in statement.mechanism and "(0.6ρ)" in statement.mechanism  # the default shares, as spent
@@ -438,8 +439,8 @@ def test_rho_budget_with_and_without_delta(small):
     data, domain = small
     plain = dipsy.synthesize(data, domain, method="privsyn", rho=0.5, seed=1, options={"iterations": 5})
     privacy = plain.statement.claim()  # seeded: what the same run states unseeded
-    rho = sum(s.budget.rho for s in plain.spends)  # what ran: at most 0.5 (σ² rounded up)
-    assert privacy["rho_total"] == pytest.approx(rho, rel=1e-12) and 0.999 * 0.5 < rho <= 0.5
+    rho = privacy["rho_total"]  # declared: at least what ran (σ² rounded up), at most 0.5
+    assert sum(s.budget.rho for s in plain.spends) <= rho * (1 + 1e-12) and 0.999 * 0.5 < rho <= 0.5
     assert "epsilon_total" not in privacy and "delta_total" not in privacy
     stated = dipsy.synthesize(data, domain, method="privsyn", rho=0.5, delta=1e-6, seed=1, options={"iterations": 5})
     privacy = stated.statement.claim()
@@ -480,7 +481,7 @@ def test_cli_privsyn_release_and_budget_show(adult, tmp_path, capsys, private_le
     meta = json.loads((out / "release.json").read_text())
     privacy = meta["privacy"]["if_unseeded"]  # seeded (--seed 1): a test release stating the unseeded guarantee
     assert meta["method"] == "privsyn" and privacy["definition"] == "zCDP"
-    assert privacy["rho_total"] == pytest.approx(sum(s["rho"] for s in meta["spends"]), rel=1e-12)
+    assert sum(s["rho"] for s in meta["spends"]) <= privacy["rho_total"] * (1 + 1e-12)  # what ran, within the declared
     assert 0.999 * RHO_1 < privacy["rho_total"] <= RHO_1
     assert 0.999 < privacy["epsilon_total"] <= 1.0 and privacy["delta_total"] == 1e-9
     table = pd.read_csv(out / "synthetic_1.csv")
@@ -492,7 +493,7 @@ def test_cli_privsyn_release_and_budget_show(adult, tmp_path, capsys, private_le
     assert {r["definition"] for r in rows} == {"zCDP"} and {r["guarantee"] for r in rows} == {"test"}
     # the ledger holds what was declared before the read (the adaptive part at its full share): ≥ what ran, ≤ ρ
     recorded = sum(r["rho"] for r in rows)
-    assert recorded == pytest.approx(sum(s["rho"] for s in meta["spends"]), rel=1e-3)
+    assert recorded == pytest.approx(privacy["rho_total"], rel=1e-12)  # the statement is what the ledger reserved
     assert sum(s["rho"] for s in meta["spends"]) <= recorded <= RHO_1 * (1 + 1e-12)
 
 

@@ -29,10 +29,11 @@ from dipsy.privacy.session import Session
 
 from test_samplers import ACCEPT, REJECT, chi_square_p
 
+#: The public columns a, b, h are declared public: rdt releases them as they are with its own targets.
 DOMAIN = Domain((
-    Column("a", "categorical", categories=tuple(range(6))),
-    Column("b", "categorical", categories=tuple(range(4))),
-    Column("h", "integer", lower=0, upper=99, bins=(0, 20, 40, 60, 80, 99)),
+    Column("a", "categorical", categories=tuple(range(6)), role="public"),
+    Column("b", "categorical", categories=tuple(range(4)), role="public"),
+    Column("h", "integer", lower=0, upper=99, bins=(0, 20, 40, 60, 80, 99), role="public"),
     Column("sex", "categorical", categories=("F", "M")),
     Column("race", "categorical", categories=("r1", "r2", "r3")),
 ))
@@ -205,6 +206,7 @@ def test_own_targets_are_declared_public_and_refuse_add_remove(files):
     assert "a, b, h of every record" in public and "protects the sensitive columns sex, race" in public
     assert release.statement.relation.kind == "substitute-values"
     assert release.statement.neighbouring.startswith("substitute one record's sensitive values")
+    assert release.statement.relation.public == ("a", "b", "h")
     assert "declared public, which the release repeats for every record as they are, are a, b, h" in release.statement.neighbouring
     assert release.statement.to_dict()["relation"]["kind"] == "substitute-values"
     pd.testing.assert_frame_equal(release.tables[0][["a", "b", "h"]], data[["a", "b", "h"]], check_dtype=False)
@@ -261,7 +263,7 @@ def test_the_random_structure_needs_no_file_and_splits_numbers_within_bounds():
 
 
 def test_a_random_structure_splits_on_an_earlier_integer_sensitive_column_by_its_codes():
-    domain = Domain((Column("age", "integer", lower=0, upper=9), Column("s", "integer", lower=0, upper=1),
+    domain = Domain((Column("age", "integer", lower=0, upper=9, role="public"), Column("s", "integer", lower=0, upper=1),
                      Column("r", "integer", lower=0, upper=2)))
     rng = np.random.default_rng(5)
     s = rng.integers(0, 2, 4000)
@@ -272,14 +274,15 @@ def test_a_random_structure_splits_on_an_earlier_integer_sensitive_column_by_its
 
 
 def test_the_audit_case_reads_a_leaf_through_fifty_targets():
-    from dipsy.privacy.e2e import CASES
+    from dipsy.audit import CASES
     case = CASES["rdt"]
     assert case.kwargs["neighbouring"] == "add-remove" and len(case.files["targets.csv"]) == 50
 
 
 # -- roles and the tree summary -------------------------------------------------------------------------
 
-ROLED = Domain(tuple(dataclasses.replace(c, role="public" if c.name in ("a", "b", "h") else "sensitive") for c in DOMAIN.columns))
+#: Every column with the default role, sensitive: rdt may not repeat any of them.
+UNDECLARED = Domain(tuple(dataclasses.replace(c, role="sensitive") for c in DOMAIN.columns))
 
 
 def test_the_domains_roles_choose_the_columns_when_no_option_does(files):
@@ -288,23 +291,31 @@ def test_the_domains_roles_choose_the_columns_when_no_option_does(files):
     _, structure = files
     opts = {k: v for k, v in options(structure).items() if k != "sensitive"}
     synth = RandomDecisionTrees(PureDP(1.0), 1, opts)
-    roles = synth.roles(ROLED)
+    roles = synth.roles(DOMAIN)
     assert roles.public == ("a", "b", "h") and roles.sensitive == ("sex", "race")
     with pytest.raises(DipsyError, match="which columns are sensitive"):  # no role declared public: the options must say
-        RandomDecisionTrees(PureDP(1.0), 1, opts).roles(DOMAIN)
+        RandomDecisionTrees(PureDP(1.0), 1, opts).roles(UNDECLARED)
 
 
-@pytest.mark.parametrize("given, message", [
-    ({"sensitive": "sex"}, "'race' is neither public nor sensitive (the domain declares it sensitive"),
-    ({"public": "a,b,h,race", "sensitive": "sex"}, "'race' is named public (released as it is), and the domain declares it sensitive"),
-    ({"public": "a,b"}, "'h' is neither public nor sensitive (the domain declares it public"),
-    ({"sensitive": "sex,race,a"}, "'a' is named sensitive, and the domain declares it public"),
+@pytest.mark.parametrize("domain, given, message", [
+    (DOMAIN, {"sensitive": "sex"}, "rdt would release the column 'race' of every record as it is, and the domain declares it sensitive"),
+    (DOMAIN, {"public": "a,b,h,race", "sensitive": "sex"}, "release the column 'race' of every record as it is, and the domain declares it sensitive"),
+    (UNDECLARED, {"sensitive": "sex,race"}, "release the column 'a' of every record as it is, and the domain declares it sensitive"),
+    (DOMAIN, {"public": "a,b"}, "the column 'h' is neither public nor sensitive"),
+    (DOMAIN, {"sensitive": "sex,race,a"}, "'a' is named sensitive, and the domain declares it public"),
 ])
-def test_a_column_declared_sensitive_is_never_released_as_it_is(files, given, message):
+def test_a_column_declared_sensitive_is_never_released_as_it_is(files, domain, given, message):
+    """Roles are the contract: with its own targets, rdt repeats its public columns, and each must
+    be declared public — whether or not the domain declares any column public (finding 2)."""
     _, structure = files
     opts = {**{k: v for k, v in options(structure).items() if k != "sensitive"}, **given}
+    synth = RandomDecisionTrees(PureDP(1.0), 1, opts)
     with pytest.raises(DipsyError, match=re.escape(message)):
-        RandomDecisionTrees(PureDP(1.0), 1, opts).roles(ROLED)
+        synth.check_roles(domain)  # from public inputs: before anything is read
+    targets = {**opts, "targets": str(structure)}  # a public file's records to label: nothing is repeated
+    if "sensitive" in given and given["sensitive"] != "sex,race,a":
+        synth = RandomDecisionTrees(PureDP(1.0), 1, targets)
+        synth.check_roles(domain, synth.plan(100, domain))
 
 
 def test_the_tree_summary_holds_the_public_structure_and_no_true_count(files):
@@ -350,7 +361,7 @@ def cli(files, tmp_path):
 
 BAD = [
     ("sensitive also public", ["sensitive=sex", "public=a,b,h,sex"], "named both sensitive and public"),
-    ("no sensitive column named", ["public=a,b,h"], "which columns are sensitive"),
+    ("a column left out", ["public=a,b"], "the column 'h' is neither public nor sensitive"),
     ("n_b 0", ["sensitive=sex,race", "n_b=0"], "n_b must be a whole number >= 1"),
     ("n_b negative", ["sensitive=sex,race", "n_b=-5"], "n_b must be a whole number >= 1"),
     ("no structure", ["sensitive=sex,race", "structure="], "structure file"),

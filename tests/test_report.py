@@ -364,5 +364,5 @@ def test_the_forecast_is_shown_with_its_verdict(tmp_path):
 
     release = dipsy.synthesize(CE_DATA, CE_DOMAIN, epsilon=0.5, seed=1, accept_noise=True)
     page = _forecast(release.metadata()["forecast"])
-    assert "Forecast before any read" in page and "NOISE" in page and "--accept-noise" in page and "prior outweighs" in page
+    assert "Forecast before any measurement" in page and "NOISE" in page and "--accept-noise" in page and "prior outweighs" in page
     assert _forecast(None) == ""

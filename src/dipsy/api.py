@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import uuid
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -29,7 +30,8 @@ from .forecast import Forecast, forecast
 from .methods import Model, Synthesizer, get
 from .methods.base import Plan, build_statement
 from .methods.counts import cells_frame
-from .privacy import Ledger
+from .privacy import Ledger, Spend
+from .privacy.budget import LocalDP
 from .privacy.composition import parse_cap, requested_budget
 from .privacy.measurement import Measurement
 from .privacy.rng import Randomness
@@ -75,9 +77,11 @@ def synthesize(
     method
         A name from :func:`dipsy.methods`.
     epsilon
-        The total privacy budget of the release (all sets together).
+        The total privacy budget of the release (all sets together); for a method whose guarantee
+        is local (the pseudo-posterior), the ceiling its measured ε_x may not pass.
     sets
-        Number of synthetic sets m; under sequential composition each costs ε/m.
+        Number of synthetic sets m; under sequential composition each costs its share (ε/m, ρ/m
+        or (ε/m, δ/m); a local method's m draws each a local 2Δ).
     delta
         δ of an (ε, δ) budget, for the zCDP and approximate-DP methods (e.g. ``privsyn``: given
         ε and δ, it spends the largest ρ that converts to (ε, δ)-DP). With ``rho``, the δ at which
@@ -102,7 +106,9 @@ def synthesize(
     budget_cap
         What this data set may ever spend: ε (a number or ``"2"``), ``"ε,δ"`` or ``"rho=ρ"``, or
         a :class:`~dipsy.privacy.Budget`; stored in the ledger and enforced from then on, over
-        releases of every definition (see :mod:`dipsy.privacy.composition`).
+        releases of every definition (see :mod:`dipsy.privacy.composition`). ``"local=ε"`` (given
+        with a local-guarantee release) caps the data set's local ε_x apart: a data set with a DP
+        cap refuses local releases without one.
     raise_cap
         Allow ``budget_cap`` to raise (or redefine) a stored cap: an explicit act, recorded.
     on_invalid
@@ -123,9 +129,11 @@ def synthesize(
         exists takes it back, a killed one leaves it counted.
 
     accept_noise
-        Release even when the forecast (:mod:`dipsy.forecast`, made from the plan before any
-        read) says the release will be essentially noise; by default such a release is refused
-        before anything is charged.
+        Release even when the forecast (:mod:`dipsy.forecast`, made from the plan after the rows
+        are checked against the domain and before anything is charged or measured; under
+        substitution it uses the valid row count n, which that relation makes public) says the
+        release will be essentially noise; by default such a release is refused before anything
+        is charged.
     rows
         A number of rows the steward declares public, for the forecast of methods that do not
         treat n as public (it is stated in the release's forecast as declared, and used nowhere else).
@@ -175,6 +183,7 @@ def plan_forecast(
     the forecast judge noisy tables against n.
     """
     synthesizer, _, _, scope = _configure(method, epsilon, sets, delta, rho, options, neighbouring, release, domain, columns)
+    synthesizer.check_roles(scope)
     n = None
     if synthesizer.relation.fixes_n:
         if data is None:
@@ -185,14 +194,16 @@ def plan_forecast(
             n = engine.ensure_valid().valid_rows
         finally:
             getattr(engine, "close", lambda: None)()
-    return forecast(synthesizer.plan(n, scope), scope, rows=rows, method=method)
+    plan = synthesizer.plan(n, scope)
+    synthesizer.check_roles(scope, plan)
+    return forecast(plan, scope, rows=rows, method=method)
 
 
-def _configure(method, epsilon, sets, delta, rho, options, neighbouring, release, domain, columns):
+def _configure(method, epsilon, sets, delta, rho, options, neighbouring, release, domain, columns, seed=None):
     """The synthesizer, its budget, the stated δ and the released columns' domain: public inputs only."""
     kind = get(method)
     budget, delta = requested_budget(kind.definition, epsilon, delta, rho)
-    synthesizer = kind(budget, sets, options, neighbouring, release)
+    synthesizer = kind(budget, sets, options, neighbouring, release, seed=seed)
     if not isinstance(domain, Domain):
         domain = Domain.load(domain)
     scope = domain.project(columns)  # methods that count cells check in plan() that every column has them
@@ -208,43 +219,51 @@ def _release(data, domain, method, epsilon, sets, *, delta, rho, columns, seed, 
              budget_cap, raise_cap=False, on_invalid="error", neighbouring=None, release="records", progress=False,
              on_release=None, tamper: Callable[[Measurement], Measurement] | None = None, accept_noise=False, rows=None,
              stream=False, engine=None) -> Release:
-    """The release path. ``tamper`` is for the end-to-end audit's broken variants only: it weakens
-    every measurement's noise while the plan still states the original cost; such a release says
-    it is not private (:data:`dipsy.methods.base.BROKEN`) and is recorded as a test release."""
-    synthesizer, budget, delta, scope = _configure(method, epsilon, sets, delta, rho, options, neighbouring, release, domain, columns)
+    """The release path. ``tamper`` is for the privacy audit only (:mod:`dipsy.audit`): the session
+    hands it every measurement after the charge and runs what it returns — the measurement
+    recorded, replayed from another data set's answers, or with its noise weakened while the plan
+    still states the original cost. A tampered release says it is not private
+    (:data:`dipsy.methods.base.BROKEN`) and is recorded as a test release."""
+    synthesizer, budget, delta, scope = _configure(method, epsilon, sets, delta, rho, options, neighbouring, release, domain,
+                                                   columns, seed)
     if stream and (on_release is None or release == "table"):
         raise DipsyError("a streamed release is drawn as it is written: it needs records and an on_release that saves it",
                          "pass on_release=lambda r: r.save(folder), or leave stream off")
     if ledger is not None and not isinstance(ledger, Ledger):
         ledger = Ledger(ledger)
+    synthesizer.check_roles(scope)  # before any read: a column leaves a release unchanged only if declared public
     engine = engine_for(data, scope, on_invalid, engine)
     # The one read before the charge: rows are checked against the public domain (a bad row stops
     # the run on the operator's terminal; nothing is released). n reaches the plan only when the
     # relation fixes it (substitution); under add/remove the plan never sees it.
     report = engine.ensure_valid()
     plan = _narrowed(synthesizer.plan(report.valid_rows if synthesizer.relation.fixes_n else None, scope), on_invalid)
-    found = scope.discovered
-    if found is not None and found.seeded and seed is None:
-        raise PrivacyError(f"the domain's {found.what()} come from a seeded test discovery ({found.release_id}): "
-                           "anyone can regenerate its noise, so no release showing them is private",
-                           "run 'dipsy domain discover' again without --seed, or make this a seeded test release too")
+    synthesizer.check_roles(scope, plan)
+    _check_discovered(scope, ledger, dataset_id, seed)
+    _check_not_public_source(scope, data)
     # A local guarantee's cost is measured from the data: its session total is the ceiling the
-    # operator gave, and its ledger record is written once it is known (it never counts against a cap).
+    # operator gave, and its ledger record is written once it is known. It never counts against a DP
+    # cap: a data set with one needs a cap for local releases too (checked here, before any measurement).
     local = synthesizer.definition == "local"
-    if local and budget_cap is not None:
-        raise BudgetError(f"{method}'s guarantee is local (not worst-case DP): it never counts against a budget cap",
-                          "leave out --budget-cap (set the data set's cap with a DP release)")
+    cap = None if budget_cap is None else parse_cap(budget_cap)
+    if cap is not None and isinstance(cap, LocalDP) != local:
+        raise BudgetError(f"{method}'s guarantee is {'local (not worst-case DP)' if local else 'worst-case DP'}, and the cap "
+                          f"{cap} is {'a local' if isinstance(cap, LocalDP) else 'a DP'} one",
+                          "give a local-guarantee release --budget-cap local=ε, and a DP release a DP cap (ε, 'ε,δ' or 'rho=ρ')")
     total = plan.declared(budget)  # the accountant refuses a plan that declares more than the budget
     outlook = forecast(plan, scope, rows=rows, method=method)  # public inputs only: refused before any charge
     if outlook.noise and not accept_noise:
         _refuse_noise(method, outlook)
     seeded, broken = seed is not None, tamper is not None
+    guarantee = "test" if seeded or broken else "local" if local else "dp"
     release_id = uuid.uuid4().hex
-    if ledger is not None and not local:  # committed before any read: a killed run may over-count, never under-count
-        ledger.reserve(dataset_id or fingerprint(data), release_id, method, plan.spends, plan.relation,
-                       cap=None if budget_cap is None else parse_cap(budget_cap), raise_cap=raise_cap,
-                       stated_delta=delta, guarantee="dp" if not (seeded or broken) else "test",
-                       dataset_id_given=dataset_id is not None)
+    data_id = None if ledger is None else dataset_id or fingerprint(data)
+    if ledger is not None and local:  # refused now, before any measurement, if it could never be recorded
+        ledger.check(data_id, release_id, [Spend(f"{method}: a local ε_x, measured once it has run", LocalDP(0.0))],
+                     plan.relation, cap=cap, raise_cap=raise_cap, guarantee=guarantee, dataset_id_given=dataset_id is not None)
+    if ledger is not None and not local:  # committed before any measurement: a killed run may over-count, never under-count
+        ledger.reserve(data_id, release_id, method, plan.spends, plan.relation, cap=cap, raise_cap=raise_cap,
+                       stated_delta=delta, guarantee=guarantee, dataset_id_given=dataset_id is not None)
     visible = False
     try:
         rand = Randomness.from_seed(seed)
@@ -272,8 +291,8 @@ def _release(data, domain, method, epsilon, sets, *, delta, rho, columns, seed, 
             forecast=outlook.to_dict() | {"accepted_noise": outlook.noise},
         )
         if ledger is not None and local:
-            ledger.reserve(dataset_id or fingerprint(data), release_id, method, session.spends, plan.relation,
-                           guarantee=result.statement.guarantee, dataset_id_given=dataset_id is not None)
+            ledger.reserve(data_id, release_id, method, session.spends, plan.relation, cap=cap, raise_cap=raise_cap,
+                           guarantee=guarantee, dataset_id_given=dataset_id is not None)
         visible = True  # from here a save may have put it in place: a failure keeps the spend
         if on_release is not None:
             on_release(result)
@@ -286,6 +305,51 @@ def _release(data, domain, method, epsilon, sets, *, delta, rho, columns, seed, 
     if ledger is not None:
         ledger.confirm(release_id)
     return result
+
+
+def _check_discovered(scope: Domain, ledger: Ledger | None, dataset_id: str | None, seed: int | None) -> None:
+    """Refuse a domain whose values a DP discovery released (its ``discovered:`` block), unless the
+    release is recorded where that discovery was charged: the same data set id in a ledger that
+    holds the discovery (or, for a discovery recorded in no ledger, no ledger). Otherwise the data
+    set's totals would never show what its domain already cost. A seeded test discovery is refused
+    for an unseeded release (its noise can be regenerated); a seeded release, itself a test that
+    claims nothing, may use any discovered domain."""
+    found = scope.discovered
+    if found is None:
+        return
+    if found.seeded and seed is None:
+        raise PrivacyError(f"the domain's {found.what()} come from a seeded test discovery ({found.release_id}): "
+                           "anyone can regenerate its noise, so no release showing them is private",
+                           "run 'dipsy domain discover' again without --seed, or make this a seeded test release too")
+    if seed is not None:
+        return
+    where = f"data set {found.dataset_id!r} in the ledger {found.ledger}" if found.ledger else "no ledger"
+    fix = (f"release with --dataset-id {found.dataset_id} and the ledger its discovery {found.release_id} was charged to"
+           if found.ledger else "release without a ledger, or discover the domain again with this ledger")
+    if ledger is None:
+        if found.ledger is not None:
+            raise BudgetError(f"the domain's {found.what()} were discovered at a cost charged to {where}, and this release "
+                              "is recorded in no ledger", fix)
+        return
+    if dataset_id != found.dataset_id or not ledger.holds(found.dataset_id, found.release_id):
+        named = f"data set {dataset_id!r}" if dataset_id else "a data set named by its file's hash"
+        raise BudgetError(f"the domain's {found.what()} were discovered at a cost charged to {where} (discovery "
+                          f"{found.release_id}), and this release is recorded for {named} in the ledger {ledger.path}, "
+                          "whose totals would never show that cost", fix)
+
+
+#: Where ``dipsy domain init --from-public`` records the public file's digest in the domain's description.
+_PUBLIC_SOURCE = re.compile(r"from the public file .* \(SHA-256 ([0-9a-f]{64})\)")
+
+
+def _check_not_public_source(scope: Domain, data: Any) -> None:
+    """Refuse data that are the very file the domain's categories and bounds were read from as
+    public (``domain init --from-public``): they would go out, exact, with every release."""
+    match = _PUBLIC_SOURCE.search(scope.description or "")
+    if match and isinstance(data, (str, Path)) and fingerprint(data) == match.group(1):
+        raise PrivacyError(f"{Path(data).name} is the file the domain's categories and bounds were read from as public data "
+                           "(domain init --from-public), so they are the confidential data's exact values",
+                           "write the domain from a file that is really public, or from public knowledge")
 
 
 #: Dropped rows under a relation that publishes n: what the guarantee then covers.

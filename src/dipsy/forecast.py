@@ -1,7 +1,9 @@
-"""The expected error of a release, forecast from its plan before any record is read.
+"""The expected error of a release, forecast from its plan before anything is charged or measured.
 
 A plan (:class:`~dipsy.methods.base.Plan`) fixes every measurement's query and noise from public
-inputs: the domain, the budget, the number of sets and, where the method treats it as public, n.
+inputs: the domain, the budget, the number of sets and, where the method treats it as public
+(under substitution), n — the number of rows that match the domain, counted when ``synth`` checks
+the rows against it (the one read before the plan; nothing of it is released but n itself).
 That is enough to say beforehand how much of the release will be prior or noise rather than data:
 
 - **A posterior draw with a flat prior** (Dirichlet-multinomial, beta-binomial, DP-prior): the
@@ -125,7 +127,8 @@ def forecast(plan: Any, domain: Domain, rows: int | None = None, method: str = "
     n = plan.parameters.get("n") if isinstance(plan.parameters.get("n"), int) else None
     inputs = ["the domain", "the budget and the number of sets"]
     if n is not None:
-        inputs.append(f"n = {n} (public under the release's relation)")
+        inputs.append(f"n = {n}, the rows that match the domain, counted when the rows were checked against it before the "
+                      "forecast (public under the release's relation)")
     elif rows is not None:
         n = rows
         inputs.append(f"n ≈ {rows} rows, declared public by the steward for this forecast")

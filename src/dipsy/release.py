@@ -94,7 +94,7 @@ class Release:
     #: The invalid-row policy the operator chose (public); how many rows it dropped is not.
     on_invalid: str = "error"
     dropped_rows: int = 0
-    #: The expected error forecast from the plan before any read (:mod:`dipsy.forecast`): public inputs only.
+    #: The expected error forecast from the plan before any measurement (:mod:`dipsy.forecast`): public inputs only.
     forecast: dict[str, Any] | None = None
 
     def metadata(self) -> dict[str, Any]:

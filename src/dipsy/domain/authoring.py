@@ -92,6 +92,11 @@ def init_domain(data: str | Path, public: str | Path | None = None) -> Skeleton:
     facts, digest = {}, None
     if public is not None:
         public = Path(public)
+        same = public.is_file() and (public.resolve() == data.resolve() or _sha256(public) == _sha256(data))
+        if same:  # a copy under another name too: its values would be the confidential data's, exact
+            raise DipsyError(f"--from-public names {public.name}, which is the confidential data file {data.name} itself: its "
+                             "categories and exact ranges would go out with every release",
+                             "give a file that is really public (a previous public release, a public sample), or fill the TODOs by hand")
         facts = _public_facts(public, [name for name, _, _ in columns])
         digest = _sha256(public)
     lines = _header(data, fmt, public, digest)
@@ -290,8 +295,9 @@ def _header(data: Path, fmt: str, public: Path | None, digest: str | None) -> li
         "#   with clip: true at the top.",
         "# clip: true sets values outside [lower, upper] to the nearest bound (top/bottom-coding); the",
         "#   release states it. Without it such values are errors.",
-        "# role: sensitive (the default) or public. Only rdt reads it (its public attributes, released as",
-        "#   they are); every other method protects every released column alike.",
+        "# role: sensitive (the default) or public. A column leaves a release unchanged only if it is",
+        "#   declared public (rdt's public attributes, the pseudo-posterior's predictors); no other method",
+        "#   releases any column as it is.",
     ]
     if public is not None:
         lines += ["#",
@@ -363,7 +369,7 @@ def _column(name: str, kind: str | None, declared: str | None, facts: dict[str, 
             else:
                 out.append(f"{'    # bins: 10':<34}# optional: a count or edges")
             out.append(f"{'    # clip: true':<34}# top/bottom-coding at lower, upper")
-    field("role", "sensitive", "or public (read by rdt only)")
+    field("role", "sensitive", "or public: may be released as it is")
     return out, todos
 
 

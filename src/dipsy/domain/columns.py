@@ -20,10 +20,12 @@ also holds ``upper``.
 
 Roles
 -----
-``role`` is ``sensitive`` (the default) or ``public``. Only ``rdt`` reads it (:data:`ROLE_READERS`):
-its public attributes are the columns declared public, and it releases them as they are. Every
-other method protects every released column alike, whatever its role; ``dipsy domain check``
-says so for a domain that declares public columns.
+``role`` is ``sensitive`` (the default) or ``public``, and it is a contract: a column leaves a
+release unchanged only if the domain declares it public. The methods that can repeat columns
+(:data:`ROLE_READERS`: ``rdt`` labelling the records' own public columns, the pseudo-posterior
+with its predictors) are refused, before anything is read, when a column they would repeat is
+not declared public; no other method releases any column as it is, whatever its role. ``dipsy
+domain check`` says so for a domain that declares public columns.
 
 Clipping (top- and bottom-coding)
 ---------------------------------
@@ -53,10 +55,10 @@ from .limits import MAX_CODES, too_many_codes
 
 KINDS = ("categorical", "ordinal", "integer", "numeric")
 ROLES = ("sensitive", "public")
-#: The methods that read ``role`` (rdt: its public attributes, released as they are); for every
-#: other method a column's role changes nothing. A method that starts reading roles joins here,
-#: so that what ``dipsy domain check`` says stays true.
-ROLE_READERS = frozenset({"rdt"})
+#: The methods that can release a column as it is, and so read ``role`` (rdt: its public attributes;
+#: the pseudo-posterior: its predictors); for every other method a column's role changes nothing. A
+#: method that starts repeating columns joins here, so that what ``dipsy domain check`` says stays true.
+ROLE_READERS = frozenset({"rdt", "pseudo-posterior"})
 _FIELDS = {"kind", "categories", "labels", "lower", "upper", "bins", "clip", "role", "description"}
 
 

@@ -335,13 +335,13 @@ def _privacy(privacy: Mapping[str, Any], release: Mapping[str, Any], dataset: Ma
 
 
 def _forecast(forecast: Any) -> str:
-    """The release's forecast (made from public inputs before any read; release.json's ``forecast``)."""
+    """The release's forecast (made from public inputs before anything was charged or measured; release.json's ``forecast``)."""
     if not isinstance(forecast, Mapping) or not forecast.get("summary"):
         return ""
     cls = ' class="caveat"' if forecast.get("verdict") in ("noise", "weak") else ""
     accepted = " The operator released it anyway (--accept-noise)." if forecast.get("accepted_noise") else ""
     rows = [[str(p.get("what", "")), str(p.get("verdict", "")), str(p.get("text", ""))] for p in forecast.get("parts") or []]
-    return ("<h3>Forecast before any read</h3>"
+    return ("<h3>Forecast before any measurement</h3>"
             f"<blockquote{cls}><strong>{esc(str(forecast.get('verdict', '')).upper())}</strong>: {esc(forecast['summary'])}.{esc(accepted)}</blockquote>"
             + (_table(["measurement", "verdict", "what the numbers say"], rows, numeric=()) if rows else "")
             + _p(f"Thresholds: {forecast.get('thresholds', '')}. Public inputs: {'; '.join(forecast.get('public_inputs') or [])}."))

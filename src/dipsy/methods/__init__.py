@@ -62,9 +62,9 @@ def methods() -> list[MethodInfo]:
             c.name,
             c.summary,
             c.definition,
-            tuple(r.name for r in c.relations),
+            (c.neighbours_note,) if c.neighbours_note else tuple(r.name for r in c.relations),
             c.releases,
-            "m sets, each ε/m" if c.multiple_sets else "one set",
+            c.sets_note(),
             tuple(f"{o.name}: {o.help}" for o in c.options),
         )
         for c in REGISTRY.values()

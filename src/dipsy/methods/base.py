@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Iterator, Mapping
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping
 
 import numpy as np
 import pandas as pd
@@ -189,6 +189,12 @@ class Plan:
         out = tuple(Spend(m.label, m.cost) for m in self.measurements if not m.mechanism.data_dependent)
         return out + ((Spend(self.adaptive_label, self.adaptive),) if self.adaptive is not None else ())
 
+    def declared_parts(self) -> list[tuple[Budget, int | None]]:
+        """The declared spends as (cost, set index): each fixed measurement's, and the adaptive total
+        (used by every set, unless a plan declares it set by set)."""
+        fixed = [(m.cost, m.set_index) for m in self.measurements if not m.mechanism.data_dependent]
+        return fixed + ([(self.adaptive, None)] if self.adaptive is not None else [])
+
     def declared(self, budget: Budget) -> Budget:
         """The declared total in ``budget``'s definition (refused by the accountant if over it).
 
@@ -205,13 +211,19 @@ def build_statement(synthesizer: "Synthesizer", plan: Plan, session: Session, de
     """The one statement builder: the guarantee of the measurements that ran in ``session``.
 
     The total is their composition in the method's definition (the accountant's, which refused
-    anything past the plan). The per-set guarantee is :func:`per_set_guarantee`'s.
+    anything past the plan) — except for an adaptive plan, whose guarantee is the total it
+    declared (a privacy filter's guarantee is its declared total whatever path ran: Rogers, Roth,
+    Ullman & Vadhan 2016; the path, e.g. dpsyn's regime, is chosen from noisy data, so what it
+    happened to spend is an ex-post figure, not a DP guarantee). The per-set guarantee is
+    :func:`per_set_guarantee`'s.
     """
-    total = session.spent
+    total, parts = session.spent, [(m.cost, m.set_index) for m in session.ran]
+    if plan.adaptive is not None and synthesizer.definition != "local":
+        total, parts = plan.declared(synthesizer.budget), plan.declared_parts()
     return Statement(
         definition=synthesizer.definition,
         total=total,
-        per_set=per_set_guarantee(total, session.ran, synthesizer.sets),
+        per_set=per_set_guarantee(total, parts, synthesizer.sets),
         sets=synthesizer.sets,
         relation=plan.relation,
         public=plan.public + discovered(session.domain),
@@ -234,36 +246,35 @@ def discovered(domain: Domain | None) -> tuple[str, ...]:
     return () if found is None else (found.statement(),)
 
 
-def per_set_guarantee(total: Budget, ran: "list[Measurement] | tuple[Measurement, ...]", sets: int) -> Budget:
-    r"""What one synthetic set alone is guaranteed, from the measurements that ran.
+def per_set_guarantee(total: Budget, parts: "Iterable[tuple[Budget, int | None]]", sets: int) -> Budget:
+    r"""What one synthetic set alone is guaranteed, from the costs of the measurements it uses:
+    ``parts`` holds each measurement's (cost, set index), None for one every set uses.
 
     Set k is a function of the measurements it uses — those tagged ``set_index == k`` and the
     untagged ones every set uses — so it has their composed guarantee (post-processing, Dwork &
     Roth 2014, Prop. 2.1; composition, ibid. Thm 3.16, Bun & Steinke 2016, Lemma 2.3). The
     statement gives the componentwise largest over the sets: a bound each set meets, exact when
     the sets spend alike, and never tighter than a set that spent more (say a set whose adaptive
-    part used a different regime).
+    part used a different regime). An adaptive plan passes what it declared (:meth:`Plan.declared_parts`):
+    its guarantee, like its total, is ex ante.
 
     When no measurement is tagged, the method's sets each come from their own measurements of one
     cost, or from one measurement whose cost is m times a set's (the pseudo-posterior's m draws):
     the total over m (sequential composition, DESIGN rule 4).
 
     >>> from dipsy.privacy import PureDP
-    >>> from dipsy.privacy.measurement import DiscreteLaplace, Measurement, Table
-    >>> from dipsy.privacy.relation import ADD_REMOVE
-    >>> one = lambda eps, k: Measurement("m", Table(("x",)), DiscreteLaplace.for_epsilon(eps), ADD_REMOVE, set_index=k)
-    >>> per_set_guarantee(PureDP(1.0), [one(0.25, 0), one(0.75, 1)], 2)
+    >>> per_set_guarantee(PureDP(1.0), [(PureDP(0.25), 0), (PureDP(0.75), 1)], 2)
     PureDP(epsilon=0.75)
-    >>> shared = Measurement("n", Table(()), DiscreteLaplace.for_epsilon(0.5), ADD_REMOVE)
-    >>> per_set_guarantee(PureDP(1.5), [shared, one(0.5, 0), one(0.5, 1)], 2)
+    >>> per_set_guarantee(PureDP(1.5), [(PureDP(0.5), None), (PureDP(0.5), 0), (PureDP(0.5), 1)], 2)
     PureDP(epsilon=1.0)
     """
+    parts = list(parts)
     if sets == 1:
         return total
-    if all(m.set_index is None for m in ran):
+    if all(k is None for _, k in parts):
         return total.scaled(1 / sets)
-    shared = [m.cost for m in ran if m.set_index is None]
-    each = [total_as(total, shared + [m.cost for m in ran if m.set_index == k]) for k in range(sets)]
+    shared = [cost for cost, k in parts if k is None]
+    each = [total_as(total, shared + [cost for cost, j in parts if j == k]) for k in range(sets)]
     return Budget.largest(each)
 
 
@@ -353,6 +364,17 @@ class Synthesizer(ABC):
     multiple_sets: ClassVar[bool] = True
     #: The (record-level) relations the method can be private under; the first is the default.
     relations: ClassVar[tuple[Relation, ...]] = (SUBSTITUTE,)
+    #: What ``dipsy methods`` says of the relations when their names do not say it all (a method
+    #: that sets a relation with public columns, or a local one).
+    neighbours_note: ClassVar[str] = ""
+
+    @classmethod
+    def sets_note(cls) -> str:
+        """What m sets cost, as ``dipsy methods`` says it (sequential composition in the method's definition)."""
+        if not cls.multiple_sets:
+            return "one set"
+        return {"pure-DP": "m sets, each ε/m", "zCDP": "m sets, each ρ/m", "approximate-DP": "m sets, each (ε/m, δ/m)",
+                "local": "m sets, each from its own posterior draw (a local 2Δ each: ε_x = m·2Δ)"}[cls.definition]
 
     def __init__(
         self,
@@ -361,6 +383,7 @@ class Synthesizer(ABC):
         options: Mapping[str, Any] | None = None,
         neighbouring: str | Relation | None = None,
         release: str = "records",
+        seed: int | None = None,
     ) -> None:
         if budget.definition != self.definition:
             raise DipsyError(
@@ -380,8 +403,13 @@ class Synthesizer(ABC):
             relation = neighbouring if isinstance(neighbouring, Relation) else parse_relation(neighbouring)
             if relation not in self.relations:
                 names = [r.name for r in self.relations]
-                raise DipsyError(f"{self.name} is private under {' or '.join(names)} neighbours only", f"pass --neighbouring {names[0]} or leave it out")
+                chosen = [n for n in names if n in NEIGHBOURINGS]
+                raise DipsyError(f"{self.name} is private under {' or '.join(names)} neighbours only",
+                                 f"pass --neighbouring {chosen[0]} or leave it out" if chosen else
+                                 "leave out --neighbouring: the method sets its relation")
         self.budget = budget
+        #: The run's seed (None unless a seeded test run): a method may derive public choices from it.
+        self.seed = seed
         self.sets = sets
         self.release = release
         self.settings = self._parse_options(options or {})
@@ -433,6 +461,36 @@ class Synthesizer(ABC):
     def set_index(self, k: int) -> int | None:
         """The ``set_index`` of a measurement that serves set ``k`` only (None for one set: it serves all)."""
         return None if self.sets == 1 else k
+
+    def repeated_columns(self, domain: Domain) -> tuple[str, ...]:
+        """The columns of every record the release would repeat as they are, from public inputs only
+        (none, for a method that synthesizes every column it releases)."""
+        return ()
+
+    def check_roles(self, domain: Domain, plan: Plan | None = None) -> None:
+        """Refuse the release when a column it would repeat as it is is not declared ``role: public``.
+
+        A column leaves a release unchanged only if the domain declares it public; the default
+        role is sensitive. Called twice by the release path: before anything is read, on
+        :meth:`repeated_columns`; and once planned, on the columns the plan's relation leaves
+        public (the plan's :class:`DeclaredPublic <dipsy.privacy.measurement.DeclaredPublic>`
+        measurements lie within them, or the measurement is refused), which must be the same.
+        """
+        columns = self.repeated_columns(domain) if plan is None else plan.relation.public
+        if plan is not None and set(columns) != set(self.repeated_columns(domain)):
+            raise PrivacyError(f"{self.name}'s plan leaves {list(columns)} public, not the {list(self.repeated_columns(domain))} "
+                               "it declared", "report this bug")
+        undeclared = [c for c in columns if c not in domain.names or domain[c].role != "public"]
+        if undeclared:
+            c = undeclared[0]
+            role = domain[c].role if c in domain.names else "not in the domain"
+            raise PrivacyError(f"{self.name} would release the column {c!r} of every record as it is, and the domain declares "
+                               f"it {role} (a column leaves a release unchanged only if the domain declares it role: public)",
+                               f"declare {c} 'role: public' in the domain file if it may be published as it is; otherwise "
+                               f"{self.keep_private}")
+
+    #: How to run the method without repeating a column (the fix when :meth:`check_roles` refuses).
+    keep_private: ClassVar[str] = "choose options that do not repeat it"
 
     @abstractmethod
     def plan(self, n: int | None, domain: Domain) -> Plan:

@@ -73,6 +73,7 @@ import pandas as pd
 from ..domain import Column, Domain
 from ..errors import DipsyError
 from ..privacy import PureDP
+from ..privacy.loss import PrivacyLoss, categorical
 from ..privacy.measurement import Measurement, Mechanism, Table
 from ..privacy.rng import Randomness
 from ..privacy.samplers import to_fraction
@@ -230,6 +231,22 @@ class ExponentialChoice(Mechanism):
 
     def weakened(self, factor: float) -> "ExponentialChoice":
         return replace(self, gamma=self.gamma / to_fraction(factor))
+
+    def probabilities(self, answer: Any) -> np.ndarray:
+        """The exact law of the choice: ``Pr(c) ∝ exp(−γ j(D, c))`` over :meth:`candidates`, the
+        levels :meth:`randomise` draws with."""
+        levels = ks_levels(self.candidates(), np.cumsum(np.asarray(answer, dtype=np.int64)))
+        w = np.exp(-float(self.gamma) * (levels - levels.min()))
+        return w / w.sum()
+
+    def privacy_loss(self, a: Any, b: Any) -> PrivacyLoss:
+        """Exact: one :func:`~dipsy.privacy.loss.categorical` factor over the candidates.
+
+        >>> c = ExponentialChoice(1, 2, Fraction(1))        # n = 1 on two grid points: 2 candidates
+        >>> c.privacy_loss([1, 0], [0, 1]).epsilon          # the KS levels swap: γ, within the map's 2γ
+        1.0
+        """
+        return PrivacyLoss((categorical(self.probabilities(a), self.probabilities(b)),))
 
 
 class ExponentialECDF(Synthesizer):

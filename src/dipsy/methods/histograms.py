@@ -46,6 +46,7 @@ from ..domain import MAX_CODES, Column, Domain, decode
 from ..domain.limits import too_many_codes
 from ..errors import DipsyError, DomainError
 from ..privacy import PureDP
+from ..privacy.loss import PrivacyLoss, categorical
 from ..privacy.measurement import DiscreteLaplace, Measurement, Mechanism, Table, Total
 from ..privacy.relation import ADD_REMOVE, SUBSTITUTE
 from ..privacy.rng import Randomness
@@ -379,6 +380,12 @@ class SmoothedDraw(Mechanism):
             object.__setattr__(broken, f, getattr(self, f))
         object.__setattr__(broken, "delta", min(1.0, self.delta * factor))
         return broken
+
+    def privacy_loss(self, a: Any, b: Any) -> PrivacyLoss:
+        """Exact: the counts of ``n`` independent draws from :meth:`masses` are sufficient for them
+        (the likelihood ratio of the draws is a function of the counts), so their loss is that of
+        ``n`` independent :func:`~dipsy.privacy.loss.categorical` draws: ``n max_k |log p_k/p'_k|`` in ε."""
+        return PrivacyLoss((categorical(self.masses(a), self.masses(b), self.n),))
 
 
 def _delta(value: Any) -> float:

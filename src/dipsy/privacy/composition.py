@@ -127,6 +127,38 @@ def total_as(cap: Budget, budgets: Iterable[Budget]) -> Budget:
     raise BudgetError(f"unknown cap {cap!r}", "give the cap as ε, 'ε,δ' or 'rho=ρ'")
 
 
+def composed_total(budgets: Iterable[Budget], delta: float | None = None) -> Budget | None:
+    """One total of DP spends made under one relation, in the least definition that expresses them
+    all; None when no single total exists (ρ-zCDP and (ε, δ) spends with no ``delta`` to convert at).
+
+    - ε-DP spends only: ε's add (ε-DP);
+    - with ρ-zCDP spends and no (ε, δ) ones: ε-DP counts as ε²/2 and ρ's add (ρ-zCDP);
+    - with (ε, δ) spends and no zCDP ones: ε-DP counts as (ε, 0) and both add ((ε, δ)-DP);
+    - with both: the zCDP part is added as ρ and stated as (ε(Σρ, δ), δ)-DP at ``delta`` (the δ a
+      release stated its ρ at; Canonne, Kamath & Steinke 2020), then everything adds by basic
+      composition — :func:`total_as`'s rules under an (ε, δ) cap whose δ is Σδ_i + ``delta``.
+
+    >>> composed_total([PureDP(0.5), ApproxDP(2.5, 1e-9)])
+    ApproxDP(epsilon=3.0, delta=1e-09)
+    >>> composed_total([PureDP(1.0), ZCDP(0.5)])
+    ZCDP(rho=1.0)
+    """
+    budgets = list(budgets)
+    kinds = {type(b) for b in budgets}
+    if not budgets or LocalDP in kinds:
+        raise BudgetError("a composed DP total needs DP spends only", "keep local guarantees apart")
+    if kinds == {PureDP}:
+        return total_as(PureDP(1.0), budgets)
+    if ApproxDP not in kinds:
+        return total_as(ZCDP(1.0), budgets)
+    spent_delta = sum(b.delta for b in budgets if isinstance(b, ApproxDP))
+    if ZCDP not in kinds:
+        return total_as(ApproxDP(1.0, 0.5), budgets)  # (the cap's amounts are not used: only its definition)
+    if delta is None or not spent_delta + delta < 1:
+        return None
+    return total_as(ApproxDP(1.0, spent_delta + delta), budgets)
+
+
 def relate(budget: Budget, spent: Relation | None, target: Relation) -> Budget:
     """``budget``, spent under the relation ``spent``, as a guarantee under ``target``.
 
@@ -271,24 +303,27 @@ def _short(b: Budget) -> str:
 
 
 def parse_cap(text: str | float | Budget) -> Budget:
-    """A cap from the command line: ``"2"`` (ε-DP), ``"2,1e-6"`` ((ε, δ)-DP) or ``"rho=0.5"`` (zCDP).
+    """A cap from the command line: ``"2"`` (ε-DP), ``"2,1e-6"`` ((ε, δ)-DP), ``"rho=0.5"`` (zCDP), or
+    ``"local=8"`` (the cap of a data set's local-guarantee releases: their ε_x may add up to 8).
 
-    >>> parse_cap("2,1e-6"), parse_cap("rho=0.5"), parse_cap(3)
-    (ApproxDP(epsilon=2.0, delta=1e-06), ZCDP(rho=0.5), PureDP(epsilon=3.0))
+    >>> parse_cap("2,1e-6"), parse_cap("rho=0.5"), parse_cap(3), parse_cap("local=8")
+    (ApproxDP(epsilon=2.0, delta=1e-06), ZCDP(rho=0.5), PureDP(epsilon=3.0), LocalDP(epsilon=8.0))
     """
     if isinstance(text, Budget):
         return text
     if not isinstance(text, str):
         return PureDP(positive("budget cap", text, "--budget-cap"))
-    match = re.fullmatch(r"\s*rho\s*=\s*(\S+)\s*", text)
+    match = re.fullmatch(r"\s*(rho|local)\s*=\s*(\S+)\s*", text)
+    if match and match.group(1) == "local":
+        return LocalDP(positive("local cap ε", match.group(2), "--budget-cap"))
     if match:
-        return ZCDP(positive("budget cap ρ", match.group(1), "--budget-cap"))
+        return ZCDP(positive("budget cap ρ", match.group(2), "--budget-cap"))
     parts = text.split(",")
     if len(parts) == 2:
         return ApproxDP(positive("budget cap ε", parts[0], "--budget-cap"), _delta(parts[1]))
     if len(parts) == 1:
         return PureDP(positive("budget cap", parts[0], "--budget-cap"))
-    raise DipsyError(f"cannot read the budget cap {text!r}", "write it as 2 (ε), 2,1e-6 (ε, δ) or rho=0.5")
+    raise DipsyError(f"cannot read the budget cap {text!r}", "write it as 2 (ε), 2,1e-6 (ε, δ), rho=0.5 or local=8")
 
 
 def statement_epsilon(rho: float, delta: float) -> float:

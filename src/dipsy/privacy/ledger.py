@@ -15,24 +15,29 @@ A release runs in three steps, so that the lock is held for milliseconds, never 
 3. A killed run leaves its spends ``pending``: they count (a kill may over-count, never under-count).
 
 A data set's cap is stated in one definition and one relation (by default the relation of the
-release that first sets it). Every DP spend counts against it after conversion into that relation
-by group privacy and into that definition by composition (:func:`.composition.total_under`), or is
-refused. ``test`` and ``local`` spends are recorded and shown, never added into a DP total and
-never checked against the cap. Caps change only as :meth:`Ledger.reserve` describes, each change
-kept in ``cap_changes``.
+release that first sets it; a relation is a whole value, with the columns it leaves public).
+Every DP spend counts against it after conversion into that relation by group privacy and into
+that definition by composition (:func:`.composition.total_under`), or is refused, naming the
+releases whose relations conflict. ``test`` spends are recorded and shown, never added into a
+total and never checked. ``local`` spends (a local ε_x, not worst-case DP) never count against the
+DP cap: a data set with a DP cap refuses them unless it also has a cap for local releases
+(``local_caps``, :class:`~dipsy.privacy.budget.LocalDP`, under one local relation), which they
+count against instead. Caps change only as :meth:`Ledger.reserve` describes, each change kept in
+``cap_changes``.
 
 Schema (one file): ``spends`` (id, dataset_id, release_id, created, method, label, definition,
-epsilon, delta, rho, relation, theta, guarantee, status), ``caps`` (dataset_id, definition,
-epsilon, delta, rho, set_at, relation, theta) and ``cap_changes`` (id, dataset_id, old, new,
-changed_at, how). For zCDP spends ``delta`` holds the δ the release stated its ρ at (a statement,
-not a spend).
+epsilon, delta, rho, relation, theta, relation_value, guarantee, status), ``caps`` and
+``local_caps`` (dataset_id, definition, epsilon, delta, rho, set_at, relation, theta,
+relation_value) and ``cap_changes`` (id, dataset_id, old, new, changed_at, how). For zCDP spends
+``delta`` holds the δ the release stated its ρ at (a statement, not a spend).
 
 Migration: a ledger written before relations were kept opens as it is; the first write adds the
-new columns. Its spends get ``relation`` NULL, ``guarantee`` "dp" and ``status`` "released"; its
-caps get ``relation`` NULL. A spend of unknown relation counts as the worst case: twice under a
-substitute cap (``k = 2`` is the largest group factor any relation needs), refused under an
-add/remove cap (it may have been a substitute release). A cap of unknown relation takes the
-relation of the next release that reserves against it (recorded in ``cap_changes``).
+new columns and tables. Its spends get ``relation`` NULL, ``guarantee`` "dp" and ``status``
+"released"; its caps get ``relation`` NULL. A spend of unknown relation counts as the worst case:
+twice under a substitute cap (``k = 2`` is the largest group factor any relation needs), refused
+under an add/remove cap (it may have been a substitute release). A cap of unknown relation takes
+the relation of the next release that reserves against it (recorded in ``cap_changes``). Rows
+written before relations carried their public columns (``relation_value`` NULL) had none.
 
 Creation is lazy: ``Ledger(path)`` creates nothing; the folder and file are made by the first
 :meth:`Ledger.reserve` (or :meth:`Ledger.set_cap`) that is not refused. ``Ledger(path, create=False)``
@@ -55,10 +60,10 @@ import platformdirs
 
 from ..errors import DipsyError
 from .accountant import Spend
-from .budget import Budget
+from .budget import Budget, LocalDP
 from .ledger_records import (
     GUARANTEES, CapChange, DatasetTotal, Reservation, budget_of, cap_change, cap_change_of, cap_json, dataset_totals, decide,
-    migrate, relation_of, rows_of,
+    migrate, relation_columns, relation_of, rows_of,
 )
 from .relation import Relation, parse
 
@@ -112,20 +117,27 @@ class Ledger:
 
     # -- reading --------------------------------------------------------------------------------
 
-    def cap(self, dataset_id: str) -> Budget | None:
-        """The data set's cap (None if it has none); its relation is :meth:`cap_relation`'s."""
-        row = self._cap_row(dataset_id)
+    def cap(self, dataset_id: str, local: bool = False) -> Budget | None:
+        """The data set's DP cap, or with ``local`` its cap for local-guarantee releases (None if it has
+        none); its relation is :meth:`cap_relation`'s."""
+        row = self._cap_row(dataset_id, local)
         return budget_of(row) if row else None
 
-    def cap_relation(self, dataset_id: str) -> Relation | None:
-        """The relation the data set's cap is stated under (None: no cap, or an old cap's unknown one)."""
-        row = self._cap_row(dataset_id)
+    def cap_relation(self, dataset_id: str, local: bool = False) -> Relation | None:
+        """The relation the data set's (local) cap is stated under (None: no cap, or an old cap's unknown one)."""
+        row = self._cap_row(dataset_id, local)
         return relation_of(row) if row else None
 
     def has_caps(self) -> bool:
-        """Whether any data set in this ledger has a cap."""
+        """Whether any data set in this ledger has a cap (DP or local)."""
         with self._reading() as db:
-            return db is not None and db.execute("SELECT 1 FROM caps LIMIT 1").fetchone() is not None
+            return db is not None and _any_caps(db)
+
+    def holds(self, dataset_id: str, release_id: str) -> bool:
+        """Whether the ledger records the release ``release_id`` of the data set ``dataset_id``."""
+        with self._reading() as db:
+            return db is not None and db.execute("SELECT 1 FROM spends WHERE dataset_id = ? AND release_id = ? LIMIT 1",
+                                                 (dataset_id, release_id)).fetchone() is not None
 
     def cap_history(self, dataset_id: str) -> list[CapChange]:
         """Every change of the data set's cap, oldest first."""
@@ -161,15 +173,19 @@ class Ledger:
 
     def totals(self) -> list[DatasetTotal]:
         """One line per capped data set (its DP total in the cap's definition and relation), and per
-        definition and relation for a data set without a cap; with the pending, test and local counts.
+        relation for a data set without a cap (composed across definitions); then one line per local
+        relation of its local-guarantee releases (against its local cap); with the pending, test and
+        local counts.
         """
         with self._reading() as db:
             if db is None:
                 return []
             rows = rows_of(db.execute("SELECT * FROM spends ORDER BY id"))
             caps = {r["dataset_id"]: r for r in rows_of(db.execute("SELECT * FROM caps ORDER BY rowid"))}
-        order = list(dict.fromkeys([r["dataset_id"] for r in rows] + list(caps)))
-        return [t for d in order for t in dataset_totals(d, [r for r in rows if r["dataset_id"] == d], caps.get(d))]
+            local = ({r["dataset_id"]: r for r in rows_of(db.execute("SELECT * FROM local_caps ORDER BY rowid"))}
+                     if _has_table(db, "local_caps") else {})
+        order = list(dict.fromkeys([r["dataset_id"] for r in rows] + list(caps) + list(local)))
+        return [t for d in order for t in dataset_totals(d, [r for r in rows if r["dataset_id"] == d], caps.get(d), local.get(d))]
 
     # -- writing --------------------------------------------------------------------------------
 
@@ -227,23 +243,34 @@ class Ledger:
             raise ValueError(f"guarantee must be one of {GUARANTEES}, got {guarantee!r}")
         ask = (dataset_id, release_id, list(spends), relation, cap, cap_relation, raise_cap, guarantee, dataset_id_given)
         if not self.path.exists():  # a refusal against an empty ledger creates nothing
-            decide(None, [], False, False, *ask)
+            decide(None, None, [], False, False, *ask)
         now = _now()
         with self._transaction() as db:
-            stored = _one(rows_of(db.execute("SELECT * FROM caps WHERE dataset_id = ?", (dataset_id,))))
-            earlier = rows_of(db.execute("SELECT * FROM spends WHERE dataset_id = ? ORDER BY id", (dataset_id,)))
-            any_caps = db.execute("SELECT 1 FROM caps LIMIT 1").fetchone() is not None
-            reused = db.execute("SELECT 1 FROM spends WHERE release_id = ? LIMIT 1", (release_id,)).fetchone() is not None
-            reservation, change = decide(stored, earlier, any_caps, reused, *ask)
+            state = _state(db, dataset_id, release_id)
+            reservation, change, local = decide(*state, *ask)
             if change is not None:
-                _write_cap(db, dataset_id, stored, *change, now)
+                _write_cap(db, dataset_id, state[1 if local else 0], *change, now, "local_caps" if local else "caps")
             db.executemany(
                 "INSERT INTO spends (dataset_id, release_id, created, method, label, definition, epsilon, delta, rho,"
-                " relation, theta, guarantee, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending')",
+                " relation, theta, relation_value, guarantee, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending')",
                 [(dataset_id, release_id, now, method, s.label, s.budget.definition, *_amounts(s.budget, stated_delta),
-                  relation.kind, relation.theta, guarantee) for s in spends],
+                  *relation_columns(relation), guarantee) for s in spends],
             )
         return reservation
+
+    def check(
+        self, dataset_id: str, release_id: str, spends: Sequence[Spend], relation: Relation, *, cap: Budget | None = None,
+        raise_cap: bool = False, guarantee: str = "dp", dataset_id_given: bool = True, cap_relation: Relation | None = None,
+    ) -> Reservation:
+        """What :meth:`reserve` would do now, without recording anything (nor creating the file):
+        the reservation, or its refusal. A release whose cost is known only after it runs (a local
+        guarantee) asks first with a zero spend, to be refused before it reads, and to learn the
+        room its cap leaves; its :meth:`reserve` afterwards checks again, atomically.
+        """
+        ask = (dataset_id, release_id, list(spends), relation, cap, cap_relation, raise_cap, guarantee, dataset_id_given)
+        with self._reading() as db:
+            state = (None, None, [], False, False) if db is None else _state(db, dataset_id, release_id)
+        return decide(*state, *ask)[0]
 
     def confirm(self, release_id: str) -> None:
         """Mark a reserved release as released (again: no change); :class:`DipsyError` if unknown."""
@@ -261,18 +288,23 @@ class Ledger:
             return db.execute("DELETE FROM spends WHERE release_id = ? AND status = 'pending'", (release_id,)).rowcount
 
     def set_cap(self, dataset_id: str, cap: Budget, relation: Relation, *, raise_cap: bool = False) -> None:
-        """Set the data set's cap under ``relation`` without a release, by :meth:`reserve`'s rules."""
+        """Set the data set's cap under ``relation`` without a release, by :meth:`reserve`'s rules (a
+        :class:`~dipsy.privacy.budget.LocalDP` cap is its cap for local-guarantee releases)."""
+        table = "local_caps" if isinstance(cap, LocalDP) else "caps"
         with self._transaction() as db:
-            stored = _one(rows_of(db.execute("SELECT * FROM caps WHERE dataset_id = ?", (dataset_id,))))
+            stored = _one(rows_of(db.execute(f"SELECT * FROM {table} WHERE dataset_id = ?", (dataset_id,))))
             change = cap_change(stored, cap, relation, relation, raise_cap, dataset_id)
             if change is not None:
-                _write_cap(db, dataset_id, stored, *change, _now())
+                _write_cap(db, dataset_id, stored, *change, _now(), table)
 
     # -- the file -------------------------------------------------------------------------------
 
-    def _cap_row(self, dataset_id: str) -> dict | None:
+    def _cap_row(self, dataset_id: str, local: bool = False) -> dict | None:
+        table = "local_caps" if local else "caps"
         with self._reading() as db:
-            return None if db is None else _one(rows_of(db.execute("SELECT * FROM caps WHERE dataset_id = ?", (dataset_id,))))
+            if db is None or not _has_table(db, table):
+                return None
+            return _one(rows_of(db.execute(f"SELECT * FROM {table} WHERE dataset_id = ?", (dataset_id,))))
 
     @contextmanager
     def _reading(self) -> Iterator[sqlite3.Connection | None]:
@@ -321,9 +353,27 @@ class Ledger:
             raise DipsyError(f"cannot open the budget ledger {str(self.path)!r} ({e})", "pass --ledger with a writable path") from None
 
 
-def _write_cap(db: sqlite3.Connection, dataset_id: str, stored, cap: Budget, relation: Relation, how: str, now: str) -> None:
-    db.execute("INSERT OR REPLACE INTO caps (dataset_id, definition, epsilon, delta, rho, set_at, relation, theta)"
-               " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (dataset_id, cap.definition, *_amounts(cap), now, relation.kind, relation.theta))
+def _state(db: sqlite3.Connection, dataset_id: str, release_id: str) -> tuple:
+    """What :func:`decide` needs of the ledger: the data set's DP cap and local cap rows, its spends,
+    whether any data set has a cap, and whether ``release_id`` is taken."""
+    stored = _one(rows_of(db.execute("SELECT * FROM caps WHERE dataset_id = ?", (dataset_id,))))
+    local = (_one(rows_of(db.execute("SELECT * FROM local_caps WHERE dataset_id = ?", (dataset_id,))))
+             if _has_table(db, "local_caps") else None)
+    earlier = rows_of(db.execute("SELECT * FROM spends WHERE dataset_id = ? ORDER BY id", (dataset_id,)))
+    reused = db.execute("SELECT 1 FROM spends WHERE release_id = ? LIMIT 1", (release_id,)).fetchone() is not None
+    return stored, local, earlier, _any_caps(db), reused
+
+
+def _any_caps(db: sqlite3.Connection) -> bool:
+    return any(_has_table(db, t) and db.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone() is not None
+               for t in ("caps", "local_caps"))
+
+
+def _write_cap(db: sqlite3.Connection, dataset_id: str, stored, cap: Budget, relation: Relation, how: str, now: str,
+               table: str = "caps") -> None:
+    db.execute(f"INSERT OR REPLACE INTO {table} (dataset_id, definition, epsilon, delta, rho, set_at, relation, theta,"
+               " relation_value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+               (dataset_id, cap.definition, *_amounts(cap), now, *relation_columns(relation)))
     old = cap_json(budget_of(stored), relation_of(stored)) if stored else None
     db.execute("INSERT INTO cap_changes (dataset_id, old, new, changed_at, how) VALUES (?, ?, ?, ?, ?)",
                (dataset_id, old, cap_json(cap, relation), now, how))

@@ -30,7 +30,10 @@ pseudo-posterior draws        draws from a risk-weighted pseudo posterior   loca
 ============================  ============================================  =====================
 
 The audit's broken variants (:meth:`Mechanism.weakened`) halve the noise or the prior while the
-statement still claims the original cost: the end-to-end audit must catch them.
+statement still claims the original cost: the audit (:mod:`dipsy.audit`) must catch them. It
+compares each measurement's cost with the privacy loss of its mechanism between the answers on two
+neighbouring data sets, :meth:`Mechanism.privacy_loss` (:mod:`dipsy.privacy.loss`): exact from
+the output laws where they are known, each override's docstring saying why.
 """
 
 from __future__ import annotations
@@ -45,7 +48,9 @@ from typing import Any, Callable, ClassVar
 import numpy as np
 
 from ..domain import Domain
+from ..errors import PrivacyError
 from .budget import ZCDP, Budget, PureDP, positive
+from .loss import PrivacyLoss, discrete_gaussian_factor, discrete_laplace_factor, laplace_factor, shifts
 from .relation import Relation
 from .rng import Randomness
 from .samplers import discrete_gaussian, discrete_laplace, laplace, to_fraction
@@ -157,6 +162,12 @@ class Mechanism(ABC):
         the noise) — the audit's broken variants only; the cost it states is *not* updated."""
         raise NotImplementedError(f"{type(self).__name__} has no weakened variant")
 
+    def privacy_loss(self, a: Any, b: Any) -> PrivacyLoss | None:
+        """The privacy loss between this mechanism's output laws on the answers ``a`` and ``b``
+        (:mod:`dipsy.privacy.loss`), for the audit; None where no law is at hand (the audit then
+        samples :meth:`randomise`). Each override proves its computation in its docstring."""
+        return None
+
 
 def discrete_laplace_variance(scale: Fraction | float) -> float:
     """Variance of the discrete Laplace with ``P(z) ∝ exp(-|z|/scale)``: ``2q/(1 − q)²``, ``q = e^{−1/scale}``.
@@ -210,6 +221,15 @@ class DiscreteLaplace(Mechanism):
     def weakened(self, factor: float) -> "DiscreteLaplace":
         return replace(self, scale=self.scale * to_fraction(factor))
 
+    def privacy_loss(self, a: Any, b: Any) -> PrivacyLoss:
+        """Exact: the coordinates are independent, each a :func:`~dipsy.privacy.loss.discrete_laplace_factor`
+        of its shift; the pure loss is ``‖a − b‖₁/scale``, attained.
+
+        >>> DiscreteLaplace(Fraction(1, 2)).privacy_loss([0, 1], [1, 0]).epsilon
+        4.0
+        """
+        return PrivacyLoss(tuple(discrete_laplace_factor(d, float(self.scale), k) for d, k in shifts(a, b).items()))
+
 
 @dataclass(frozen=True)
 class DiscreteGaussian(Mechanism):
@@ -254,6 +274,15 @@ class DiscreteGaussian(Mechanism):
     def weakened(self, factor: float) -> "DiscreteGaussian":
         return replace(self, sigma2=self.sigma2 * to_fraction(factor) ** 2)
 
+    def privacy_loss(self, a: Any, b: Any) -> PrivacyLoss:
+        """Exact in ρ: independent coordinates, each a :func:`~dipsy.privacy.loss.discrete_gaussian_factor`
+        of its integer shift, so ρ = ``‖a − b‖₂²/(2σ²)``, attained at α = 2.
+
+        >>> round(DiscreteGaussian(Fraction(1)).privacy_loss([0, 0], [1, 1]).rho, 9)
+        1.0
+        """
+        return PrivacyLoss(tuple(discrete_gaussian_factor(d, float(self.sigma2), k) for d, k in shifts(a, b).items()))
+
 
 @dataclass(frozen=True)
 class Laplace(Mechanism):
@@ -287,6 +316,15 @@ class Laplace(Mechanism):
 
     def weakened(self, factor: float) -> "Laplace":
         return replace(self, scale=self.scale * factor)
+
+    def privacy_loss(self, a: Any, b: Any) -> PrivacyLoss:
+        """Exact in ε (``‖a − b‖₁/scale``, attained), binned below in ρ and δ:
+        independent coordinates, each a :func:`~dipsy.privacy.loss.laplace_factor`.
+
+        >>> Laplace(0.5).privacy_loss([0.0, 0.25], [0.5, 0.0]).epsilon
+        1.5
+        """
+        return PrivacyLoss(tuple(laplace_factor(d, self.scale, k) for d, k in shifts(a, b).items()))
 
 
 @dataclass(frozen=True)
@@ -333,21 +371,24 @@ class PosteriorDraw(Mechanism):
 
 @dataclass(frozen=True)
 class DeclaredPublic(Mechanism):
-    r"""No noise: values the statement declares public, released as they are (cost zero).
+    r"""No noise: the ``columns`` the statement declares public, released as they are (cost zero).
 
     This is not a privacy mechanism but a declaration, made visible: a method that repeats some
-    columns of the confidential records (e.g. the random decision trees, which label the records'
-    own public columns) reads them through this measurement, so the read is listed in the
-    statement beside the noisy ones, and the statement names the columns under ``public``. Its
-    cost is zero *because* the guarantee is stated for neighbouring data sets that agree on these
-    values: one record's other (sensitive) values change, these do not. The method must say so in
-    its statement and refuse a relation under which neighbours could differ in them.
+    columns of the confidential records (the random decision trees labelling the records' own
+    public columns, the pseudo-posterior's predictors) reads them through this measurement, so the
+    read is listed in the statement beside the noisy ones. Its cost is zero *because* the
+    guarantee is stated for neighbouring data sets that agree on these values: the measurement's
+    relation must name every one of ``columns`` as public (:class:`Measurement` refuses it
+    otherwise), and the release path refuses a relation whose public columns the domain does not
+    declare ``role: public`` (:meth:`dipsy.methods.base.Synthesizer.check_roles`). ``columns`` is empty
+    when only ``n`` is shown, which a relation that fixes ``n`` makes public.
 
-    >>> DeclaredPublic(PureDP(0.0)).cost
+    >>> DeclaredPublic(PureDP(0.0), ("age",)).cost
     PureDP(epsilon=0.0)
     """
 
     zero: Budget
+    columns: tuple[str, ...] = ()
 
     @property
     def cost(self) -> Budget:
@@ -357,7 +398,7 @@ class DeclaredPublic(Mechanism):
         return answer
 
     def describe(self) -> dict[str, Any]:
-        return {"distribution": "none: declared public and released as they are"}
+        return {"distribution": "none: declared public and released as they are", "columns": list(self.columns)}
 
     def weakened(self, factor: float) -> "DeclaredPublic":
         return self  # there is no noise to weaken
@@ -383,6 +424,16 @@ class Measurement:
     #: The one synthetic set (0-based) this measurement serves; None for one every set uses. The
     #: statement's per-set guarantee composes what each set uses (:func:`dipsy.methods.base.build_statement`).
     set_index: int | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.mechanism, DeclaredPublic):
+            if not set(self.mechanism.columns) <= set(self.relation.public):
+                hidden = sorted(set(self.mechanism.columns) - set(self.relation.public))
+                raise PrivacyError(f"{self.label!r} releases {', '.join(hidden)} as they are, and its relation ({self.relation}) "
+                                   "does not leave them public", "state the measurement under a relation that names them public")
+            if not self.mechanism.columns and not self.relation.fixes_n:
+                raise PrivacyError(f"{self.label!r} shows n, and its relation ({self.relation}) does not fix n",
+                                   "state it under a relation whose neighbours have the same rows")
 
     @property
     def cost(self) -> Budget:

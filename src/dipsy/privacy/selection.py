@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from .budget import ZCDP, Budget, PureDP
+from .loss import PrivacyLoss, categorical
 from .measurement import Mechanism
 from .rng import Randomness
 from .samplers import bernoulli_exp, to_fraction
@@ -175,6 +176,16 @@ class ExponentialSelection(Mechanism):
     def weakened(self, factor: float) -> "ExponentialSelection":
         # half the noise: twice the ε in the draw, the same stated cost
         return replace(self, drawn_epsilon=self.epsilon / to_fraction(factor))
+
+    def privacy_loss(self, a: Any, b: Any) -> PrivacyLoss:
+        """Exact: the release is one index whose law is :meth:`probabilities` (the grid scores and
+        γ the draw uses), a :func:`~dipsy.privacy.loss.categorical` factor.
+
+        >>> s = ExponentialSelection.for_epsilon(1, 1, "pure-DP", units=1)
+        >>> round(s.privacy_loss([0.0, 1.0], [1.0, 0.0]).epsilon, 12)   # γ = 1/4; the levels swap
+        0.25
+        """
+        return PrivacyLoss((categorical(self.probabilities(a), self.probabilities(b)),))
 
 
 __all__ = ["ExponentialSelection", "UNITS", "epsilon_for", "exponential_choice", "grid_scores"]

@@ -21,9 +21,12 @@ What comes back is the noisy answer; everything the method does with it afterwar
 post-processing. :attr:`Session.ran` lists the measurements that ran: the release's statement is
 computed from them (:func:`dipsy.methods.base.build_statement`), never written beside them.
 
-``tamper`` exists for the end-to-end audit only: it swaps each measurement's mechanism for a
-weakened one (half the noise, half the prior) while the statement still claims the original cost,
-so the audit can show it catches a broken release.
+``tamper`` exists for the audit (:mod:`dipsy.audit`) only: it replaces each measurement just
+before it runs, after its charge, and the session charges and lists the original. The audit swaps
+in a weakened mechanism (half the noise, half the prior) while the statement still claims the
+original cost, to show it catches a broken release; a mechanism that notes each answer before it
+draws, exactly as the original does; or a query that answers what it answered on another data set
+(the replay).
 """
 
 from __future__ import annotations

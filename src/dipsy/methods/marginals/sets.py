@@ -38,6 +38,7 @@ from typing import Any
 from ...errors import DipsyError, PrivacyError
 from ...privacy import Budget, Spend
 from ...privacy.composition import total_as
+from ...privacy.loss import PrivacyLoss
 from ...privacy.measurement import Measurement, Mechanism, Query
 from ...privacy.rng import Randomness
 from ...privacy.session import Session
@@ -61,6 +62,13 @@ class SetsPlan(Plan):
             return super().spends
         fixed = tuple(Spend(m.label, m.cost) for m in self.measurements if not m.mechanism.data_dependent)
         return fixed + self.adaptive_sets
+
+    def declared_parts(self) -> list[tuple[Budget, int | None]]:
+        """As :meth:`Plan.declared_parts`, each set's adaptive share tagged with its set."""
+        if not self.adaptive_sets:
+            return super().declared_parts()
+        fixed = [(m.cost, m.set_index) for m in self.measurements if not m.mechanism.data_dependent]
+        return fixed + [(s.budget, k) for k, s in enumerate(self.adaptive_sets)]
 
 
 @dataclass(frozen=True)
@@ -143,6 +151,12 @@ class Composed(Mechanism):
             object.__setattr__(broken, name, getattr(self, name))
         object.__setattr__(broken, "parts", tuple(p.weakened(factor) for p in self.parts))
         return broken
+
+    def privacy_loss(self, a: Any, b: Any) -> PrivacyLoss | None:
+        """The parts' losses composed (independent draws on their own answers: the factors of the
+        product, :mod:`dipsy.privacy.loss`); None if a part has none."""
+        losses = [p.privacy_loss(x, y) for p, x, y in zip(self.parts, a, b)]
+        return None if any(loss is None for loss in losses) else sum(losses, PrivacyLoss())
 
 
 def measure_parts(session: Session, parts: list[Measurement], charge: tuple[str, Budget] | None = None,

@@ -116,6 +116,7 @@ import numpy as np
 
 from ...errors import DipsyError
 from ...privacy.budget import PureDP
+from ...privacy.loss import PrivacyLoss, bounded_discrete_laplace_factor
 from ...privacy.measurement import Mechanism, discrete_laplace_variance
 from ...privacy.rng import Randomness
 from ...privacy.samplers import bernoulli_exp, discrete_laplace, laplace, to_fraction
@@ -361,6 +362,27 @@ class Sanitization(Mechanism):
 
     def weakened(self, factor: float) -> "Sanitization":
         return replace(self, scales=tuple(b * to_fraction(factor) for b in self.scales))
+
+    def privacy_loss(self, a: Any, b: Any) -> PrivacyLoss | None:
+        """Exact when every component is a count: each coordinate is an independent discrete
+        Laplace at the scale :func:`sanitize` draws with, clamped (threshold) or truncated to the
+        component's bounds (:func:`~dipsy.privacy.loss.bounded_discrete_laplace_factor`). None with
+        real-valued components (floating-point Laplace: the audit samples :meth:`randomise`).
+
+        >>> c = (Component("n", 2, Fraction(2), 0, 1, True),)
+        >>> Sanitization(c, (Fraction(1),)).privacy_loss([np.array([1, 0])], [np.array([0, 1])]).epsilon
+        2.0
+        """
+        if not self.exact:
+            return None
+        moved: dict[tuple, int] = {}
+        for x, y, c, scale in zip(a, b, self.components, self.scales):
+            for u, v in zip(np.ravel(x).tolist(), np.ravel(y).tolist()):
+                if u != v:
+                    key = (int(u), int(v), float(round_up(scale)), int(c.lower), c.upper)
+                    moved[key] = moved.get(key, 0) + 1
+        truncated = self.post == "truncation"
+        return PrivacyLoss(tuple(bounded_discrete_laplace_factor(*key, truncated, times) for key, times in moved.items()))
 
 
 # --------------------------------------------------------------------------------------------

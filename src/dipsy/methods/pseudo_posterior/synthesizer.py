@@ -40,7 +40,7 @@ from ...domain.codec import decode_column
 from ...errors import DipsyError
 from ...privacy.budget import LocalDP
 from ...privacy.measurement import DeclaredPublic, Measurement, Mechanism, Statistic, Total
-from ...privacy.relation import ADD_REMOVE
+from ...privacy.relation import Relation
 from ...privacy.rng import Randomness
 from ...privacy.session import Session
 from ..base import Model, Option, Plan, Synthesizer, whole
@@ -173,15 +173,21 @@ class PseudoPosterior(Mechanism):
 class PseudoPosteriorSynthesizer(Synthesizer):
     """Partially synthetic records: the response drawn from a risk-weighted pseudo posterior.
 
-    >>> PseudoPosteriorSynthesizer.definition, PseudoPosteriorSynthesizer.relations[0].name
-    ('local', 'add-remove')
+    >>> PseudoPosteriorSynthesizer.definition
+    'local'
+    >>> str(PseudoPosteriorSynthesizer(LocalDP(10.0), options={"response": "log(y)"}).relation)
+    'response-removed of y'
     """
 
     name = "pseudo-posterior"
     summary = ("risk-weighted pseudo-posterior mechanism (Savitsky, Williams & Hu), optional range restriction; "
                "LOCAL asymptotic guarantee, not worst-case DP")
     definition = "local"
-    relations = (ADD_REMOVE,)
+    #: Not chosen on the command line: the method sets its local relation (:meth:`local_relation`).
+    relations = (Relation("response-removed", response="the response"),)
+    neighbours_note = ("local to the data set: one record's response removed from the likelihood (with range=a,b: moved "
+                       "within [a·y, b·y]); n and the predictors are public (each must be declared role: public)")
+    keep_private = "leave it out of predictors= (and out of --columns)"
     options = (
         Option("response", str, "the sensitive column to synthesize, or log(COL) for a normal model of its log (required)"),
         Option("predictors", str, "comma-separated predictor terms, e.g. log(Income),UrbanRural (default: every other column)"),
@@ -199,21 +205,29 @@ class PseudoPosteriorSynthesizer(Synthesizer):
         Option("target_accept", _number("target_accept", 0.5, 0.99), "NUTS target acceptance (default 0.8; raise it after divergences)"),
     )
 
+    def relation_for(self, relation: Relation) -> Relation:
+        """The local relation, before the domain says which predictors it leaves public (:meth:`plan`)."""
+        return self.local_relation(_response_column(self.settings.get("response", "")) or "the response", ())
+
+    def local_relation(self, response: str, predictors: tuple[str, ...]) -> Relation:
+        """What the guarantee is local to: one record's ``response`` removed from the likelihood, or
+        with ``range=a,b`` moved within ``[a·y, b·y]``; n and the ``predictors`` stay as they are."""
+        if "range" in self.settings:
+            return Relation("response-in-range", public=predictors, response=response, within=self.settings["range"])
+        return Relation("response-removed", public=predictors, response=response)
+
     # -- plan ---------------------------------------------------------------------------------
 
-    def plan(self, n: int | None, domain: Domain) -> Plan:
+    def design(self, domain: Domain) -> tuple[str, tuple]:
+        """The response column and the predictors' design terms, checked against the domain (public inputs only)."""
         from .design import terms
 
         s = self.settings
         if "response" not in s:
             raise DipsyError("pseudo-posterior needs the column to synthesize", "pass --option response=COLUMN")
-        logged = re.fullmatch(r"log\((.+)\)", s["response"].strip())
-        response = logged.group(1).strip() if logged else s["response"].strip()
-        self.log_response_ = bool(logged)
+        response = _response_column(s["response"])
         if response not in domain.names:
             raise DipsyError(f"the response {response!r} is not a column in scope", f"use one of {', '.join(domain.names)}")
-        if "standard" in s and "range" not in s:
-            raise DipsyError("standard= applies to a sensitive range", "pass range=a,b too, or leave out standard=")
         spec = s.get("predictors") or ",".join(c for c in domain.names if c != response)
         design = terms(spec, domain)
         if any(t.column == response for t in design):
@@ -223,6 +237,19 @@ class PseudoPosteriorSynthesizer(Synthesizer):
         if extra:
             raise DipsyError(f"the column {extra[0]!r} is neither the response nor a predictor: the release would have to repeat it",
                              "pass --columns with just the response and predictors, or add it to predictors=")
+        return response, tuple(design)
+
+    def repeated_columns(self, domain: Domain) -> tuple[str, ...]:
+        """The predictors: every record's values are released as they are."""
+        return tuple(dict.fromkeys(t.column for t in self.design(domain)[1]))
+
+    def plan(self, n: int | None, domain: Domain) -> Plan:
+        s = self.settings
+        response, design = self.design(domain)
+        logged = re.fullmatch(r"log\((.+)\)", s["response"].strip())
+        self.log_response_ = bool(logged)
+        if "standard" in s and "range" not in s:
+            raise DipsyError("standard= applies to a sensitive range", "pass range=a,b too, or leave out standard=")
         col = domain[response]
         model = s.get("model") or ("categorical" if col.is_categorical else "poisson" if col.kind == "integer" else "normal")
         if isinstance(model, str):
@@ -234,8 +261,10 @@ class PseudoPosteriorSynthesizer(Synthesizer):
                              f"use model=normal with response=log({response}), or response={response} with model=lognormal")
         if "range" in s and (model == "categorical" or col.is_categorical):
             raise DipsyError("a sensitive range [a·y, b·y] needs a numeric response", "leave out range= for a categorical response")
-        predictors = tuple(dict.fromkeys(t.column for t in design))
-        self.design_, self.response_, self.model_spec_ = design, response, model
+        predictors = self.repeated_columns(domain)
+        self.design_, self.response_, self.model_spec_ = list(design), response, model
+        # The relation names what the release leaves public: n and the predictors, repeated as they are.
+        self.relation = self.local_relation(response, predictors)
         standard = s.get("standard", DEFAULTS["standard"]) if "range" in s else "adp"
         self.standard_ = standard
         read = Statistic(f"the values of {response} and of the predictors of every record",
@@ -244,7 +273,7 @@ class PseudoPosteriorSynthesizer(Synthesizer):
         shown = (Statistic(f"the predictors {', '.join(predictors)} of every record", lambda engine, cols=predictors: engine.values(cols))
                  if predictors else Total())
         measurements = [Measurement(f"{self.name}: {'the predictors of every record' if predictors else 'n'}, released as "
-                                    "they are (declared public)", shown, DeclaredPublic(LocalDP(0.0)), self.relation)]
+                                    "they are (declared public)", shown, DeclaredPublic(LocalDP(0.0), predictors), self.relation)]
         measurements.append(Measurement(f"{self.name}: {self.sets} draw(s) from the risk-weighted pseudo posterior of {response}",
                                         read, PseudoPosterior(self), self.relation))
         return Plan(tuple(measurements), self.relation, self._public(predictors), self._mechanism(standard),
@@ -381,6 +410,16 @@ REVEALS = (
     "weights_mean and weights_min: summaries of the records' weights, functions of their risks",
     "the MCMC diagnostics (max split R-hat, min bulk ESS, divergent transitions) and warnings: functions of the whole data set",
 )
+
+
+def _response_column(text: str) -> str:
+    """The column of ``response=``: ``COL`` or ``log(COL)``.
+
+    >>> _response_column("log(Expenditure)"), _response_column(" Income ")
+    ('Expenditure', 'Income')
+    """
+    logged = re.fullmatch(r"log\((.+)\)", str(text).strip())
+    return logged.group(1).strip() if logged else str(text).strip()
 
 
 def _check_response(model, y: np.ndarray, name: str) -> None:

@@ -41,17 +41,20 @@ histogram by Δ₁ = 1 under add/remove (one count up or down) and Δ₁ = 2 und
 down, one up — also when the record's sex moves it to another leaf of a race tree). Exact discrete
 Laplace noise of scale Δ₁/ε_tree makes one tree ε_tree-DP (:class:`~dipsy.privacy.measurement.
 DiscreteLaplace`: Ghosh et al. 2009; parallel composition over the leaves, McSherry 2009); the
-``m × S × E`` trees compose sequentially: ε = m·S·E·ε_tree (S-004 §3: "an ensemble of E trees costs
-E × ε"). The structure reads no confidential data (it is a function of public files and a public
+``m × S × E`` trees compose sequentially: ε = m·S·E·ε_tree (basic composition, Dwork & Roth 2014,
+Thm 3.16; S-004 says only that trees come "with additional ϵ consumption", in its "Effect of
+Ensemble Size"). The structure reads no confidential data (it is a function of public files and a public
 seed, so it is public itself and release.json describes it), and everything after the noise is
 post-processing.
 
 When the targets are the confidential records' own public columns, those values are released as
-they are: the statement declares them public and the release's relation is *substitute-values*
-(:mod:`dipsy.privacy.relation`) — neighbouring data sets have the same rows and public values and
-differ in one record's sensitive values (Δ₁ = 2); the ledger never counts such a release under
-substitute or add/remove. A record's presence is then visible in the release, so add/remove is
-refused unless ``targets=PATH`` names a separate public file.
+they are: each must be declared ``role: public`` in the domain (else the release is refused before
+anything is read), the statement declares them public, and the release's relation is
+*substitute-values* over exactly those columns (:mod:`dipsy.privacy.relation`) — neighbouring data
+sets have the same rows and public values and differ in one record's sensitive values (Δ₁ = 2); the
+ledger never counts such a release under substitute, add/remove, or substitute-values over other
+public columns that leave one of these out. A record's presence is then visible in the release, so
+add/remove is refused unless ``targets=PATH`` names a separate public file.
 """
 
 from __future__ import annotations
@@ -72,7 +75,7 @@ from ...engine import engine_for
 from ...errors import DipsyError
 from ...privacy.budget import PureDP
 from ...privacy.measurement import DeclaredPublic, DiscreteLaplace, Measurement, Query, Statistic, discrete_laplace_variance
-from ...privacy.relation import ADD_REMOVE, SUBSTITUTE, SUBSTITUTE_VALUES, Relation
+from ...privacy.relation import ADD_REMOVE, SUBSTITUTE, substitute_values
 from ...privacy.rng import Randomness
 from ...privacy.samplers import to_fraction
 from ...privacy.session import Session
@@ -151,6 +154,19 @@ def _choice(value: Any) -> str:
     return value
 
 
+def structure_seed(run_seed: int | None) -> int:
+    """The trees' structure seed when ``structure_seed=`` is not given: fresh from the operating
+    system, or — in a seeded test run — derived from the run's seed, so the run is reproducible
+    (a stream of its own, not the noise's).
+
+    >>> structure_seed(7) == structure_seed(7) != structure_seed(8)
+    True
+    """
+    if run_seed is None:
+        return int.from_bytes(os.urandom(8), "big") >> 1
+    return int(np.random.SeedSequence([run_seed, 0x7D7]).generate_state(1, np.uint64)[0] >> np.uint64(1))
+
+
 # -- the leaf measurement -------------------------------------------------------------------------
 
 
@@ -199,6 +215,9 @@ class RandomDecisionTrees(Synthesizer):
                "(Duke) or at random (Jagannathan), exact discrete Laplace leaf counts; ε-DP, E trees cost E·ε_tree")
     definition = "pure-DP"
     relations = (SUBSTITUTE, ADD_REMOVE)
+    neighbours_note = ("substitute-values over the public columns when it labels the records' own (each must be declared "
+                       "role: public); substitute or add-remove with targets=PATH")
+    keep_private = "name it in sensitive= (synthesized), or pass targets=PATH (a public file of records to label)"
     options = (
         Option("sensitive", _names("sensitive"), "the sensitive columns to synthesize, in order (e.g. sex,race); default the domain's sensitive-role columns"),
         Option("public", _names("public"), "the public columns (split attributes, released as the targets'); default the others"),
@@ -212,26 +231,22 @@ class RandomDecisionTrees(Synthesizer):
         Option("collapse", _pairs("collapse", 1.0), "pool categories with fewer structure-file records, e.g. occupation:200,workclass:500"),
         Option("coarsen", _pairs("coarsen", 1.0, integer=True), "merge runs of adjacent codes, e.g. hours-per-week:4 (coarser bins)"),
         Option("structure_weight", _positive("structure_weight"), "confidential records each structure record stands for (default 1; a 10% public sample: 10)"),
-        Option("structure_seed", whole("structure_seed", 0, 2024), "seed of the trees' structure: public, recorded (default fresh)"),
+        Option("structure_seed", whole("structure_seed", 0, 2024), "seed of the trees' structure: public, recorded (default fresh; in a seeded run, from --seed)"),
         Option("combine", _choice, "average (the trees' leaf distributions averaged, default) or random-tree"),
     )
-
-    def relation_for(self, relation: Relation) -> Relation:
-        """Labelling the records' own public columns repeats them: neighbours must agree on them."""
-        return SUBSTITUTE_VALUES if relation == SUBSTITUTE and "targets" not in self.settings else relation
 
     # -- what is public, and what is measured --------------------------------------------------------
 
     def roles(self, domain: Domain) -> Roles:
         """The public and sensitive columns, checked against the domain (before anything is read).
 
-        The domain's ``role`` decides them when no option does: rdt is the one method for which a
-        column's role changes what is released (its public columns are released as they are), so
-        the role is read, not ignored. When the domain declares any column public, the sensitive
-        columns are those it declares sensitive and the public ones those it declares public, and
-        neither option may move a column across (a column declared sensitive is never released as
-        it is). A domain that declares no column public (every column has the default role) says
-        nothing: then ``sensitive=`` is required and the other columns are public.
+        The options ``sensitive=`` and ``public=`` choose them; without ``sensitive=``, the columns
+        the domain declares ``role: public`` are the public ones and the others the sensitive ones.
+        A column named sensitive must not be declared public. When the targets are the records'
+        own public columns, every public column is released as it is, so each must be declared
+        ``role: public`` in the domain: :meth:`plan`'s relation names them, and the release path
+        refuses a relation whose public columns the domain does not declare public
+        (:meth:`dipsy.methods.base.Synthesizer.check_roles`).
         """
         s = self.settings
         unknown = [c for c in (*s.get("sensitive", ()), *s.get("public", ())) if c not in domain]
@@ -241,30 +256,23 @@ class RandomDecisionTrees(Synthesizer):
         both = set(s.get("sensitive", ())) & set(s.get("public", ()))
         if both:
             raise DipsyError(f"the column {sorted(both)[0]!r} is named both sensitive and public", "name each column once")
+        declared_public = tuple(c.name for c in domain.columns if c.role == "public")
         if "sensitive" in s:
             sensitive = s["sensitive"]
-        elif any(c.role == "public" for c in domain.columns):
-            sensitive = tuple(c.name for c in domain.columns if c.role == "sensitive")
+        elif declared_public:
+            sensitive = tuple(c.name for c in domain.columns if c.role == "sensitive" and c.name not in s.get("public", ()))
         else:
-            raise DipsyError("rdt needs to know which columns are sensitive", "pass --option sensitive=COL[,COL] (in the order to synthesize)")
+            raise DipsyError("rdt needs to know which columns are sensitive",
+                             "pass --option sensitive=COL[,COL] (in the order to synthesize), or declare the public columns "
+                             "role: public in the domain file")
         declared = [c for c in sensitive if domain[c].role == "public"]
         if declared:
             raise DipsyError(f"the column {declared[0]!r} is named sensitive, and the domain declares it public",
                              "fix its role in the domain file, or leave it out of sensitive=")
-        uses_roles = any(c.role == "public" for c in domain.columns)
-        if uses_roles:
-            protected = [c for c in s.get("public", ()) if domain[c].role == "sensitive"]
-            if protected:
-                raise DipsyError(f"the column {protected[0]!r} is named public (released as it is), and the domain declares it sensitive",
-                                 "fix its role in the domain file, or leave it out of public=")
-            public = s.get("public") or tuple(c.name for c in domain.columns if c.role == "public")
-        else:
-            public = s.get("public") or tuple(c for c in domain.names if c not in sensitive)
+        public = s.get("public") or tuple(c for c in domain.names if c not in sensitive)
         rest = [c for c in domain.names if c not in public and c not in sensitive]
         if rest:
-            why = (f" (the domain declares it {domain[rest[0]].role}, and the options leave it out: rdt would neither "
-                   "synthesize nor release it)") if uses_roles else ""
-            raise DipsyError(f"the column {rest[0]!r} is neither public nor sensitive{why}",
+            raise DipsyError(f"the column {rest[0]!r} is neither public nor sensitive",
                              "name it in sensitive=, or pass --columns with just the public and sensitive ones")
         if not sensitive or not public:
             raise DipsyError("rdt needs at least one public and one sensitive column", "see --option public= and sensitive=")
@@ -273,6 +281,10 @@ class RandomDecisionTrees(Synthesizer):
             if not col.encodable:
                 raise DipsyError(f"the sensitive column {c!r} has no categories or bins", "give it bins in the domain file")
         return Roles(tuple(public), tuple(sensitive))
+
+    def repeated_columns(self, domain: Domain) -> tuple[str, ...]:
+        """The public columns when the targets are the records' own (released as they are); else none."""
+        return () if "targets" in self.settings else self.roles(domain).public
 
     def plan(self, n: int | None, domain: Domain) -> Plan:
         s = self.settings
@@ -284,12 +296,14 @@ class RandomDecisionTrees(Synthesizer):
             raise DipsyError("with the confidential records' own public columns as targets, the release shows every record: "
                              "add/remove neighbours would differ in it",
                              "pass --neighbouring substitute (the guarantee then protects the sensitive columns), or targets=PATH of a public file")
+        if own:  # the records' own public columns are released as they are: neighbours agree on them
+            self.relation = substitute_values(roles.public)
         random = s["structure"] == "random"
         self._check_numeric(roles, domain, random)
         if not own:
             self.targets = _read_public(s["targets"], domain.project(roles.public), "targets", strict=True)
         structure = None if random else _read_public(s["structure"], domain.project(_candidates(roles, len(roles.sensitive) - 1)), "structure")
-        seed = s["structure_seed"] if "structure_seed" in s else int.from_bytes(os.urandom(8), "big") >> 1
+        seed = s["structure_seed"] if "structure_seed" in s else structure_seed(self.seed)
         rand = np.random.default_rng(seed)
         m, S, E = self.sets, len(roles.sensitive), s.get("trees", DEFAULTS["trees"])
         epsilon_tree = to_fraction(self.budget.epsilon) / (m * S * E)
@@ -301,7 +315,7 @@ class RandomDecisionTrees(Synthesizer):
             values = Statistic(f"the values of the public columns {', '.join(roles.public)} of every record",
                                lambda engine, cols=roles.public: engine.values(cols))
             measurements.append(Measurement(f"{self.name}: the public columns of every record, released as they are (declared public)",
-                                            values, DeclaredPublic(PureDP(0.0)), self.relation))
+                                            values, DeclaredPublic(PureDP(0.0), roles.public), self.relation))
         self.features = tuple(self._features(roles, j, domain, structure, random) for j in range(S))
         for k in range(m):
             for j, label in enumerate(roles.sensitive):
