@@ -1,4 +1,4 @@
-"""Shared fixtures: no test touches the user's real budget ledger."""
+"""Shared fixtures: no test touches the user's real budget ledger, nor the record of the ledgers dipsy created."""
 
 from __future__ import annotations
 
@@ -23,7 +23,10 @@ def skip_without_spark(what: str) -> None:
 
 
 @pytest.fixture(autouse=True)
-def private_ledger(tmp_path, monkeypatch):
+def private_ledger(tmp_path, tmp_path_factory, monkeypatch):
+    """The default ledger in the test's own folder, and the record of the ledgers dipsy created in a
+    folder of the test's own beside it."""
     path = tmp_path / "ledger.sqlite"
     monkeypatch.setenv("DIPSY_LEDGER", str(path))
+    monkeypatch.setenv("DIPSY_CONFIG_DIR", str(tmp_path_factory.mktemp("dipsy-config")))
     return path

@@ -409,8 +409,11 @@ def test_a_folder_or_a_file_in_the_way_is_a_clear_error(tmp_path):
     (tmp_path / "empty.sqlite").write_bytes(b"")  # a first write that never committed
     assert Ledger.open_existing(tmp_path / "empty.sqlite").totals() == []
     (tmp_path / "junk.sqlite").write_text("not a database")
-    with pytest.raises(DipsyError, match="cannot"):
+    with pytest.raises(DipsyError, match="is not a dipsy budget ledger"):
         Ledger(tmp_path / "junk.sqlite").totals()
+    with pytest.raises(DipsyError, match="is not a dipsy budget ledger"):  # nor written into
+        Ledger(tmp_path / "junk.sqlite").reserve("d", "r", "m", one(1.0), SUBSTITUTE)
+    assert (tmp_path / "junk.sqlite").read_text() == "not a database"
 
 
 # -- migration -------------------------------------------------------------------------------------

@@ -5,12 +5,40 @@
 ['dirichlet-multinomial', 'beta-binomial', 'dp-prior', 'gamma-poisson', 'laplace-sanitizer']
 """
 
+import importlib
+import importlib.util
+import sys
+import types
+
 __version__ = "0.1.0"
 
-from .api import discover_domain, synthesize  # noqa: E402
-from .domain import Column, Domain  # noqa: E402
-from .methods import methods  # noqa: E402
-from .release import Release  # noqa: E402
+#: What ``import dipsy`` offers, each imported from its module on first use, so that the command
+#: line (:mod:`dipsy.__main__`) starts, and answers Ctrl-C, before NumPy, pandas and JAX load.
+_EXPORTS = {"synthesize": "api", "discover_domain": "api", "Column": "domain", "Domain": "domain", "methods": "methods",
+            "Release": "release"}
+
+
+def __getattr__(name: str):  # noqa: ANN202 - PEP 562
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        return importlib.import_module(f".{name}", __name__)  # a submodule, as an eager import would have bound it
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class _Package(types.ModuleType):
+    """The package, whose ``methods`` stays the listing function when the submodule of that name
+    is loaded (the import system binds each submodule it loads to its package's attribute)."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name == "methods" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 
 

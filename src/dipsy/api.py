@@ -25,18 +25,21 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from . import __version__
 from .domain import Domain, decode
 from .engine import engine_for
+from .engine.owner import RunFolder
 from .errors import BudgetError, DataError, DipsyError, NoiseError, PrivacyError
 from .forecast import Forecast, forecast
+from .interrupts import held
 from .methods import Model, Synthesizer, get
 from .methods.base import Plan, build_statement
 from .methods.counts import cells_frame
 from .privacy import Ledger, Spend
 from .privacy.budget import LocalDP
 from .privacy.composition import parse_cap, requested_budget
+from .privacy.ledger import take_back
 from .privacy.measurement import Measurement
 from .privacy.rng import Randomness
 from .privacy.session import Session
-from .release import Release
+from .release import ROOM_FLOOR, Release, check_room, check_writable_folder
 from .release_sets import ChunkedSet
 
 
@@ -65,6 +68,7 @@ def synthesize(
     rows: int | None = None,
     stream: bool = False,
     engine: str | None = None,
+    check_output: Callable[..., Any] | None = None,
 ) -> Release:
     """Draw ``sets`` differentially private synthetic tables from ``data``.
 
@@ -126,7 +130,9 @@ def synthesize(
     on_release
         Called with the release before the ledger marks it done (the command line saves there).
         The spend is committed before any data are read; a run that fails before the release
-        exists takes it back, a killed one leaves it counted.
+        exists takes it back, a killed one leaves it counted. A failure inside ``on_release``
+        keeps the spend (it may have published the release) unless ``on_release.visible`` is
+        False (:class:`dipsy.release.Output`, which turns it True as the release reaches its place).
 
     accept_noise
         Release even when the forecast (:mod:`dipsy.forecast`, made from the plan after the rows
@@ -146,6 +152,11 @@ def synthesize(
         default for a file), ``"spark"`` (files too large for one machine: a local or cluster
         Spark, its master from ``DIPSY_SPARK_MASTER``), or ``"numpy"``. All give the same release
         for the same seed.
+    check_output
+        Called before anything is charged, after the plan, as ``check_output(domain, kind=release,
+        sets=m, rows=n)`` (the released columns' domain, the valid row count n, seen by this
+        process only), to refuse an output that would fail after the charge
+        (:meth:`dipsy.release.Output.check`: the folder, the room, the categories' format).
 
     Returns
     -------
@@ -156,7 +167,7 @@ def synthesize(
                     options=options, ledger=ledger, dataset_id=dataset_id, budget_cap=budget_cap,
                     raise_cap=raise_cap, on_invalid=on_invalid, neighbouring=neighbouring, release=release,
                     progress=progress, on_release=on_release, accept_noise=accept_noise, rows=rows, stream=stream,
-                    engine=engine)
+                    engine=engine, check_output=check_output)
 
 
 def plan_forecast(
@@ -218,7 +229,7 @@ def _refuse_noise(method: str, outlook: Forecast) -> None:
 def _release(data, domain, method, epsilon, sets, *, delta, rho, columns, seed, options, ledger, dataset_id,
              budget_cap, raise_cap=False, on_invalid="error", neighbouring=None, release="records", progress=False,
              on_release=None, tamper: Callable[[Measurement], Measurement] | None = None, accept_noise=False, rows=None,
-             stream=False, engine=None) -> Release:
+             stream=False, engine=None, check_output=None) -> Release:
     """The release path. ``tamper`` is for the privacy audit only (:mod:`dipsy.audit`): the session
     hands it every measurement after the charge and runs what it returns — the measurement
     recorded, replayed from another data set's answers, or with its noise weakened while the plan
@@ -229,6 +240,9 @@ def _release(data, domain, method, epsilon, sets, *, delta, rho, columns, seed, 
     if stream and (on_release is None or release == "table"):
         raise DipsyError("a streamed release is drawn as it is written: it needs records and an on_release that saves it",
                          "pass on_release=lambda r: r.save(folder), or leave stream off")
+    if dataset_id is not None and (not isinstance(dataset_id, str) or not dataset_id.strip()):
+        raise DipsyError(f"the data set id {dataset_id!r} is empty (a script's variable that expanded to nothing?): every "
+                         "release of a data set must count under one name", "pass --dataset-id with the data set's name, or leave it out")
     if ledger is not None and not isinstance(ledger, Ledger):
         ledger = Ledger(ledger)
     synthesizer.check_roles(scope)  # before any read: a column leaves a release unchanged only if declared public
@@ -241,6 +255,7 @@ def _release(data, domain, method, epsilon, sets, *, delta, rho, columns, seed, 
     synthesizer.check_roles(scope, plan)
     _check_discovered(scope, ledger, dataset_id, seed)
     _check_not_public_source(scope, data)
+    _check_public_files(synthesizer, data, report.rows)
     # A local guarantee's cost is measured from the data: its session total is the ceiling the
     # operator gave, and its ledger record is written once it is known. It never counts against a DP
     # cap: a data set with one needs a cap for local releases too (checked here, before any measurement).
@@ -261,11 +276,15 @@ def _release(data, domain, method, epsilon, sets, *, delta, rho, columns, seed, 
     if ledger is not None and local:  # refused now, before any measurement, if it could never be recorded
         ledger.check(data_id, release_id, [Spend(f"{method}: a local ε_x, measured once it has run", LocalDP(0.0))],
                      plan.relation, cap=cap, raise_cap=raise_cap, guarantee=guarantee, dataset_id_given=dataset_id is not None)
-    if ledger is not None and not local:  # committed before any measurement: a killed run may over-count, never under-count
-        ledger.reserve(data_id, release_id, method, plan.spends, plan.relation, cap=cap, raise_cap=raise_cap,
-                       stated_delta=delta, guarantee=guarantee, dataset_id_given=dataset_id is not None)
-    visible = False
+    if check_output is not None:  # what would fail after the charge is refused before it
+        check_output(scope, kind=release, sets=synthesizer.sets, rows=report.valid_rows)
+    charged = drawn = False
     try:
+        if ledger is not None and not local:  # committed before any measurement: a killed run may over-count, never under-count
+            with held():  # the charge and the note of it: an interruption comes after both or neither
+                ledger.reserve(data_id, release_id, method, plan.spends, plan.relation, cap=cap, raise_cap=raise_cap,
+                               stated_delta=delta, guarantee=guarantee, dataset_id_given=dataset_id is not None)
+                charged = True
         rand = Randomness.from_seed(seed)
         session = Session(engine, total, plan.relation, rand, plan.measurements, plan.adaptive is not None, tamper)
         with _progress(synthesizer.sets, progress) as bar:
@@ -291,14 +310,16 @@ def _release(data, domain, method, epsilon, sets, *, delta, rho, columns, seed, 
             forecast=outlook.to_dict() | {"accepted_noise": outlook.noise},
         )
         if ledger is not None and local:
-            ledger.reserve(data_id, release_id, method, session.spends, plan.relation, cap=cap, raise_cap=raise_cap,
-                           guarantee=guarantee, dataset_id_given=dataset_id is not None)
-        visible = True  # from here a save may have put it in place: a failure keeps the spend
+            with held():
+                ledger.reserve(data_id, release_id, method, session.spends, plan.relation, cap=cap, raise_cap=raise_cap,
+                               guarantee=guarantee, dataset_id_given=dataset_id is not None)
+                charged = True
+        drawn = True  # from here on_release may make it visible: its ``visible`` says (without one, it may have)
         if on_release is not None:
             on_release(result)
-    except BaseException:
-        if ledger is not None and not visible:
-            ledger.cancel(release_id)
+    except BaseException as e:
+        if charged and not (drawn and getattr(on_release, "visible", True)):
+            take_back(ledger, release_id, e)
         raise
     finally:
         getattr(engine, "close", lambda: None)()
@@ -350,6 +371,23 @@ def _check_not_public_source(scope: Domain, data: Any) -> None:
         raise PrivacyError(f"{Path(data).name} is the file the domain's categories and bounds were read from as public data "
                            "(domain init --from-public), so they are the confidential data's exact values",
                            "write the domain from a file that is really public, or from public knowledge")
+
+
+def _check_public_files(synthesizer: Synthesizer, data: Any, rows: int) -> None:
+    """Refuse a public input file (an option such as dpsyn's ``public=``, rdt's ``structure=``) that is
+    the confidential data: the same file, bytes or rows (:func:`dipsy.engine.copies.copy_of`)."""
+    from .engine.copies import copy_of
+
+    if not isinstance(data, (str, Path)):
+        return
+    for option in synthesizer.options:
+        given = synthesizer.settings.get(option.name)
+        if option.public_file and isinstance(given, Path):
+            why = copy_of(given, data, rows)
+            if why is not None:
+                raise PrivacyError(f"option {option.name}= names {given.name}, a file given as public, and {why} as the "
+                                   f"confidential data {Path(data).name}: what the method reads from it would be released without noise",
+                                   f"give {option.name}= a file that is really public (another year, a public sample)")
 
 
 #: Dropped rows under a relation that publishes n: what the guarantee then covers.
@@ -486,6 +524,7 @@ def discover_domain(
     seed: int | None = None,
     on_invalid: str = "error",
     overwrite: bool = False,
+    work: RunFolder | None = None,
 ):
     """Fill a domain skeleton's TODO categories and bins by a DP measurement of ``data``, charged.
 
@@ -525,6 +564,15 @@ def discover_domain(
         release that uses it.
     on_invalid
         For the bins columns' rows outside their declared bounds: ``"error"`` or ``"drop"``.
+    overwrite
+        Replace an existing ``out``.
+    work
+        The command's :class:`~dipsy.engine.owner.RunFolder` beside ``out``, where the file is
+        written before it is renamed into place (its ``placed`` then names ``out``).
+
+    ``out``'s folder must be writable with :data:`~dipsy.release.ROOM_FLOOR` (1 MiB) free, checked
+    before anything is charged (a domain file is a few kilobytes of public values). A failure
+    before the file is in place takes the spend back.
 
     Returns
     -------
@@ -532,7 +580,7 @@ def discover_domain(
         The released categories and bins, the domain (text, and :class:`Domain` when no TODO is left),
         the spends and their total.
     """
-    from .domain.authoring import check_target, write_text
+    from .domain.authoring import DomainFile, check_target
     from .domain.discovery import plan_discovery
     from .domain.discovery_run import run_discovery
     from .domain.domain import read_spec
@@ -544,8 +592,10 @@ def discover_domain(
                          "written into the domain, which every release publishes)")
     if on_invalid not in ("error", "drop"):
         raise DataError(f"on_invalid is {on_invalid!r}", "use 'error' or 'drop'")
-    if out is not None:
+    if out is not None:  # what would fail after the charge is refused before it
         check_target(out, overwrite)
+        check_writable_folder(Path(out).parent, "--out")
+        check_room(Path(out).parent, ROOM_FLOOR)
     spec = domain if isinstance(domain, Mapping) else read_spec(domain)
     plan = plan_discovery(spec, epsilon, delta, categories=categories, bins=bins, log=log,
                           grid=grid, neighbouring=neighbouring)
@@ -553,6 +603,6 @@ def discover_domain(
         ledger = Ledger(ledger)
     Randomness.from_seed(seed)  # a bad seed is refused before anything is read or charged
     source = "" if isinstance(data, pd.DataFrame) else Path(data).name
-    write = None if out is None else (lambda result: write_text(result.text, out, overwrite))
+    write = None if out is None else DomainFile(out, overwrite, work)
     return run_discovery(data, plan, dataset_id=dataset_id, ledger=ledger, seed=seed, on_invalid=on_invalid,
                          source=source, on_result=write)

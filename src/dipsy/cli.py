@@ -9,10 +9,18 @@ the number of sets (:data:`MAX_SETS`), the columns, the domain (its sizes too:
 ``--overwrite`` only of a dipsy release). Running out of memory is reported as such. An error
 that is not about the input (a bug) is one line too, with exit code 1; ``DIPSY_TRACEBACK=1``
 shows its traceback.
+
+A release is charged late and fails early: what the output needs (room, a format that stores
+every category) is checked after the plan and before the charge (:class:`~dipsy.release.Output`).
+A failure of the machine after the charge (a full device, a name too long, no permission:
+:data:`ENVIRONMENT`) is exit code 2, Ctrl-C or SIGTERM 130, and the line says what was spent and
+that it was taken back, or is pending; once the release is in place, any later failure is a
+``warning:`` line saying where it is and what it spent, with exit code 0 (:func:`main`).
 """
 
 from __future__ import annotations
 
+import errno
 import gc
 import json
 import logging
@@ -27,6 +35,7 @@ from typing import Any, Callable
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
@@ -34,17 +43,45 @@ from . import __version__
 from .api import synthesize
 from .domain import Domain
 from .engine import ENGINES, engine_for
+from .engine.owner import RunFolder
 from .errors import DataError, DipsyError, ReleaseError
+from .interrupts import Terminated, ignored, terminate_as_interrupt
 from .methods import NEIGHBOURINGS
 from .methods import methods as list_methods
 from .methods.base import MAX_SETS
 from .privacy.budget import EPSILON_RANGE, RHO_RANGE
+from .paths import check_outputs
 from .privacy import Ledger, default_ledger_path
-from .privacy.composition import parse_cap
-from .release import FORMATS, check_target, check_writable_folder
+from .privacy.known import check_not_lost, forget, protected_ledgers
+from .privacy.composition import composed_total, parse_cap
+from .release import FORMATS, Output, check_target, check_writable_folder
 from .release_sets import check_partition_columns
+from .terminal import printable
 
-out = Console(highlight=False, soft_wrap=True)
+
+class _Terminal(Console):
+    """The console, escaping control characters in every text it prints (categories, names and
+    paths come from the data and the domain file: see :func:`~dipsy.terminal.printable`)."""
+
+    def render_str(self, text: str, **options: Any) -> Any:  # every str printed, table cells too, passes here
+        return super().render_str(printable(text), **options)
+
+    def on_broken_pipe(self) -> None:
+        """The reader went away (``dipsy synth … | head``): write nothing more, and let :func:`main`
+        say what was done (rich's own answer, SystemExit(1), would call a release a failure)."""
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+
+#: Markup off: names, categories and paths from the data could hold rich's [tags]; :func:`_styled` marks what is styled.
+out = _Terminal(highlight=False, soft_wrap=True, markup=False)
+
+
+def _styled(style: str, label: str, rest: str = "", **options: Any) -> None:
+    """Print ``label`` in ``style`` (e.g. "bold red"), then ``rest`` as plain text (markup escaped)."""
+    out.print(f"[{style}]{escape(label)}[/{style}]{escape(rest)}", markup=True, **options)
 
 
 #: What to undo if the running command fails (see :func:`main`); each entry runs once.
@@ -54,51 +91,197 @@ _doing = ["running the command"]
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the console script; returns the exit code.
+    """Entry point of the command line (the console script is :func:`dipsy.__main__.run`); returns the exit code.
 
-    0: done; 2: bad input (one line ``error: <problem>; <fix>``); 1: a bug (one line; set
-    ``DIPSY_TRACEBACK=1`` for the traceback); 130: interrupted. A failed command undoes what it
-    made (see :func:`_undo_all`).
+    0: done; 2: bad input (one line ``error: <problem>; <fix>``), or a failure of the machine that
+    the user can fix (a full device, a name too long, no permission: :data:`ENVIRONMENT`); 1: a
+    bug (one line; set ``DIPSY_TRACEBACK=1`` for the traceback); 130: interrupted (Ctrl-C, or
+    SIGTERM, taken alike). A failed command undoes what it made (see :func:`_undo_all`).
+
+    The line is true at every moment of a release (:class:`_Run`): before the charge it says
+    nothing was charged; after it, what was spent and whether it was taken back or stays pending;
+    once the output is in place, any later failure (a terminal that cannot be written, an
+    interruption) is one ``warning:`` line saying where the release is and what it spent, with
+    exit code 0: the release exists, and a retry would spend again.
     """
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s", stream=sys.stderr)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_PrintableFormatter("%(levelname)s: %(message)s"))
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
     _undo.clear()
     _doing[0] = "running the command"
+    _run.reset()
     code, message, caught = 0, None, None
-    try:
-        cli.main(args=argv, prog_name="dipsy", standalone_mode=False)
-    except DipsyError as e:
-        code, message, caught = 2, str(e), e
-    except (click.exceptions.Abort, KeyboardInterrupt) as e:
-        code, message, caught = 130, "interrupted; nothing was released", e
-    except click.ClickException as e:
-        if type(e).__name__ == "NoArgsIsHelpError":  # 'dipsy' or 'dipsy domain' alone: show the help
-            click.echo(e.ctx.get_help())
-            return 0
-        code, message, caught = 2, _usage(e), e
-    except MemoryError as e:
-        code, message, caught = 2, (f"out of memory while {_doing[0]}; choose fewer columns (--columns), coarser bins in "
-                                    "the domain file, fewer sets, or a method that works on marginals (see 'dipsy methods')"), e
-    except Exception as e:  # a bug, not bad input: still one line, and nothing left behind
-        if os.environ.get("DIPSY_TRACEBACK"):
-            _undo_all()
+    with terminate_as_interrupt():
+        try:
+            cli.main(args=argv, prog_name="dipsy", standalone_mode=False)
+            sys.stdout.flush()  # a terminal that cannot be written fails here, not at exit
+        except click.ClickException as e:
+            if type(e).__name__ == "NoArgsIsHelpError":  # 'dipsy' or 'dipsy domain' alone: show the help
+                click.echo(e.ctx.get_help())
+                return 0
+            code, message, caught = 2, _usage(e), e
+        except SystemExit:
             raise
-        where = _where(e)
-        code, message, caught = 1, (f"internal error: {type(e).__name__}: {_one_line(str(e)) or 'no message'}{where}; this "
-                                    "is a bug in dipsy: please report it with the command (DIPSY_TRACEBACK=1 shows the traceback)"), e
-    if code:
-        # What the failed run still holds (a DuckDB engine and its spill folder of confidential
-        # rows) is held by the frames of the exception's traceback: release it now, not at exit.
-        traceback.clear_frames(caught.__traceback__)
-        caught = None
-        gc.collect(1)
-        _undo_all()
-        click.echo(f"error: {_one_line(message)}", err=True)
+        except BaseException as e:  # noqa: BLE001 - every other failure, Ctrl-C and SIGTERM too, ends in one line
+            e = e.error if isinstance(e, _Passed) else e
+            code, message = _failure(e)
+            if code == 1 and os.environ.get("DIPSY_TRACEBACK") and _run.placed is None:
+                _undo_all()
+                raise e
+            caught = e
+        if code:
+            with ignored():  # the run is saying how it ended: a second Ctrl-C must not tear that
+                code, line = _run.ending(code, message, caught)
+                # What the failed run still holds (a DuckDB engine and its spill folder of confidential
+                # rows) is held by the frames of the exception's traceback: release it now, not at exit.
+                traceback.clear_frames(caught.__traceback__)
+                caught = None
+                gc.collect(1)
+                if code:
+                    _undo_all()
+                if line:
+                    _say(line)
     _undo.clear()
     return code
 
 
+#: Failures of the machine, not of dipsy, that the user can fix (exit code 2): each errno's fix.
+ENVIRONMENT = {
+    errno.ENOSPC: "free some space on that device, or write to another one",
+    errno.EDQUOT: "free some of your disk quota, or write elsewhere",
+    errno.EFBIG: "write to a file system that takes larger files",
+    errno.ENAMETOOLONG: "choose a shorter path",
+    errno.EACCES: "choose a path you may write, or change its permissions",
+    errno.EPERM: "choose a path you may write, or change its permissions",
+    errno.EROFS: "choose a writable device",
+    errno.EMFILE: "raise the limit of open files (ulimit -n)",
+    errno.ENFILE: "raise the system's limit of open files",
+    errno.EIO: "check the device",
+}
+#: The exit code of a command whose reader went away (``dipsy methods | head``), as a shell reports SIGPIPE.
+BROKEN_PIPE = 141
+
+
+def _failure(e: BaseException) -> tuple[int, str]:
+    """The exit code and the ``<problem>; <fix>`` of a failure (see :func:`main`)."""
+    if isinstance(e, Terminated):
+        return 130, "terminated (SIGTERM)"
+    if isinstance(e, (click.exceptions.Abort, KeyboardInterrupt)):
+        return 130, "interrupted"
+    if isinstance(e, DipsyError):
+        return 2, str(e)
+    if isinstance(e, MemoryError):
+        return 2, (f"out of memory while {_doing[0]}; choose fewer columns (--columns), coarser bins in the domain file, "
+                   "fewer sets, or a method that works on marginals (see 'dipsy methods')")
+    number = e.errno if isinstance(e, OSError) and e.errno in ENVIRONMENT else None
+    if number is None and not isinstance(e, OSError):  # DuckDB and others name the error in their message only
+        number = next((n for n in ENVIRONMENT if os.strerror(n) in str(e)), None)
+    if number is not None:
+        where = f" ({e.filename})" if getattr(e, "filename", None) else ""
+        return 2, f"{os.strerror(number).lower()}{where} while {_doing[0]}; {ENVIRONMENT[number]}"
+    return 1, (f"internal error: {type(e).__name__}: {_one_line(str(e)) or 'no message'}{_where(e)}; this is a bug in dipsy: "
+               "please report it with the command (DIPSY_TRACEBACK=1 shows the traceback)")
+
+
+def _say(line: str) -> None:
+    """Write the last line on standard error; a standard error that cannot be written loses it, nothing more."""
+    try:
+        click.echo(printable(_one_line(line)), err=True)
+    except OSError:
+        pass
+
+
+class _Run:
+    """What the running command has done that its last line must state (see :func:`main`).
+
+    ``release_id`` is set once the ledger holds the command's charge (:class:`_Recording`);
+    ``pending`` while that charge is neither taken back nor confirmed; ``confirmed`` once the
+    ledger marks it released. ``work`` is the command's run folder, whose ``placed`` names the
+    output once it is in place (set at the rename, with the signals held).
+    """
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.ledger: Ledger | None = None
+        self.release_id: str | None = None
+        self.spent = ""
+        self.pending = False
+        self.confirmed = False
+        self.work: RunFolder | None = None
+
+    @property
+    def placed(self) -> Path | None:
+        return None if self.work is None else self.work.placed
+
+    def charged(self, ledger: Ledger, dataset_id: str, release_id: str, spends: Any, relation: Any, guarantee: str) -> None:
+        budgets = [s.budget for s in spends]
+        try:
+            total = str(composed_total(budgets) or ", ".join(map(str, budgets)))
+        except DipsyError:  # a local ε_x: no DP total
+            total = ", ".join(map(str, budgets))
+        name = f"{dataset_id[:12]}…" if len(dataset_id) == 64 else dataset_id  # a file's SHA-256
+        test = " (a seeded test: recorded, never counted)" if guarantee == "test" else ""
+        self.ledger, self.release_id, self.pending = ledger, release_id, True
+        self.spent = f"{total} under {relation} for data set {name!r}{test}"
+
+    def ending(self, code: int, message: str, error: BaseException) -> tuple[int, str]:
+        """The exit code and the last line of a command that failed with ``error`` (``code`` and
+        ``message`` from :func:`_failure`)."""
+        if self.placed is not None:
+            if self.release_id is not None and not self.confirmed:  # interrupted between the rename and the record of it
+                try:
+                    self.ledger.confirm(self.release_id)
+                except Exception:  # noqa: BLE001 - it stays pending, counted, and the line says so
+                    pass
+            recorded = "recorded" if self.confirmed else "recorded as pending (counted)"
+            what = message if code == 130 else f"{type(error).__name__}: {_one_line(str(error))}"
+            return 0, (f"warning: released to {self.placed} (release {self.release_id}): {self.spent}, {recorded} in the ledger "
+                       f"{self.ledger.path}; after that: {what}")
+        if self.release_id is None:
+            if isinstance(error, BrokenPipeError):  # the reader chose to stop reading: nothing to say, and no one to say it to
+                return BROKEN_PIPE, ""
+            return code, f"error: {message}" + ("; nothing was charged or released" if code == 130 else "")
+        if self.pending:
+            return code, (f"error: {message}; nothing was released, but its spend ({self.spent}; release {self.release_id}) "
+                          f"stays pending in the ledger {self.ledger.path}, counted against the data set")
+        return code, f"error: {message}; nothing was released, and its spend ({self.spent}) was taken back"
+
+
+#: The running command's state (see :class:`_Run`).
+_run = _Run()
+
+
+class _Recording(Ledger):
+    """The budget ledger, noting in :data:`_run` what it records for the running command."""
+
+    def reserve(self, dataset_id: str, release_id: str, method: str, spends: Any, relation: Any, **options: Any) -> Any:
+        reservation = super().reserve(dataset_id, release_id, method, spends, relation, **options)
+        _run.charged(self, dataset_id, release_id, spends, relation, options.get("guarantee", "dp"))
+        return reservation
+
+    def cancel(self, release_id: str) -> int:
+        deleted = super().cancel(release_id)
+        if release_id == _run.release_id:
+            _run.pending = False
+        return deleted
+
+    def confirm(self, release_id: str) -> None:
+        super().confirm(release_id)
+        if release_id == _run.release_id:
+            _run.pending, _run.confirmed = False, True
+
+
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
+
+
+class _PrintableFormatter(logging.Formatter):
+    """Log lines with control characters escaped (a warning may quote values of the data)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return printable(super().format(record))
 
 
 def _where(e: BaseException) -> str:
@@ -163,6 +346,7 @@ def _keep_no_new_ledger(path: Path) -> None:
                 empty = all(db.execute(f'SELECT 1 FROM "{t}" LIMIT 1').fetchone() is None for t in tables)
                 if empty:
                     path.unlink()
+                    forget(path)
                     for suffix in ("-journal", "-wal", "-shm"):
                         Path(f"{path}{suffix}").unlink(missing_ok=True)
             finally:
@@ -194,7 +378,27 @@ def _number(flag: str, value: str | None, allowed: tuple[float, float] | None = 
     return x
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Passed(Exception):
+    """A failure carried past click to :func:`main` as it was (``error``)."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class _Group(click.Group):
+    """The command group, letting Ctrl-C, SIGTERM and a closed standard output reach :func:`main`
+    as they are: click would turn the first two into Abort after a blank line on standard error,
+    and the last into sys.exit(1), which would call a finished release a failure."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (KeyboardInterrupt, BrokenPipeError) as e:
+            raise _Passed(e) from None
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="dipsy")
 def cli() -> None:
     """Differentially private synthetic data with exact privacy statements."""
@@ -203,13 +407,12 @@ def cli() -> None:
 @cli.command()
 def methods() -> None:
     """List the synthesis methods with their guarantees, one line each (options below)."""
-    for m in list_methods():  # markup off: option help holds brackets, e.g. [a·y, b·y]
-        out.print(f"[bold]{m.name:<24}[/bold] ", end="")
-        out.print(m.summary, markup=False)
-        out.print(f"{'':24} {m.definition}; neighbours: {', '.join(m.neighbourings)}; releases: {', '.join(m.releases)}; {m.sets}",
-                  markup=False)
+    for m in list_methods():
+        _styled("bold", f"{m.name:<24}", " ", end="")
+        out.print(m.summary)
+        out.print(f"{'':24} {m.definition}; neighbours: {', '.join(m.neighbourings)}; releases: {', '.join(m.releases)}; {m.sets}")
         for option in m.options:
-            out.print(f"{'':24} --option {option}", markup=False)
+            out.print(f"{'':24} --option {option}")
 
 
 @cli.group()
@@ -256,7 +459,7 @@ def domain_check(data: Path, domain_path: Path, columns: tuple[str, ...], on_inv
     else:
         out.print(f"{report.summary()}\n{report.invalid_rows} row(s) would be dropped; {report.valid_rows} kept")
     for note in _domain_notes(scope):
-        out.print(f"note: {note}", markup=False)
+        out.print(f"note: {note}")
 
 
 def _domain_notes(scope: Domain) -> list[str]:
@@ -288,6 +491,7 @@ def domain_init(data: Path, out_path: Path, public: Path | None, overwrite: bool
 
     check_target(out_path, overwrite)  # every output check before any work
     _check_output_file(out_path, "--out")
+    check_outputs({"--out": out_path}, {"the data": data, "the --from-public file": public}, ledgers=protected_ledgers())
     _doing[0] = f"reading the header of {data}"
     skeleton = init_domain(data, public)
     _keep_no_new_folders(out_path.parent)
@@ -296,7 +500,7 @@ def domain_init(data: Path, out_path: Path, public: Path | None, overwrite: bool
     filled = f"; categories and bounds from the public file {skeleton.public}" if skeleton.public else ""
     left = (f"{skeleton.todos} TODO placeholder(s) to fill from public knowledge (dipsy refuses the file until none is left)"
             if skeleton.todos else "no TODO left: check the values, then 'dipsy domain check'")
-    out.print(f"wrote {out_path}: {len(skeleton.columns)} columns{filled}; {left}", markup=False)
+    out.print(f"wrote {out_path}: {len(skeleton.columns)} columns{filled}; {left}")
 
 
 @domain.command("discover")
@@ -342,6 +546,9 @@ def domain_discover(data: Path, domain_path: Path, out_path: Path, epsilon: str,
     check_target(out_path, overwrite)
     _check_output_file(out_path, "--out")
     ledger_path = Path(ledger or default_ledger_path())
+    reads = {"the data": data, "the --domain file": domain_path}
+    check_outputs({"--out": out_path}, reads, ledgers=protected_ledgers(ledger_path))
+    check_outputs({"--ledger": ledger_path}, reads)
     _check_ledger_path(ledger_path)
     plan_discovery(read_spec(domain_path), epsilon, delta, categories=chosen, bins=counts,
                    log=logs, grid=grid, neighbouring=neighbouring)  # every refusal from public inputs, before any read
@@ -349,28 +556,30 @@ def domain_discover(data: Path, domain_path: Path, out_path: Path, epsilon: str,
     _keep_no_new_ledger(ledger_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     _doing[0] = f"discovering the domain of {data}"
-    result = discover_domain(data, domain_path, out_path, epsilon=epsilon, delta=delta, dataset_id=dataset_id, categories=chosen,
-                             bins=counts, log=logs, grid=grid, ledger=Ledger(ledger_path), neighbouring=neighbouring, seed=seed,
-                             on_invalid=on_invalid, overwrite=overwrite)
+    with RunFolder(out_path.parent, out_path.name) as work:  # the file being written, the engines' scratch
+        _run.work = work
+        result = discover_domain(data, domain_path, out_path, epsilon=epsilon, delta=delta, dataset_id=dataset_id,
+                                 categories=chosen, bins=counts, log=logs, grid=grid, ledger=_Recording(ledger_path),
+                                 neighbouring=neighbouring, seed=seed, on_invalid=on_invalid, overwrite=overwrite, work=work)
     for (name, values), m in zip(result.categories.items(), result.measurements):
         shown = ", ".join(map(repr, values[:20])) + (", …" if len(values) > 20 else "")
         what = (f"{len(values)} categor{'y' if len(values) == 1 else 'ies'} [{shown}]" if values else
                 "no value passed the threshold: its categories stay TODO")
         out.print(f"{name}: {what} (DP partition selection, threshold {m['noise']['threshold']}, "
-                  f"{_cost(m)})", markup=False)
+                  f"{_cost(m)})")
     for (name, edges), m in zip(result.bins.items(), result.measurements[len(result.categories):]):
-        out.print(f"{name}: {len(edges) - 1} bins, edges {list(edges)} (noisy histogram, {_cost(m)})", markup=False)
+        out.print(f"{name}: {len(edges) - 1} bins, edges {list(edges)} (noisy histogram, {_cost(m)})")
     total = result.total
     charged = f"ε = {total.epsilon:g}" + (f", δ = {total.delta:g}" if getattr(total, "delta", 0) else "")
     where = f"data set {dataset_id!r} in the ledger {ledger_path} (release {result.release_id})"
     if seed is not None:
-        out.print(f"[bold red]TEST DISCOVERY[/bold red] (seed {seed}): not differentially private — its noise can be regenerated; "
-                  f"recorded, never counted, as {charged} under {neighbouring} for {where}; every release using {out_path} "
-                  "says NOT PRIVATE: never publish one")
+        _styled("bold red", "TEST DISCOVERY", f" (seed {seed}): not differentially private — its noise can be regenerated; "
+                f"recorded, never counted, as {charged} under {neighbouring} for {where}; every release using {out_path} "
+                "says NOT PRIVATE: never publish one")
     else:
-        out.print(f"charged {charged} under {neighbouring} to {where}", markup=False)
+        out.print(f"charged {charged} under {neighbouring} to {where}")
     left = f"; categories of {', '.join(result.left)} still TODO" if result.left else ""
-    out.print(f"wrote {out_path}{left}", markup=False)
+    out.print(f"wrote {out_path}{left}")
 
 
 def _cost(m: dict) -> str:
@@ -456,6 +665,9 @@ def synth(
     parsed = _options(options)
     check_target(out_dir, overwrite)
     ledger_path = Path(ledger or default_ledger_path())
+    reads = {"the data": data, "the --domain file": domain_path, **_option_files(method, parsed)}
+    check_outputs({}, reads, ledgers=protected_ledgers(ledger_path), out_folder=("--out", out_dir))
+    check_outputs({"--ledger": ledger_path}, reads)
     _check_ledger_path(ledger_path)
     domain = Domain.load(domain_path)
     domain.project(chosen)  # an unknown column is refused here, before the data are read
@@ -466,31 +678,38 @@ def synth(
     _keep_no_new_folders(out_dir.parent)
     _keep_no_new_ledger(ledger_path)
     _doing[0] = f"synthesizing from {data}"
-    release = synthesize(
-        data,
-        domain,
-        method=method,
-        epsilon=epsilon,
-        delta=delta,
-        rho=rho,
-        sets=sets,
-        columns=chosen,
-        seed=seed,
-        options=parsed,
-        ledger=Ledger(ledger_path),
-        dataset_id=dataset_id,
-        budget_cap=budget_cap,
-        raise_cap=raise_cap,
-        on_invalid=on_invalid,
-        neighbouring=neighbouring,
-        release=kind,
-        progress=sys.stderr.isatty(),  # a progress bar only for a person at a terminal, never in a log
-        on_release=lambda r: r.save(out_dir, format=fmt, overwrite=overwrite, partition_by=partitions, engine=engine),
-        accept_noise=accept_noise,
-        rows=rows,
-        stream=stream,
-        engine=engine,
-    )
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    # Every temporary file of the run (the release being written, the engine's scratch) in one
+    # folder beside --out, removed on every way out; the printing below comes after it is gone.
+    with RunFolder(out_dir.parent, out_dir.name) as work:
+        _run.work = work
+        output = Output(out_dir, fmt, overwrite, partitions, engine, work=work)
+        release = synthesize(
+            data,
+            domain,
+            method=method,
+            epsilon=epsilon,
+            delta=delta,
+            rho=rho,
+            sets=sets,
+            columns=chosen,
+            seed=seed,
+            options=parsed,
+            ledger=_Recording(ledger_path),
+            dataset_id=dataset_id,
+            budget_cap=budget_cap,
+            raise_cap=raise_cap,
+            on_invalid=on_invalid,
+            neighbouring=neighbouring,
+            release=kind,
+            progress=sys.stderr.isatty(),  # a progress bar only for a person at a terminal, never in a log
+            on_release=output,
+            accept_noise=accept_noise,
+            rows=rows,
+            stream=stream,
+            engine=engine,
+            check_output=output.check,  # the folder, its room, the categories' format: before the charge
+        )
     _print_forecast(release.forecast)
     for note in _domain_notes(release.domain):
         out.print(f"note: {note}")
@@ -505,12 +724,12 @@ def synth(
     also = f" (so (ε, δ)-DP with ε = {equivalent[0]:.4g}, δ = {equivalent[1]:g})" if equivalent else ""
     claim = f"{s.definition}, {s.total} in total{also}, {s.per_set} per set, {s.sets} set(s); {s.neighbouring}"
     if s.private and s.guarantee == "local":
-        out.print(f"[bold yellow]LOCAL GUARANTEE[/bold yellow] (not worst-case DP; never counted against a DP budget): {claim}")
+        _styled("bold yellow", "LOCAL GUARANTEE", f" (not worst-case DP; never counted against a DP budget): {claim}")
     elif s.private:
         out.print(f"privacy: {claim}")
     else:
-        out.print(f"[bold red]TEST RELEASE[/bold red] (seed {release.seed}): not differentially private — its noise can be "
-                  f"regenerated from the recorded seed; never publish it. Unseeded it would be: {claim}")
+        _styled("bold red", "TEST RELEASE", f" (seed {release.seed}): not differentially private — its noise can be "
+                f"regenerated from the recorded seed; never publish it. Unseeded it would be: {claim}")
     if release.dropped_rows:
         out.print(f"note: {release.dropped_rows} row(s) that did not match the domain were dropped (not written to the release)")
     what = "table(s) of" if release.kind == "table" else "set(s) of"
@@ -521,8 +740,11 @@ def _print_forecast(forecast: dict | None) -> None:
     if not forecast:
         return
     style = {"noise": "bold red", "weak": "bold yellow"}.get(forecast["verdict"], "")
-    verdict = f"[{style}]{forecast['verdict'].upper()}[/{style}]" if style else forecast["verdict"]
-    out.print(f"forecast ({verdict}): {forecast['summary']}", highlight=False)
+    if style:
+        out.print("forecast (", end="")
+        _styled(style, forecast["verdict"].upper(), f"): {forecast['summary']}")
+    else:
+        out.print(f"forecast ({forecast['verdict']}): {forecast['summary']}")
     if forecast.get("not_forecast"):
         out.print(f"  not forecast: {'; '.join(forecast['not_forecast'][:3])}" + (" …" if len(forecast["not_forecast"]) > 3 else ""))
 
@@ -550,6 +772,8 @@ def plan_command(data: Path | None, domain_path: Path, method: str, epsilon: str
     _number("--rho", rho, RHO_RANGE)
     if json_path is not None:
         _check_output_file(json_path, "--json")
+        check_outputs({"--json": json_path}, {"the data": data, "the --domain file": domain_path,
+                                              **_option_files(method, _options(options))}, ledgers=protected_ledgers())
     domain = Domain.load(domain_path)
     chosen = _columns(columns)
     domain.project(chosen)
@@ -586,6 +810,14 @@ def _check_ledger_path(path: Path) -> None:
             check_writable_folder(path.parent, "--ledger")
         except ReleaseError as e:
             raise DipsyError(f"cannot create the budget ledger {str(path)!r}: {e.problem}", "pass --ledger with a writable path") from None
+
+
+def _option_files(method: str, options: dict[str, str]) -> dict[str, str]:
+    """The files a method's options name as public inputs (``public=``, ``structure=``…): what it reads."""
+    from .methods import get
+
+    known = {o.name for o in get(method).options if o.public_file}
+    return {f"the {name}= file": value for name, value in options.items() if name in known and Path(value).exists()}
 
 
 def _options(pairs: tuple[str, ...]) -> dict[str, str]:
@@ -684,6 +916,8 @@ def evaluate_command(data: Path, release_dir: Path, domain_path: Path | None, re
             _check_output_file(path, flag)
     if json_path is not None and report_path is not None and json_path.absolute() == report_path.absolute():
         raise DipsyError(f"--json and --report both name {str(json_path)!r}", "give them different paths")
+    check_outputs(outputs, {"the data": data, "the --domain file": domain_path}, folders={"the release": release_dir},
+                  ledgers=protected_ledgers())
     _doing[0] = "evaluating the release"
     chosen = None if sensitive is None else [c.strip() for c in sensitive.split(",") if c.strip()]
     by = None if groups is None else [c.strip() for c in groups.split(",") if c.strip()]
@@ -753,6 +987,8 @@ def compare_command(data: Path, release_dirs: tuple[Path, ...], column: str, rep
             _check_output_file(path, flag)
     if json_path is not None and report_path is not None and json_path.absolute() == report_path.absolute():
         raise DipsyError(f"--json and --report both name {str(json_path)!r}", "give them different paths")
+    check_outputs({"--json": json_path, "--report": report_path}, {"the data": data},
+                  folders={f"the release {d}": d for d in release_dirs}, ledgers=protected_ledgers())
     _doing[0] = "comparing the releases"
     values, loaded = load_column(data, release_dirs, column)  # read once, for the numbers and the page
     result = summarise(values, loaded, column)
@@ -805,6 +1041,7 @@ def budget_show(ledger: Path | None, dataset_id: str | None) -> None:
     if path.is_dir():
         raise DipsyError(f"the budget ledger {str(path)!r} is a folder", "pass --ledger with the ledger's file path")
     if not path.exists():
+        check_not_lost(path)  # a ledger dipsy created that is gone is an error, not an empty record
         out.print(f"no ledger at {path}; nothing has been recorded there")
         return
     led = Ledger.open_existing(path)

@@ -34,6 +34,7 @@ import numpy as np
 from scipy import stats
 
 from .errors import DipsyError
+from .formula import design as formula_design
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -141,7 +142,7 @@ def proportion(tables: "list[pd.DataFrame]", column: str, value: object, rule: s
 
 def regression(tables: "list[pd.DataFrame]", formula: str, rule: str = "reiter2003-partial", model: str = "ols",
                level: float = 0.95, n_ratio: float = 1.0) -> Estimates:
-    """Coefficients of a statsmodels formula (``ols`` or ``logit``) fitted to each set, combined by ``rule``.
+    """Coefficients of a formula (``ols`` or ``logit``, :mod:`dipsy.formula`) fitted to each set, combined by ``rule``.
 
     A term missing from a set (a category that set lacks) combines as NaN.
 
@@ -159,14 +160,19 @@ def regression(tables: "list[pd.DataFrame]", formula: str, rule: str = "reiter20
 
 
 def fit(formula: str, data: "pd.DataFrame", model: str = "ols"):  # noqa: ANN201 (a statsmodels results object)
-    """Fit ``formula`` by OLS or logistic regression, with a clear error for a bad formula."""
-    import statsmodels.formula.api as smf
+    """Fit ``formula`` by OLS or logistic regression, with a clear error for a bad formula.
+
+    The formula is read by :mod:`dipsy.formula` (a grammar, never evaluated as Python) and its
+    design matrix, with patsy's column names, is fitted by statsmodels' array API.
+    """
+    import statsmodels.api as sm
 
     if model not in ("ols", "logit"):
         raise DipsyError(f"unknown regression model {model!r}", "use ols or logit")
+    response, design = formula_design(formula, data, binary=model == "logit")
     try:
-        return smf.ols(formula, data).fit() if model == "ols" else smf.logit(formula, data).fit(disp=0)
-    except Exception as e:  # patsy and statsmodels raise many types for a bad formula
+        return sm.OLS(response, design).fit() if model == "ols" else sm.Logit(response, design).fit(disp=0)
+    except Exception as e:  # statsmodels raises many types for a model it cannot fit (no rows, a singular matrix)
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise DipsyError(f"cannot fit {formula!r}: {first}", "write the formula over the released columns, e.g. 'y ~ x + C(group)'") from None
 

@@ -6,18 +6,25 @@ the public domain of the released columns (``domain.yaml``). Everything is writt
 folder beside the target and renamed into place, so a failure leaves nothing behind. The folder
 gets the permissions of any new folder (``0o777`` less the umask), not the temporary folder's 0700.
 
+What can be checked before a release is charged is checked by :class:`Output` (the command line's
+``check_output`` and ``on_release``): the folder can be written, the device has room for an
+estimate of the release (:func:`estimate_bytes`), and the format stores every category of the
+released domain so that it reads back as itself (:func:`check_storable`). Its ``visible`` flag
+says whether the release reached its place, which decides whether a failure takes the spend back.
+
 ``--overwrite`` replaces only a folder that holds a dipsy release (a ``release.json`` with a
 ``release_id``, and release files only): any other folder, or a release beside which someone put
 other files, is refused, so that an overwrite never deletes what dipsy did not write.
 
-Temporary folders are named ``.<name>.<random>`` (``.<name>.old.<random>`` for the release an
-overwrite replaces) beside the target, each with a marker file beside it, ``<folder>.owner``,
-naming the process that made it (pid, its start time, the host) and the target. A run that is
-killed leaves its temporary folder behind; the next save to the same target sweeps every such
-folder whose process is gone (on this host), first putting back a replaced release whose
-replacement never arrived, and any marker left without its folder. The marker lives beside the
-folder, never in it, so a release never holds it. Temporary folders without a marker (another
-program's, or older dipsy's) are left alone.
+The temporary folder is ``release/`` inside the command's run folder
+(:class:`~dipsy.engine.owner.RunFolder`, ``.dipsy-run.<random>`` beside the target, which a save
+makes for itself when it is given none), and the release an overwrite replaces is moved to
+``old/<name>`` inside it; the run folder's marker names the process (pid, its start time, the
+host) and the target, never inside the release. A run that is killed leaves its run folder behind;
+the next command that writes sweeps it once its process is gone (on this host), first putting back
+a replaced release whose replacement never arrived. Older versions' temporary folders
+``.<name>.<random>`` with a marker ``<folder>.owner`` beside them are swept by the next save to
+the same target (:func:`sweep_stale`); folders without a marker (another program's) are left alone.
 
 Nothing in ``release.json`` is computed from the confidential data beyond what the statement
 declares public (n): in particular no hash of the data file, which would let anyone holding a
@@ -27,20 +34,26 @@ candidate file confirm it.
 from __future__ import annotations
 
 import glob
+import io
 import json
+import math
 import os
 import re
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
+from urllib.parse import quote
 
+import numpy as np
 import pandas as pd
 
-from .domain import Domain
-from .engine.owner import mark, owner_of
+from .domain import Domain, encode_frame
+from .domain.codec import _as_text, decode_column
+from .engine.owner import OWNER_SUFFIX, RunFolder, owner_of
 from .errors import ReleaseError
+from .interrupts import held
 from .methods import Statement
 from .methods.counts import describe_cells
 from .privacy import Spend
@@ -135,13 +148,15 @@ class Release:
         return meta
 
     def save(self, out: str | Path, format: str = "parquet", overwrite: bool = False, partition_by: tuple[str, ...] = (),
-             engine: str | None = None) -> Path:
+             engine: str | None = None, work: str | Path | None = None, on_placed: Callable[[], None] | None = None) -> Path:
         """Write the release to the folder ``out`` atomically; refuse an existing one unless ``overwrite``.
 
         A set drawn in chunks (:class:`~dipsy.release_sets.ChunkedSet`), or any set when
         ``partition_by`` names columns, is written as a folder of part files
         (:func:`~dipsy.release_sets.write_set`), by Spark when ``engine`` is ``"spark"``; any
-        other as one file.
+        other as one file. ``work`` is the command's run folder beside ``out`` (default: one made
+        for the save); ``on_placed`` is called as the release reaches ``out``, with SIGINT and
+        SIGTERM held, so that nothing can interrupt between the two.
         """
         out = Path(out)
         check_target(out, overwrite)
@@ -151,12 +166,17 @@ class Release:
         check_partition_columns(partition_by, self.domain)
         if partition_by and self.kind == "table":
             raise ReleaseError("a released table is one row per cell: it is not partitioned", "leave out --partition-by")
+        run = None
         try:
             out.parent.mkdir(parents=True, exist_ok=True)
             sweep_stale(out)
-            tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-            marker = _mark(tmp, out, "new")
+            if work is None:
+                run = RunFolder(out.parent, out.name)
+            tmp = Path(work if work is not None else run.path) / "release"
+            tmp.mkdir()
         except OSError as e:
+            if run is not None:
+                run.remove()
             raise ReleaseError(f"cannot write into {str(out.parent)!r} ({e.strerror})", "choose a writable --out folder") from None
         try:
             for k, table in enumerate(self.tables, start=1):
@@ -171,17 +191,213 @@ class Release:
             self.domain.save(tmp / "domain.yaml")
             (tmp / "release.json").write_text(json.dumps(self.metadata(), indent=2, default=str) + "\n", encoding="utf-8")
             tmp.chmod(0o777 & ~_umask())
-            _move_into_place(tmp, out, overwrite)
+            _move_into_place(tmp, out, overwrite, on_placed)
         except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.rmtree(tmp, ignore_errors=True)  # at once: on a full device its room is wanted back
             raise
         finally:
-            marker.unlink(missing_ok=True)
+            if run is not None:
+                run.remove()
         return out
 
 
-#: A temporary folder's marker is the file beside it named ``<folder><OWNER_SUFFIX>``.
-OWNER_SUFFIX = ".owner"
+class Output:
+    """Where a release is written: checked before anything is charged, written once it is drawn.
+
+    ``dipsy synth`` passes ``check_output=output.check`` and ``on_release=output`` to
+    :func:`dipsy.synthesize`. :meth:`check` refuses, before the charge, what would fail after
+    it; calling the output saves the release (:meth:`Release.save`), and ``visible`` turns True
+    at the rename that puts it in place (signals held, so the two agree): the release path takes
+    the spend back after a failure that left ``visible`` False.
+
+    Parameters
+    ----------
+    folder, format, overwrite, partition_by, engine
+        As :meth:`Release.save` takes them.
+    work
+        The command's :class:`~dipsy.engine.owner.RunFolder` beside ``folder`` (its ``placed``
+        is set with ``visible``); the engine's scratch is there too, so :meth:`check` counts it
+        in the room needed.
+    """
+
+    def __init__(self, folder: str | Path, format: str = "parquet", overwrite: bool = False, partition_by: tuple[str, ...] = (),
+                 engine: str | None = None, work: RunFolder | None = None) -> None:
+        self.folder = Path(folder)
+        self.format = format
+        self.overwrite = overwrite
+        self.partition_by = tuple(partition_by)
+        self.engine = engine
+        self.work = work
+        self.visible = False
+
+    def check(self, domain: Domain, kind: str, sets: int, rows: int) -> None:
+        """Refuse the output before the charge: the folder (:func:`check_target`), the categories
+        (:func:`check_storable`), and the room for ``sets`` sets of ``rows`` records (or of a
+        table's cells) of ``domain`` (:func:`estimate_bytes`; the engine's scratch, at most 4
+        bytes a row and column, when it shares the device)."""
+        check_target(self.folder, self.overwrite)
+        check_storable(domain, self.format, self.partition_by, self.folder)
+        scratch = 4 * rows * len(domain.names) if self.work is not None else 0
+        check_room(self.folder.parent, estimate_bytes(domain, kind, sets, rows, self.format) + scratch)
+
+    def __call__(self, release: Release) -> Path:
+        return release.save(self.folder, self.format, self.overwrite, self.partition_by, self.engine,
+                            work=None if self.work is None else self.work.path, on_placed=self._placed)
+
+    def _placed(self) -> None:
+        self.visible = True
+        if self.work is not None:
+            self.work.placed = self.folder
+
+
+#: The room asked for is the estimate of a release's size times this.
+ROOM_MARGIN = 1.5
+#: … plus this: release.json, domain.yaml, the files' footers and folders.
+ROOM_FLOOR = 1 << 20
+#: Parquet falls back from a dictionary to plain values when a column's dictionary page passes this.
+PARQUET_DICTIONARY = 1 << 20
+
+
+def estimate_bytes(domain: Domain, kind: str, sets: int, rows: int, format: str) -> int:
+    """An upper estimate of a release's size, for the room check before the charge.
+
+    Each of the ``sets`` sets holds ``rows`` records (a table release: one row per cell, and its
+    count). A record takes per column: in CSV its widest text and a separator (the longest
+    category, quoted; the wider bound of an integer; 24 characters for a float, the longest
+    shortest repr; 20 for a count); in Parquet 8 bytes for a number and, for a category, the whole
+    bytes of its dictionary index, or its text and a 4-byte length when the column's texts pass
+    :data:`PARQUET_DICTIONARY`. The sum over records and sets is multiplied by
+    :data:`ROOM_MARGIN`, and :data:`ROOM_FLOOR` added.
+
+    >>> from dipsy.domain import Column
+    >>> d = Domain((Column("a", "categorical", categories=(1, 2, 3)), Column("b", "categorical", categories=tuple(range(300)))))
+    >>> estimate_bytes(d, "records", 2, 1000, "parquet") - ROOM_FLOOR   # 1.5 * 2 sets * 1000 rows * (1 + 2 bytes)
+    9000
+    >>> estimate_bytes(d, "records", 2, 1000, "csv") - ROOM_FLOOR   # 1.5 * 2 * 1000 * ((1 + 3) + (3 + 3))
+    30000
+    """
+    width = 0
+    for c in domain.columns:
+        if c.is_categorical:
+            texts = c.category_texts
+            longest = max(len(t.encode("utf-8")) for t in texts)
+            if format == "csv":
+                width += longest + 3
+            elif sum(len(t) for t in texts) > PARQUET_DICTIONARY:
+                width += longest + 4
+            else:
+                width += max(1, math.ceil(math.log2(max(c.size, 2)) / 8))
+        elif c.kind == "integer" and c.bins is None and format == "csv":
+            width += max(len(str(int(c.lower))), len(str(int(c.upper)))) + 1
+        else:
+            width += 25 if format == "csv" else 8
+    records = rows
+    if kind == "table":
+        records = domain.cells()
+        width += 21 if format == "csv" else 8
+    return int(ROOM_MARGIN * sets * records * width) + ROOM_FLOOR
+
+
+def check_room(folder: str | Path, need: int) -> None:
+    """Refuse a folder whose device has less than ``need`` bytes free (for this user)."""
+    where = Path(folder).absolute()
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    try:
+        st = os.statvfs(where)
+    except OSError:  # a device that cannot say: the writes themselves will tell
+        return
+    free = st.f_bavail * st.f_frsize
+    if free < need:
+        raise ReleaseError(f"the device of {str(where)!r} has {_bytes(free)} free, and the release needs about {_bytes(need)} "
+                           "(its estimated size with a margin; nothing was charged)",
+                           "free some space there, or choose an --out on a device with room")
+
+
+def _bytes(n: int) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return ""
+
+
+def check_storable(domain: Domain, format: str, partition_by: tuple[str, ...] = (), folder: str | Path = ".") -> None:
+    """Refuse a categorical column whose categories ``format`` cannot store as themselves.
+
+    Each categorical column's categories, one row each, as a release draws them, are written in
+    memory by the writer a release uses and read back as :func:`~dipsy.release_sets.read_set`
+    reads them; each must come back as its own category (as :func:`~dipsy.domain.encode_frame`
+    matches values). A partition column's categories name folders instead: each name must fit the
+    file system of ``folder``. Public inputs only: run before anything is charged.
+
+    >>> from dipsy.domain import Column
+    >>> import datetime
+    >>> check_storable(Domain((Column("d", "categorical", categories=(1, "a")),)), "parquet")
+    Traceback (most recent call last):
+    ...
+    dipsy.errors.ReleaseError: column 'd': Parquet cannot store its categories 1, 'a' (...); quote every category in the domain file (text of one type), or use --format csv
+    >>> check_storable(Domain((Column("d", "categorical", categories=(datetime.date(2020, 1, 1), "a")),)), "csv")
+    """
+    longest = _name_max(folder)
+    for column in domain.columns:
+        if not column.is_categorical:
+            continue
+        if column.name in partition_by:
+            names = [f"{column.name}={quote(str(v), safe='')}" for v in column.categories]
+            long = [n for n in names if len(n.encode("utf-8")) > longest]
+            if long:
+                raise ReleaseError(f"partition column {column.name!r}: the folder name {long[0][:60]!r}… is longer than the "
+                                   f"{longest} bytes a name may have here", "partition by a column with shorter categories")
+            continue
+        codes = np.arange(len(column.categories))
+        frame = pd.DataFrame({column.name: decode_column(codes, column, np.random.default_rng(0))})
+        shown = ", ".join(map(repr, column.categories[:3])) + (", …" if len(column.categories) > 3 else "")
+        try:
+            back = _written_and_read(frame, format)
+        except Exception as e:  # noqa: BLE001 - the writer's own refusal (e.g. pyarrow: values of mixed types)
+            raise ReleaseError(f"column {column.name!r}: {_FORMAT_NAMES[format]} cannot store its categories {shown} "
+                               f"({' '.join(str(e.args[0] if e.args else e).split())[:200]})",
+                               "quote every category in the domain file (text of one type)"
+                               + (", or use --format csv" if format == "parquet" else "")) from None
+        encoded, _ = encode_frame(back, Domain((column,)))
+        wrong = np.flatnonzero(encoded[column.name].codes != codes) if encoded else codes
+        if len(wrong):
+            value = back[column.name].iloc[[wrong[0]]]
+            seen = value.iloc[0] if column.numeric_categories else _as_text(value)[0]  # as the codec matches it
+            seen = "a missing value" if value.isna().iloc[0] else repr(seen)
+            raise ReleaseError(f"column {column.name!r}: the category {column.categories[wrong[0]]!r} does not read back from "
+                               f"{_FORMAT_NAMES[format]} as itself (read back, it is {seen})",
+                               "quote the categories in the domain file so that they are text, or choose the other --format")
+
+
+_FORMAT_NAMES = {"parquet": "Parquet", "csv": "CSV"}
+
+
+def _written_and_read(frame: pd.DataFrame, format: str) -> pd.DataFrame:
+    """``frame`` written as a release writes a set, and read back as a release is read, in memory."""
+    if format == "parquet":
+        buffer = io.BytesIO()
+        frame.to_parquet(buffer, index=False)
+        buffer.seek(0)
+        return pd.read_parquet(buffer)
+    text = io.StringIO()
+    frame.to_csv(text, index=False)
+    text.seek(0)
+    return pd.read_csv(text)
+
+
+def _name_max(folder: str | Path) -> int:
+    """The longest file name (bytes) the file system of ``folder`` (or its nearest existing parent) takes."""
+    where = Path(folder).absolute()
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    try:
+        return os.pathconf(where, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return 255
+
+
 #: The files a release folder holds (what --overwrite may replace).
 RELEASE_FILES = re.compile(r"release\.json|domain\.yaml|(synthetic|table)_[1-9][0-9]*\.(parquet|csv)")
 #: The folders of sets written in chunks (see :mod:`dipsy.release_sets`).
@@ -249,10 +465,12 @@ def check_writable_folder(folder: Path, flag: str) -> None:
 
 
 def sweep_stale(out: Path) -> list[Path]:
-    """Remove the temporary folders of ``out`` left by runs that were killed (their process is
-    gone), putting back first a replaced release whose replacement never arrived, and markers left
-    without their folder. Returns the folders removed. Folders of live processes, of other hosts,
-    of other targets or without a marker are left alone."""
+    """Remove the temporary folders of ``out`` that older versions of dipsy left beside it when
+    killed (``.<name>.<random>`` with a marker ``<folder>.owner``; their process is gone), putting
+    back first a replaced release whose replacement never arrived, and markers left without their
+    folder. Returns the folders removed. Folders of live processes, of other hosts, of other
+    targets or without a marker are left alone. (Run folders are swept by
+    :func:`~dipsy.engine.owner.sweep_runs`.)"""
     out = Path(out)
     removed = []
     try:
@@ -274,10 +492,6 @@ def sweep_stale(out: Path) -> list[Path]:
         except OSError:
             continue
     return removed
-
-
-def _mark(folder: Path, out: Path, role: str) -> Path:
-    return mark(folder, folder.with_name(folder.name + OWNER_SUFFIX), target=out.name, role=role)
 
 
 def _with_transformations(privacy: dict[str, Any], domain: Domain) -> dict[str, Any]:
@@ -315,20 +529,21 @@ def _umask() -> int:
     return mask
 
 
-def _move_into_place(tmp: Path, out: Path, overwrite: bool) -> None:
-    old = None
-    if out.exists() and overwrite:
-        check_release_folder(out)  # again: it may have changed since the run began
-        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
-        old_marker = _mark(old, out, "old")
-        os.replace(out, old / out.name)
-    try:
-        os.rename(tmp, out)
-    except OSError as e:
-        if old is not None:  # put the previous release back
-            os.replace(old / out.name, out)
-        raise ReleaseError(f"cannot move the release into {str(out)!r} ({e.strerror})", "check the folder and try again") from None
-    finally:
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
-            old_marker.unlink(missing_ok=True)
+def _move_into_place(tmp: Path, out: Path, overwrite: bool, on_placed: Callable[[], None] | None) -> None:
+    """Rename ``tmp`` (in the run folder) to ``out``; a release it replaces goes to the run
+    folder's ``old/`` (removed with it; put back by a sweep if a kill comes between the renames)."""
+    with held():  # the renames and the note that the release is in place: never one without the other
+        old = None
+        if out.exists() and overwrite:
+            check_release_folder(out)  # again: it may have changed since the run began
+            old = tmp.parent / "old" / out.name
+            old.parent.mkdir()
+            os.replace(out, old)
+        try:
+            os.rename(tmp, out)
+        except OSError as e:
+            if old is not None:  # put the previous release back
+                os.replace(old, out)
+            raise ReleaseError(f"cannot move the release into {str(out)!r} ({e.strerror})", "check the folder and try again") from None
+        if on_placed is not None:
+            on_placed()

@@ -30,15 +30,18 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..engine.copies import copy_of
 from ..engine.duckdb_engine import _dedup_names, _file_format, _fix, _reason
+from ..engine.owner import RunFolder
 from ..errors import DataError, DipsyError
+from ..interrupts import held
 from .domain import TODO
 from .limits import MAX_CODES
 
@@ -92,10 +95,10 @@ def init_domain(data: str | Path, public: str | Path | None = None) -> Skeleton:
     facts, digest = {}, None
     if public is not None:
         public = Path(public)
-        same = public.is_file() and (public.resolve() == data.resolve() or _sha256(public) == _sha256(data))
-        if same:  # a copy under another name too: its values would be the confidential data's, exact
-            raise DipsyError(f"--from-public names {public.name}, which is the confidential data file {data.name} itself: its "
-                             "categories and exact ranges would go out with every release",
+        same = copy_of(public, data)  # the same file or bytes (its rows are not compared: init reads no value of the data)
+        if same:
+            raise DipsyError(f"--from-public names {public.name}, which is the confidential data file {data.name} itself ({same}): "
+                             "its categories and exact ranges would go out with every release",
                              "give a file that is really public (a previous public release, a public sample), or fill the TODOs by hand")
         facts = _public_facts(public, [name for name, _, _ in columns])
         digest = _sha256(public)
@@ -117,12 +120,17 @@ def write_skeleton(skeleton: Skeleton, path: str | Path, overwrite: bool = False
     return write_text(skeleton.text, path, overwrite)
 
 
-def write_text(text: str, path: str | Path, overwrite: bool = False) -> Path:
-    """Write a domain file's ``text`` to ``path`` atomically, as :func:`write_skeleton` does."""
+def write_text(text: str, path: str | Path, overwrite: bool = False, *, work: str | Path | None = None,
+               on_placed: Callable[[], None] | None = None) -> Path:
+    """Write a domain file's ``text`` to ``path`` atomically, as :func:`write_skeleton` does.
+
+    The temporary file is made in ``work`` (the command's run folder beside ``path``), else beside
+    ``path``; ``on_placed`` is called as the file reaches ``path``, with SIGINT and SIGTERM held.
+    """
     path = Path(path)
     check_target(path, overwrite)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent if work is None else work)
     except OSError as e:
         raise DipsyError(f"cannot write into {str(path.parent)!r} ({e.strerror})", "choose a writable --out") from None
     try:
@@ -131,11 +139,37 @@ def write_text(text: str, path: str | Path, overwrite: bool = False) -> Path:
         from ..release import _umask  # read without changing it (the release's own files get the same)
 
         os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
+        with held():  # the rename and the note that the file is in place: never one without the other
+            os.replace(tmp, path)
+            if on_placed is not None:
+                on_placed()
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+class DomainFile:
+    """The file a discovered domain is written to: the ``on_result`` of
+    :func:`~dipsy.domain.discovery_run.run_discovery`, by :func:`write_text` through ``work`` (the
+    command's :class:`~dipsy.engine.owner.RunFolder`) when given. ``visible`` (and the run
+    folder's ``placed``) turns True as the file reaches its place: a failure before that leaves
+    nothing visible, and the discovery takes its spend back."""
+
+    def __init__(self, path: str | Path, overwrite: bool = False, work: RunFolder | None = None) -> None:
+        self.path = Path(path)
+        self.overwrite = overwrite
+        self.work = work
+        self.visible = False
+
+    def __call__(self, result: Any) -> Path:
+        return write_text(result.text, self.path, self.overwrite, work=None if self.work is None else self.work.path,
+                          on_placed=self._placed)
+
+    def _placed(self) -> None:
+        self.visible = True
+        if self.work is not None:
+            self.work.placed = self.path
 
 
 def check_target(path: str | Path, overwrite: bool = False) -> None:

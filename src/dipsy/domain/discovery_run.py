@@ -11,7 +11,8 @@ The order is :func:`dipsy.api._release`'s:
 3. each measurement runs in a :class:`~dipsy.privacy.session.Session`, which charges it, then reads
    (value counts from an engine over the raw columns, histograms from one over the gridded ones);
 4. the domain is built from the noisy outputs only (post-processing), written by ``on_result``,
-   and the reservation confirmed; a failure before the file exists cancels it, a kill leaves it counted.
+   and the reservation confirmed; a failure before the file is in place (``on_result.visible``,
+   :class:`~dipsy.domain.authoring.DomainFile`) cancels it, a kill leaves it counted.
 """
 
 from __future__ import annotations
@@ -27,9 +28,11 @@ from typing import Any, Callable
 import yaml
 
 from ..errors import DataError
+from ..interrupts import held
 from ..privacy.accountant import Spend
 from ..privacy.budget import ApproxDP, Budget, PureDP
 from ..privacy.composition import total_as
+from ..privacy.ledger import take_back
 from ..privacy.rng import Randomness
 from ..privacy.session import Session
 from .discovered import DiscoveredColumn, Discovery
@@ -89,20 +92,22 @@ def run_discovery(
             gridded.ensure_valid()  # the one read before the charge, as a release's (rows against the public grid)
         release_id = uuid.uuid4().hex
         spends = tuple(Spend(m.label, m.cost) for m in plan.measurements)
-        if ledger is not None:  # committed before any read: a killed run may over-count, never under-count
-            ledger.reserve(dataset_id, release_id, METHOD, spends, plan.relation,
-                           guarantee="test" if seed is not None else "dp", dataset_id_given=True)
-        visible = False
+        charged = writing = False
         try:
+            if ledger is not None:  # committed before any read: a killed run may over-count, never under-count
+                with held():  # the charge and the note of it: an interruption comes after both or neither
+                    ledger.reserve(dataset_id, release_id, METHOD, spends, plan.relation,
+                                   guarantee="test" if seed is not None else "dp", dataset_id_given=True)
+                    charged = True
             found = _measured(raw, plan.categories, plan, rand)
             noisy = _measured(gridded, plan.bins, plan, rand)
             result = _result(plan, found, noisy, release_id, dataset_id, ledger, seed, __version__, source, spends)
-            visible = True  # from here the file may be in place: a failure keeps the spend
+            writing = True  # from here the file may reach its place: on_result's ``visible`` says (without one, it may have)
             if on_result is not None:
                 on_result(result)
-        except BaseException:
-            if ledger is not None and not visible:
-                ledger.cancel(release_id)
+        except BaseException as e:
+            if charged and not (writing and getattr(on_result, "visible", True)):
+                take_back(ledger, release_id, e)
             raise
     finally:
         for engine in (raw, gridded):

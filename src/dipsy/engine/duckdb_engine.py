@@ -34,7 +34,7 @@ from ..domain.codec import _as_text
 from ..domain.validation import EXAMPLES, MISSING, OUTSIDE, WRONG_TYPE
 from ..errors import DataError
 from .base import PANDAS_FALSE, PANDAS_TRUE, Engine
-from .owner import mark, sweep
+from .owner import mark, scratch_folder, sweep
 
 CSV_SUFFIXES = (".csv", ".csv.gz")
 PARQUET_SUFFIXES = (".parquet", ".pq")
@@ -113,11 +113,12 @@ class DuckDBEngine(Engine):
         if not self.path.is_file():
             raise DataError(f"data file {str(self.path)!r} is not a file", "pass the path of a CSV or Parquet file")
         # Spilled rows are confidential: DuckDB spills into a private folder (mode 0700), not the
-        # current directory, and the folder goes with the engine.
+        # current directory, and the folder goes with the engine; inside a command's run folder
+        # when there is one (removed with it on every way out), else in the temporary folder.
         # A run that is killed leaves its folder behind: the next engine sweeps those whose
         # process is gone (see .owner).
         sweep(Path(tempfile.gettempdir()), "dipsy-duckdb-*")
-        spill = tempfile.mkdtemp(prefix="dipsy-duckdb-")
+        spill = tempfile.mkdtemp(prefix="dipsy-duckdb-", dir=scratch_folder())
         self._spill = Path(spill)
         mark(self._spill)
         # A database file in the same folder, not an in-memory one: the codes table (_codes_table)

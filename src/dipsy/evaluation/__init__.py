@@ -17,6 +17,7 @@ from pyarrow import ArrowException
 
 from ..domain import Domain
 from ..errors import DataError, DipsyError
+from ..formula import parse
 from .. import inference
 from ..inference import fit, interval_overlap
 from ..release import Release
@@ -113,7 +114,8 @@ def evaluate(
     domain
         The public domain; default the release's own ``domain.yaml``.
     formula
-        A regression to compare (statsmodels/patsy formula), e.g. ``"Expenditure ~ Income + C(Race)"``.
+        A regression to compare, written as for statsmodels, e.g. ``"Expenditure ~ Income + C(Race)"``
+        (read by the grammar of :mod:`dipsy.formula`, never run as Python).
     model
         ``"ols"`` or ``"logit"`` for the regression.
     seed
@@ -139,6 +141,8 @@ def evaluate(
         ``"numeric"``, ``"propensity"``, ``"relationships"``, ``"inference"``, ``"sensitive"``)
         and ``"verdicts"``: per section with one, ``{"level", "text"}`` (:mod:`.verdicts`).
     """
+    if formula is not None:
+        parse(formula)  # a formula that cannot be read is refused before any work
     meta, tables, release_domain = load_release(release)
     if domain is None:
         domain = release_domain

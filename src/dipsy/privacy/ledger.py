@@ -59,12 +59,14 @@ from typing import Iterator, Sequence
 import platformdirs
 
 from ..errors import DipsyError
+from ..interrupts import held
 from .accountant import Spend
 from .budget import Budget, LocalDP
 from .ledger_records import (
     GUARANTEES, CapChange, DatasetTotal, Reservation, budget_of, cap_change, cap_change_of, cap_json, dataset_totals, decide,
-    migrate, relation_columns, relation_of, rows_of,
+    is_ledger, migrate, relation_columns, relation_of, rows_of,
 )
+from .known import check_not_lost, remember
 from .relation import Relation, parse
 
 __all__ = ["GUARANTEES", "CapChange", "DatasetTotal", "Ledger", "Reservation", "default_ledger_path"]
@@ -104,6 +106,7 @@ class Ledger:
         if self.path.is_dir():
             raise DipsyError(f"cannot open the budget ledger {str(self.path)!r} (it is a folder)", "pass --ledger with a file path")
         if not create and not self.path.is_file():
+            check_not_lost(self.path)
             raise DipsyError(f"no ledger at {self.path}", "check --ledger: reading a ledger never creates one")
         parent = next((p for p in self.path.absolute().parents if p.exists()), None)
         if parent is not None and not parent.is_dir():
@@ -316,20 +319,24 @@ class Ledger:
                                                      timeout=self.timeout, isolation_level=None)) as db:
             db.row_factory = sqlite3.Row
             db.execute("BEGIN")  # one snapshot for every query of the block
-            # an empty file (a first write that never committed) is an empty ledger
-            yield db if _has_table(db, "spends") and _has_table(db, "caps") else None
+            # an empty file (a first write that never committed) is an empty ledger; a foreign one is refused
+            yield db if is_ledger(db, self.path) else None
 
     @contextmanager
     def _transaction(self, create: bool = True) -> Iterator[sqlite3.Connection]:
         """One ``BEGIN IMMEDIATE`` transaction, committed if the block succeeds (schema migrated first)."""
-        if not self.path.exists() and not (create and self.create):
+        new = not self.path.exists()
+        if new and not (create and self.create):
             raise DipsyError(f"no ledger at {self.path}", "check --ledger")
+        if new:
+            check_not_lost(self.path)  # a ledger dipsy created is never silently started afresh
         with self._errors():
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with closing(sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)) as db:
                 db.row_factory = sqlite3.Row
                 db.execute("BEGIN IMMEDIATE")
                 try:
+                    is_ledger(db, self.path)
                     migrate(db)
                     yield db
                     db.execute("COMMIT")
@@ -337,6 +344,8 @@ class Ledger:
                     if db.in_transaction:
                         db.execute("ROLLBACK")
                     raise
+            if new:
+                remember(self.path)
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
@@ -349,8 +358,23 @@ class Ledger:
                     "try again when that run has finished (a run holds the lock only to reserve or confirm, never while it synthesizes)",
                 ) from None
             raise DipsyError(f"cannot use the budget ledger {str(self.path)!r} ({e})", "pass --ledger with a writable path") from None
+        except sqlite3.DatabaseError as e:
+            raise DipsyError(f"{self.path} is not a dipsy budget ledger ({e})",
+                             "pass --ledger with dipsy's budget ledger (a file dipsy created); a file that is not one is never written into") from None
         except (OSError, sqlite3.Error) as e:
             raise DipsyError(f"cannot open the budget ledger {str(self.path)!r} ({e})", "pass --ledger with a writable path") from None
+
+
+def take_back(ledger: Ledger, release_id: str, error: BaseException) -> None:
+    """Cancel the pending spends of a run that failed with ``error`` before anything of it became
+    visible, with SIGINT and SIGTERM held so that a second interruption cannot tear the
+    cancellation. If the ledger refuses, the spends stay pending (counted, which is safe) and
+    ``error``, the failure being reported, gets a note saying so."""
+    try:
+        with held():
+            ledger.cancel(release_id)
+    except Exception as e:  # noqa: BLE001 - the run's own failure is the one to report
+        error.add_note(f"its spend stays pending in the ledger {ledger.path} (release {release_id}): {e}")
 
 
 def _state(db: sqlite3.Connection, dataset_id: str, release_id: str) -> tuple:

@@ -57,8 +57,42 @@ _DEFAULTS = {"relation": None, "theta": None, "relation_value": None}
 _SPEND_DEFAULTS = {"guarantee": "dp", "status": "released"}
 
 
+#: SQLite's application id of a dipsy ledger, in the file's header: "dips" in ASCII.
+APPLICATION_ID = 0x64697073
+#: The columns a ledger's tables have had from the first schema on.
+_REQUIRED = {
+    "spends": {"id", "dataset_id", "release_id", "created", "method", "label", "definition", "epsilon", "delta", "rho"},
+    "caps": {"dataset_id", "definition", "epsilon", "delta", "rho", "set_at"},
+}
+
+
+def is_ledger(db: sqlite3.Connection, path: object) -> bool:
+    """Whether the SQLite file holds a dipsy ledger (False: it is empty); :class:`DipsyError` for a
+    file that is something else — another application's database, or tables of another shape —
+    which dipsy neither reads as a ledger nor writes into.
+
+    A file dipsy wrote carries :data:`APPLICATION_ID`; one written before dipsy set it has id 0
+    and the ledger's tables, and gets the id with its next write (:func:`migrate`).
+    """
+    app = db.execute("PRAGMA application_id").fetchone()[0]
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    fix = "pass --ledger with dipsy's budget ledger (a file dipsy created); a file that is not one is never written into"
+    if app not in (0, APPLICATION_ID):
+        raise DipsyError(f"{path} is not a dipsy budget ledger (it is another application's SQLite database)", fix)
+    if not tables:
+        return False
+    for table, columns in _REQUIRED.items():
+        have = {r[1] for r in db.execute(f"PRAGMA table_info({table})")} if table in tables else set()
+        if not columns <= have:
+            raise DipsyError(f"{path} is not a dipsy budget ledger (it has no {table} table of spends and caps as dipsy writes it)", fix)
+    return True
+
+
 def migrate(db: sqlite3.Connection) -> None:
-    """Create the tables, or add the columns an older ledger lacks (inside the caller's transaction)."""
+    """Create the tables, or add the columns an older ledger lacks, and mark the file as a ledger
+    (inside the caller's transaction; :func:`is_ledger` has passed)."""
+    if db.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
+        db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
     if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'spends'").fetchone() is not None:
         for table, added in _ADDED.items():
             have = {r[1] for r in db.execute(f"PRAGMA table_info({table})")}
@@ -280,6 +314,9 @@ def decide(stored: dict | None, stored_local: dict | None, earlier: list[dict], 
     relation. A spend that cannot be converted into the cap's relation is refused, naming the
     releases it conflicts with.
     """
+    if not isinstance(dataset_id, str) or not dataset_id.strip():
+        raise DipsyError(f"the data set id {dataset_id!r} is empty: every release of the data set must count under one name",
+                         "pass --dataset-id with the data set's name (the same every time), or leave it out for the file's hash")
     if not dataset_id_given and (cap is not None or any_caps):
         raise DipsyError("a data set named by its file's hash escapes its cap when the file is re-saved, and this "
                          "ledger holds caps (or this release sets one)", "name the data set with --dataset-id (the same name every time)")
