@@ -71,9 +71,9 @@ def test_the_skeleton_holds_no_value_of_the_data(tmp_path, suffix):
 def test_a_csv_is_read_no_further_than_its_header(tmp_path):
     """Below the header, bytes that are not UTF-8 and not CSV: reading any value would fail."""
     path = tmp_path / "data.csv"
-    path.write_bytes(b"\n\nSex,Wage,,Sex\n" + bytes(range(128, 256)) * 50 + b'\n"unterminated')
+    path.write_bytes(b"\n\nSex,Wage,,Age\n" + bytes(range(128, 256)) * 50 + b'\n"unterminated')
     skeleton = init_domain(path)
-    assert skeleton.columns == ("Sex", "Wage", "Unnamed: 2", "Sex.1")  # as pandas and the engines name them
+    assert skeleton.columns == ("Sex", "Wage", "Unnamed: 2", "Age")  # as pandas and the engines name them
 
 
 def test_a_parquet_file_is_read_no_further_than_its_schema(tmp_path, monkeypatch):

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 import uuid
 from dataclasses import replace
@@ -25,9 +24,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from . import __version__
 from .domain import Domain, decode
 from .engine import engine_for
+from .engine.fingerprint import fingerprint
 from .engine.owner import RunFolder
 from .errors import BudgetError, DataError, DipsyError, NoiseError, PrivacyError
-from .forecast import Forecast, forecast
+from .forecast import Forecast, check_declared_rows, forecast
 from .interrupts import held
 from .methods import Model, Synthesizer, get
 from .methods.base import Plan, build_statement
@@ -193,6 +193,7 @@ def plan_forecast(
     Under add/remove ``data`` may be None; ``rows`` (a count the steward declares public) lets
     the forecast judge noisy tables against n.
     """
+    check_declared_rows(rows)
     synthesizer, _, _, scope = _configure(method, epsilon, sets, delta, rho, options, neighbouring, release, domain, columns)
     synthesizer.check_roles(scope)
     n = None
@@ -235,6 +236,7 @@ def _release(data, domain, method, epsilon, sets, *, delta, rho, columns, seed, 
     recorded, replayed from another data set's answers, or with its noise weakened while the plan
     still states the original cost. A tampered release says it is not private
     (:data:`dipsy.methods.base.BROKEN`) and is recorded as a test release."""
+    check_declared_rows(rows)
     synthesizer, budget, delta, scope = _configure(method, epsilon, sets, delta, rho, options, neighbouring, release, domain,
                                                    columns, seed)
     if stream and (on_release is None or release == "table"):
@@ -452,25 +454,6 @@ def _public_options(synthesizer: Synthesizer, given: Mapping[str, Any] | None) -
         else:
             out[name] = value
     return out
-
-
-def fingerprint(data: pd.DataFrame | str | Path) -> str:
-    """SHA-256 of a data file's bytes, or of a DataFrame's column names and row hashes.
-
-    It names the data set in the private ledger; it is never written into a release.
-    """
-    h = hashlib.sha256()
-    if isinstance(data, pd.DataFrame):
-        h.update("\x1f".join(map(str, data.columns)).encode())
-        h.update(pd.util.hash_pandas_object(data, index=False).to_numpy().tobytes())
-        return h.hexdigest()
-    try:
-        with open(data, "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                h.update(chunk)
-    except OSError as e:
-        raise DataError(f"cannot read {str(data)!r} ({e.strerror})", "check the path") from None
-    return h.hexdigest()
 
 
 class _progress:

@@ -48,7 +48,7 @@ from .errors import DataError, DipsyError, ReleaseError
 from .interrupts import Terminated, ignored, terminate_as_interrupt
 from .methods import NEIGHBOURINGS
 from .methods import methods as list_methods
-from .methods.base import MAX_SETS
+from .methods.base import MAX_ROWS, MAX_SETS
 from .privacy.budget import EPSILON_RANGE, RHO_RANGE
 from .paths import check_outputs
 from .privacy import Ledger, default_ledger_path
@@ -621,7 +621,7 @@ def _release_choices(command: Callable) -> Callable:
 @click.option("--budget-cap", default=None, help="What this data set may ever spend: ε, 'ε,δ' or 'rho=ρ' (stored in the ledger); 'local=ε' caps its local-guarantee releases.")
 @click.option("--raise-cap", is_flag=True, help="Let --budget-cap raise or redefine a stored cap (recorded in the ledger).")
 @click.option("--accept-noise", is_flag=True, help="Release even when the forecast says the release will be essentially noise.")
-@click.option("--rows", type=click.IntRange(min=1), default=None, help="A row count you declare public, for the forecast of methods that do not treat n as public.")
+@click.option("--rows", type=click.IntRange(min=1, max=MAX_ROWS), default=None, help="A row count you declare public, for the forecast of methods that do not treat n as public.")
 @click.option("--engine", type=click.Choice(ENGINES), default=None, help="Backend that reads DATA: duckdb (default for files), spark (master from $DIPSY_SPARK_MASTER, else local), numpy.")
 @click.option("--stream", is_flag=True, help="Draw and write each set in chunks of 10^6 records (a folder of part files): memory holds a chunk, not the set.")
 @click.option("--partition-by", "partition_by", multiple=True, help="Write each set as a folder partitioned by these categorical columns (comma-separated or repeated).")
@@ -755,7 +755,7 @@ def _print_forecast(forecast: dict | None) -> None:
 @click.option("--option", "options", multiple=True, metavar="NAME=VALUE", help="Method option (repeatable).")
 @click.option("--neighbouring", type=click.Choice(list(NEIGHBOURINGS)), default=None, help="Neighbouring relation, for methods private under either.")
 @click.option("--on-invalid", type=click.Choice(["error", "drop"]), default="error", show_default=True)
-@click.option("--rows", type=click.IntRange(min=1), default=None, help="A row count you declare public (for methods that do not treat n as public).")
+@click.option("--rows", type=click.IntRange(min=1, max=MAX_ROWS), default=None, help="A row count you declare public (for methods that do not treat n as public).")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write the forecast as JSON here.")
 def plan_command(data: Path | None, domain_path: Path, method: str, epsilon: str | None, delta: str | None, rho: str | None,
                  sets: int, columns: tuple[str, ...], options: tuple[str, ...], neighbouring: str | None, on_invalid: str,

@@ -43,11 +43,14 @@ public inputs only, so the forecast may go into ``release.json``.
 from __future__ import annotations
 
 import math
+import numbers
 import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from .domain import Domain
+from .errors import DipsyError
+from .methods.base import MAX_ROWS
 from .privacy.measurement import DiscreteGaussian, DiscreteLaplace, Laplace, PosteriorDraw, Table, discrete_laplace_variance
 
 #: A part is "noise" when prior or noise makes at least this share of it: the data decide less
@@ -109,6 +112,24 @@ class Forecast:
         }
 
 
+def check_declared_rows(rows: Any) -> None:
+    """Refuse a declared row count (``--rows``, ``rows=``) that is not a whole number from 1 to
+    :data:`~dipsy.methods.base.MAX_ROWS` (None: none declared): the forecast divides by it and
+    turns it into a float.
+
+    >>> check_declared_rows(0)
+    Traceback (most recent call last):
+    ...
+    dipsy.errors.DipsyError: the declared row count must be a whole number from 1 to 1,000,000,000, got 0; pass --rows (rows=) with the number of rows you declare public, e.g. 1000, or leave it out
+    """
+    if rows is None:
+        return
+    if isinstance(rows, bool) or not isinstance(rows, numbers.Integral) or not 1 <= rows <= MAX_ROWS:
+        shown = repr(rows) if len(repr(rows)) <= 40 else repr(rows)[:37] + "..."
+        raise DipsyError(f"the declared row count must be a whole number from 1 to {MAX_ROWS:,}, got {shown}",
+                         "pass --rows (rows=) with the number of rows you declare public, e.g. 1000, or leave it out")
+
+
 def forecast(plan: Any, domain: Domain, rows: int | None = None, method: str = "") -> Forecast:
     """The forecast of ``plan``'s release over ``domain``.
 
@@ -124,6 +145,7 @@ def forecast(plan: Any, domain: Domain, rows: int | None = None, method: str = "
     method
         The method's name, for the advice.
     """
+    check_declared_rows(rows)
     n = plan.parameters.get("n") if isinstance(plan.parameters.get("n"), int) else None
     inputs = ["the domain", "the budget and the number of sets"]
     if n is not None:

@@ -43,7 +43,7 @@ from ..engine.owner import RunFolder
 from ..errors import DataError, DipsyError
 from ..interrupts import held
 from .domain import TODO
-from .limits import MAX_CODES
+from .limits import MAX_CODES, check_width
 
 #: The note on kinds a CSV skeleton carries (no type is read from a CSV file).
 KIND_CHOICES = "categorical, ordinal, integer or numeric"
@@ -214,6 +214,8 @@ def _csv_header(path: Path) -> list[tuple[str, str | None, str | None]]:
             for line in lines:
                 if line.strip(" \t\r\n"):
                     names = next(csv.reader(itertools.chain([line], lines)))
+                    check_width(names, f"the header of {str(path)!r}")
+                    _refuse_repeated_names(names, f"the header of {str(path)!r}")
                     return [(name, None, None) for name in _dedup_names(names)]
     except (OSError, UnicodeDecodeError, csv.Error, EOFError) as e:
         raise DataError(f"cannot read the header of CSV file {str(path)!r}: {_reason(e)}", _fix("csv")) from None
@@ -229,11 +231,24 @@ def _parquet_schema(path: Path) -> list[tuple[str, str | None, str | None]]:
         raise DataError(f"cannot read Parquet file {str(path)!r}: {_reason(e)}", _fix("parquet")) from None
     index = {c for c in (schema.pandas_metadata or {}).get("index_columns", []) if isinstance(c, str)}
     names = [f.name for f in schema if f.name not in index]
-    if len(set(names)) < len(names):
-        twice = sorted({n for n in names if names.count(n) > 1})
-        raise DataError(f"the columns of {str(path)!r} name {', '.join(map(repr, twice))} more than once",
-                        "give each column of the data a distinct name")
+    check_width(names, f"the schema of {str(path)!r}")
+    _refuse_repeated_names(names, f"the columns of {str(path)!r}")
     return [(f.name, _kind_of(f.type), str(f.type)) for f in schema if f.name not in index]
+
+
+def _refuse_repeated_names(names: list[str], where: str) -> None:
+    """Refuse a data file that names a column twice: the engines refuse it as data (which one would be
+    read?), so a skeleton of it could never be used. Blank names are not repeats: they read as
+    'Unnamed: i', each its own."""
+    seen: set[str] = set()
+    twice: set[str] = set()
+    for name in names:
+        if name and name in seen:
+            twice.add(name)
+        seen.add(name)
+    if twice:
+        raise DataError(f"{where} names {', '.join(map(repr, sorted(twice)))} more than once",
+                        "give each column of the data a distinct name")
 
 
 def _kind_of(dtype: pa.DataType) -> str | None:

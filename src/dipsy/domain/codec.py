@@ -167,4 +167,5 @@ def _as_text(values: pd.Series) -> np.ndarray:
 
 
 def _examples(bad: pd.Series) -> tuple[str, ...]:
-    return tuple(str(x) for x in pd.unique(bad.head(10_000))[:EXAMPLES])
+    """The first few distinct bad values, as text (made text first: a list or dict cannot be hashed)."""
+    return tuple(pd.unique(bad.head(10_000).astype(str))[:EXAMPLES])

@@ -230,6 +230,11 @@ class Column:
                               "quote it, e.g. 'null', or remove it")
         if any(isinstance(c, (Mapping, list, tuple, set)) for c in cats):
             raise DomainError(f"{where} has a category that is a list or mapping", "list numbers or strings")
+        odd = next((c for c in cats if not (isinstance(c, (str, int, np.integer)) or (_is_number(c) and math.isfinite(c)))), None)
+        if odd is not None:  # a date or bytes would be matched and written by its text, which is not what was declared
+            what = "a number that is not finite" if _is_number(odd) else f"a {type(odd).__name__}"
+            raise DomainError(f"{where} has the category {odd!r}, {what}: a category is a finite number or a text",
+                              "write it as text (quote it in the domain file, e.g. '2020-01-31')")
         if self.labels is not None and not isinstance(self.labels, tuple):
             raise DomainError(f"{where} has labels that are not a list", "give a list of labels, one per category")
         keys = [_category_key(c) for c in cats]

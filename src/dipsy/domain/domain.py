@@ -37,7 +37,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -47,11 +49,14 @@ import yaml
 from ..errors import DomainError
 from .columns import Column
 from .discovered import Discovery
+from .limits import MAX_CODES, MAX_COLUMNS, MAX_DOMAIN_BYTES, too_many_codes
 
 #: What refuses a YAML anchor or alias (see :func:`_load_yaml`).
 ANCHOR_FIX = "write the domain without YAML anchors (&) and aliases (*): spell each entry out"
 #: The placeholder ``dipsy domain init`` writes for what the steward must declare.
 TODO = "TODO"
+#: The columns with placeholders an error names (then how many more there are).
+TODO_SHOWN = 10
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,10 @@ class Domain:
         names = [c.name for c in self.columns]
         if not names:
             raise DomainError("the domain has no columns", "list at least one column under 'columns:'")
+        if len(names) > MAX_COLUMNS:
+            raise DomainError(f"the domain has {len(names):,} columns, more than the {MAX_COLUMNS:,} dipsy synthesizes at once",
+                              f"split the columns into domains of at most {MAX_COLUMNS:,} and release them apart (each at its "
+                              "own share of ε), or leave out the columns not to release")
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise DomainError(f"the domain lists column(s) {dupes} twice", "give each column once")
@@ -146,6 +155,8 @@ class Domain:
         for col, size in sizes.items():
             if isinstance(size, bool) or not isinstance(size, int) or size < 1:
                 raise DomainError(f"column {col!r} has size {size!r}", "give a whole number of codes >= 1")
+            if size > MAX_CODES:  # refused before anything is sized by it
+                raise too_many_codes(f"column {col!r}", size, "codes", "give it fewer codes (group them), or leave it out")
             cols.append(Column(str(col), "integer", lower=0, upper=size - 1))
         return cls(tuple(cols), name)
 
@@ -180,8 +191,14 @@ class Domain:
         )
 
     @classmethod
-    def load(cls, path: str | Path) -> "Domain":
-        """Read a domain from a YAML (``.yaml``/``.yml``) or JSON file."""
+    def load(cls, path: "str | Path | Mapping[str, Any]") -> "Domain":
+        """Read a domain from a YAML (``.yaml``/``.yml``) or JSON file; a mapping is taken as such a
+        file's content (what the API's ``domain=`` may also be)."""
+        if isinstance(path, Mapping):
+            return cls.from_dict(path)
+        if not isinstance(path, (str, os.PathLike)):
+            raise DomainError(f"a domain is a Domain, a mapping or a domain file's path, not a {type(path).__name__}",
+                              "pass the path of the domain file, or Domain.from_dict({'columns': ...})")
         return cls.from_dict(read_spec(path))
 
     def to_dict(self) -> dict[str, Any]:
@@ -216,11 +233,18 @@ def read_spec(path: str | Path) -> Any:
     try:
         if path.is_dir():
             raise DomainError(f"domain file {str(path)!r} is a folder", "pass --domain with the path of a domain file")
-        data = path.read_bytes()
+        if not stat.S_ISREG(path.stat().st_mode):  # before it is opened: opening a pipe waits for a writer
+            raise DomainError(f"domain file {str(path)!r} is not a regular file (a device, pipe or socket)",
+                              "pass --domain with the path of a domain file (YAML or JSON text)")
+        with path.open("rb") as f:
+            data = f.read(MAX_DOMAIN_BYTES + 1)  # bounded: the file may have grown, or be a link swapped since
     except FileNotFoundError:
         raise DomainError(f"domain file {str(path)!r} does not exist", "pass --domain with the path of a domain file") from None
     except OSError as e:
         raise DomainError(f"domain file {str(path)!r} cannot be read ({e.strerror})", "check its path and permissions") from None
+    if len(data) > MAX_DOMAIN_BYTES:
+        raise DomainError(f"domain file {str(path)!r} is larger than the {MAX_DOMAIN_BYTES // 2**20} MB a domain file may be",
+                          "give the domain file's path (YAML or JSON text: columns, each with its kind and categories or bounds)")
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
@@ -229,7 +253,7 @@ def read_spec(path: str | Path) -> Any:
             "save it as UTF-8 (e.g. iconv -f latin1 -t utf-8 FILE > NEW); a domain file is YAML or JSON text",
         ) from None
     try:
-        spec = json.loads(text) if path.suffix.lower() == ".json" else _load_yaml(text, path)
+        spec = json.loads(text, object_pairs_hook=_unique_keys(path)) if path.suffix.lower() == ".json" else _load_yaml(text, path)
     except (yaml.YAMLError, ValueError) as e:  # JSONDecodeError is a ValueError; so is a bad YAML date
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise DomainError(f"domain file {str(path)!r} is malformed: {first}", "fix its syntax (see the README)") from None
@@ -258,10 +282,45 @@ def _load_yaml(text: str, path: Path) -> Any:
         node = loader.get_single_node()
         if node is None:
             return None
+        _refuse_repeated_keys(node, path)
         _check_yaml_scalars(node, path)
         return loader.construct_document(node)
     finally:
         loader.dispose()
+
+
+def _refuse_repeated_keys(root: yaml.Node, path: Path) -> None:
+    """Refuse a mapping that gives one key twice: YAML keeps the last silently, so a column listed
+    twice, or a field (``kind:``) given twice, would lose one of them unseen."""
+    stack = [root]
+    while stack:  # a loop, not recursion: a deeply nested file is malformed, not a crash
+        node = stack.pop()
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[str, int] = {}
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode):
+                    line = key.start_mark.line + 1
+                    if key.value in seen:
+                        raise DomainError(f"domain file {str(path)!r} gives the key {key.value!r} twice in one mapping (lines "
+                                          f"{seen[key.value]} and {line}); YAML would keep only the last",
+                                          "remove one of them, or give the second its own name")
+                    seen[key.value] = line
+                stack.append(value)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+
+
+def _unique_keys(path: Path):
+    """A ``json.loads`` object hook that refuses a key given twice in one object (JSON keeps the last)."""
+    def build(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in seen:
+                raise DomainError(f"domain file {str(path)!r} gives the key {key!r} twice in one object; JSON would keep only the last",
+                                  "remove one of them, or give the second its own name")
+            seen[key] = value
+        return seen
+    return build
 
 
 def _refuse_placeholders(columns: Mapping[Any, Any]) -> None:
@@ -280,7 +339,10 @@ def _refuse_placeholders(columns: Mapping[Any, Any]) -> None:
                 found.setdefault(str(name), []).append(str(field))
     if found:
         count = sum(len(fields) for fields in found.values())
-        listed = "; ".join(f"{name} ({', '.join(fields)})" for name, fields in found.items())
+        shown = list(found.items())[:TODO_SHOWN]  # one line: a skeleton of thousands of columns names the first few
+        listed = "; ".join(f"{name} ({', '.join(fields)})" for name, fields in shown)
+        if len(found) > TODO_SHOWN:
+            listed += f"; and {len(found) - TODO_SHOWN:,} more column(s)"
         raise DomainError(
             f"the domain still has {count} TODO placeholder{'s' if count != 1 else ''} to fill: {listed}",
             "declare each from public knowledge (a codebook, a previous public release; 'dipsy domain init DATA "
@@ -289,7 +351,8 @@ def _refuse_placeholders(columns: Mapping[Any, Any]) -> None:
         )
 
 
-_BOOL, _INT, _FLOAT, _NULL, _STR = (f"tag:yaml.org,2002:{t}" for t in ("bool", "int", "float", "null", "str"))
+_BOOL, _INT, _FLOAT, _NULL, _STR, _TIMESTAMP, _BINARY = (f"tag:yaml.org,2002:{t}" for t in
+                                                          ("bool", "int", "float", "null", "str", "timestamp", "binary"))
 #: Text YAML leaves as text (a plain scalar) that a reader takes for a number, e.g. 08 or 1e3.
 _NUMBER_LIKE = re.compile(r"[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)(?:[eE][-+]?[0-9]+)?")
 
@@ -299,6 +362,7 @@ def _check_yaml_scalars(root: yaml.Node, path: Path) -> None:
     column names, categories and labels. Each error quotes the text as written and its line.
 
     - an unquoted yes/no, on/off, true/false (any case) is a boolean, ~ or null is empty;
+    - an unquoted 2020-01-31 is a date, and ``!!binary`` text is bytes (neither a number nor a text);
     - an integer written otherwise than in plain decimal reads as another number: 010 is octal 8,
       0x1F is 31, 1:30 is 90 (sexagesimal);
     - a category list in which some unquoted codes read as numbers and others as text (07 is the
@@ -339,6 +403,12 @@ def _refuse_misread(node: yaml.ScalarNode, what: str, column: str | None, path: 
                           f"quote it: {quoted} (YAML reads unquoted yes/no, on/off and true/false as booleans), e.g. {example}")
     if node.tag == _NULL and column is not None:
         raise DomainError(f"{subject} is read by YAML as empty (no value)", f"quote it ({quoted}) if it is a value, or remove it")
+    if node.tag == _TIMESTAMP:  # a category or name is a number or a text; a date is neither
+        raise DomainError(f"{subject} is read by YAML as a date, not as the text {quoted}",
+                          f"quote it: {quoted} (YAML reads an unquoted 2020-01-31 as a date)")
+    if node.tag == _BINARY:
+        raise DomainError(f"{subject} is tagged !!binary: YAML reads it as bytes, which dipsy can neither match nor write",
+                          "write it as text (without the !!binary tag)")
     if node.tag in (_INT, _FLOAT) and _PLAIN_NUMBER.fullmatch(text) is None:
         read = yaml.safe_load(text)
         if node.tag == _INT and re.fullmatch(r"[-+]?0[0-9_]*", text) and int(text.replace("_", ""), 10) == read:

@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 
 from ..domain import Column, ColumnIssue, Domain, ValidationReport
 from ..domain.codec import _as_text
+from ..domain.limits import check_width
 from ..domain.validation import EXAMPLES, MISSING, OUTSIDE, WRONG_TYPE
 from ..errors import DataError
 from .base import PANDAS_FALSE, PANDAS_TRUE, Engine
@@ -217,6 +218,7 @@ class DuckDBEngine(Engine):
 
     def _open_csv(self) -> None:
         skip, header = self._csv_header()
+        check_width(header, f"the header of {str(self.path)!r}")
         _refuse_repeated(header, self.domain, f"the header of {str(self.path)!r}")
         names = _dedup_names(header)
         inner = [f"c{i}" for i in range(len(names))]
@@ -296,6 +298,7 @@ class DuckDBEngine(Engine):
             schema = pq.read_schema(self.path)
         except (OSError, pa.ArrowException) as e:
             raise DataError(f"cannot read Parquet file {str(self.path)!r}: {_reason(e)}", _fix("parquet")) from None
+        check_width(schema.names, f"the schema of {str(self.path)!r}")
         _refuse_repeated(schema.names, self.domain, f"the columns of {str(self.path)!r}")
         self._metadata = schema.pandas_metadata or {}
         # pandas.read_parquet turns the stored index back into the index, not a column.

@@ -53,6 +53,7 @@ import os
 import pickle
 import re
 import shutil
+import socket
 import sys
 import tempfile
 import threading
@@ -68,6 +69,7 @@ import pyarrow.compute as pc
 
 from ..domain import ColumnIssue, Domain, ValidationReport
 from ..domain.codec import encode_column, numbers
+from ..domain.limits import check_width
 from ..domain.validation import EXAMPLES, MISSING, OUTSIDE, WRONG_TYPE
 from ..errors import DataError, ReleaseError
 from .base import PANDAS_FALSE, PANDAS_TRUE, Engine
@@ -76,6 +78,14 @@ from .numpy_engine import NumpyEngine
 from .owner import mark, sweep
 
 JAVA_FIX = "install a Java 17+ runtime, e.g. apt install openjdk-17-jre-headless, or set JAVA_HOME"
+MASTER_FIX = ("start the master, or correct its address in DIPSY_SPARK_MASTER (spark://HOST:PORT, port 7077 by default); "
+              "unset DIPSY_SPARK_MASTER to run Spark on this machine")
+#: Seconds the driver waits for a standalone master to accept a connection. Spark's own client
+#: retries for about a minute and then reports only a stopped context, which reads like a JVM that
+#: did not start.
+MASTER_TIMEOUT = 5.0
+#: The standalone master's port when its address names none.
+MASTER_PORT = 7077
 _PANDAS_WARNING = "PySpark does not yet fully support pandas"
 _LOG4J = ("rootLogger.level = error\nrootLogger.appenderRef.stderr.ref = console\nappender.console.type = Console\n"
           "appender.console.name = console\nappender.console.target = SYSTEM_ERR\nappender.console.layout.type = PatternLayout\n"
@@ -113,6 +123,7 @@ def spark_session(master: str | None = None):
                                 f"use one master per process, or stop_session() first to use {wanted!r}")
             return spark
         require_spark()
+        check_master(wanted)  # before a JVM is started: an unreachable master is named in seconds
         from pyspark.sql import SparkSession
 
         sweep(Path(tempfile.gettempdir()), "dipsy-spark-*")  # folders of killed runs
@@ -141,9 +152,11 @@ def spark_session(master: str | None = None):
         try:
             with _quiet():
                 spark = builder.getOrCreate()
-        except Exception as e:  # the JVM did not start (pyspark raises several kinds)
+        except Exception as e:  # the JVM did not start, or the cluster refused it (pyspark raises several kinds)
             shutil.rmtree(folder, ignore_errors=True)
-            raise DataError(f"cannot start Spark ({_first_line(e)})", JAVA_FIX) from None
+            if local:
+                raise DataError(f"cannot start Spark ({_first_line(e)})", JAVA_FIX) from None
+            raise DataError(f"cannot start Spark with the master {wanted!r} ({_first_line(e)})", MASTER_FIX) from None
         spark.sparkContext.setLogLevel("ERROR")
         if local and "PYSPARK_PYTHON" not in os.environ:
             spark.sparkContext.pythonExec = sys.executable  # workers need this interpreter's packages
@@ -171,6 +184,28 @@ def stop_session() -> None:
                 gateway.proc.wait(timeout=30)
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def check_master(master: str) -> None:
+    """Refuse a standalone master (``spark://HOST:PORT``, or several for a standby, comma-separated)
+    none of whose addresses accepts a connection within :data:`MASTER_TIMEOUT` seconds. Other
+    masters (local, YARN, Kubernetes) are left to Spark, which names their errors itself.
+
+    >>> check_master("local[2]")
+    """
+    if not master.startswith("spark://"):
+        return
+    reasons = []
+    for address in master.removeprefix("spark://").split(","):
+        host, colon, port = address.strip().rpartition(":")
+        if not colon:  # no port given
+            host, port = address.strip(), str(MASTER_PORT)
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=MASTER_TIMEOUT):
+                return
+        except (OSError, ValueError) as e:  # refused, timed out, unknown host; a port that is no number
+            reasons.append(f"{address.strip()}: {getattr(e, 'strerror', None) or e}")
+    raise DataError(f"the Spark master {master!r} is unreachable ({'; '.join(reasons)})", MASTER_FIX)
 
 
 def require_spark() -> None:
@@ -234,6 +269,7 @@ class SparkEngine(Engine):
             with self._open("rt") as f:
                 for row in csv.reader(f):
                     if row and not (len(row) == 1 and _BLANK.fullmatch(row[0])):  # pandas skips blank lines
+                        check_width(row, f"the header of {str(self.path)!r}")
                         _refuse_repeated(row, self.domain, f"the header of {str(self.path)!r}")
                         return row
         except (OSError, UnicodeDecodeError, csv.Error) as e:
@@ -250,6 +286,7 @@ class SparkEngine(Engine):
         except (OSError, pa.ArrowException) as e:
             raise DataError(f"cannot read Parquet data {str(self.path)!r}: {_first_line(e)}", _fix("parquet")) from None
         schema = dataset.schema
+        check_width(schema.names, f"the schema of {str(self.path)!r}")
         _refuse_repeated(schema.names, self.domain, f"the columns of {str(self.path)!r}")
         meta = schema.pandas_metadata or {}
         index = {c for c in meta.get("index_columns", []) if isinstance(c, str)}  # pandas makes these the index

@@ -16,6 +16,7 @@ import pandas as pd
 from pyarrow import ArrowException
 
 from ..domain import Domain
+from ..domain.codec import numbers
 from ..errors import DataError, DipsyError
 from ..formula import parse
 from .. import inference
@@ -88,8 +89,34 @@ def read_original(data: pd.DataFrame | str | Path, domain: Domain) -> pd.DataFra
             dupes = sorted({str(c) for c in data.columns[data.columns.duplicated()]})
             raise DataError(f"{str(path)!r} names the column(s) {', '.join(map(repr, dupes))} more than once",
                             "give each column of the data a distinct name")
+    _refuse_infinite(data, domain)
     _, valid = encode_valid(data, domain, "the original")
-    return data.loc[valid, list(domain.names)].reset_index(drop=True)
+    kept = data.loc[valid, list(domain.names)].reset_index(drop=True)
+    for column in domain.columns:
+        if column.clip:  # as the release's measurements saw them: top- and bottom-coded, ±inf too
+            kept[column.name] = numbers(kept[column.name], column)
+    return kept
+
+
+#: The rows an error about infinite values names (then how many more there are).
+ROWS_SHOWN = 5
+
+
+def _refuse_infinite(data: pd.DataFrame, domain: Domain) -> None:
+    """Refuse an original with ±inf in an integer or numeric column that is not clipped: the means,
+    correlations and regressions of the metrics would be inf or NaN (a clipped column's ±inf is
+    top- or bottom-coded, as the domain declares)."""
+    for column in domain.columns:
+        if column.is_categorical or column.clip or column.name not in data.columns:
+            continue
+        values = pd.to_numeric(data[column.name], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        rows = np.flatnonzero(np.isinf(values)) + 1
+        if rows.size:
+            shown = ", ".join(map(str, rows[:ROWS_SHOWN])) + (f" and {rows.size - ROWS_SHOWN:,} more" if rows.size > ROWS_SHOWN else "")
+            raise DataError(f"the original's column {column.name!r} holds infinite values in {rows.size:,} row(s) (data rows {shown}, "
+                            "counting the first row below the header as 1): the metrics need finite numbers",
+                            "remove those rows or write the values as missing, or declare the column clip: true in the "
+                            "domain if they stand for values beyond its bounds")
 
 
 def evaluate(

@@ -12,6 +12,7 @@ ran (:func:`build_statement`), never written beside them.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping
@@ -47,21 +48,84 @@ class Option:
     public_file: bool = False
 
 
-def whole(name: str, least: int, example: int | None = None) -> Callable[[Any], int]:
-    """A parser for an option that is a whole number >= ``least``.
+# -- option parsers ------------------------------------------------------------------------------
+#
+# Every option that sizes work (iterations, rounds, trees, draws, bins, rows, candidates) or that
+# enters arithmetic that overflows (a prior of 1e308) declares a ceiling, checked when the options
+# are parsed: in the synthesizer's constructor, before any data are read. A value past it is
+# refused with the ceiling named, instead of a run that hangs or is stopped by running out of
+# memory. The shared ceilings are below; a method's own sit beside its defaults.
 
-    >>> whole("k", 1)("12")
+#: The most records a count option may name: synthetic rows, a group or leaf size, the records a
+#: structure record stands for. A billion is more than any census dipsy is built for holds (the
+#: largest national ones have a few hundred million persons; the benchmarks reach 10⁸), and the
+#: methods that draw records hold them in memory as codes: 10⁹ of them is already gigabytes per
+#: column, 10¹² would be terabytes.
+MAX_ROWS = 10**9
+#: The most records one individual may own (θ): the noise of every count grows with θ, and at a
+#: million records per individual it exceeds the counts of any table.
+MAX_THETA = 10**6
+#: The largest prior pseudo-count (a Dirichlet or Beta α, a flat prior, a Gamma strength or rate).
+#: The least value the count methods ask for, n/(e^(ε/m) − 1), reaches 10¹⁸ only at the smallest ε/m
+#: (10⁻⁹) with 10⁹ rows; a larger prior swamps the data entirely, and one near 1e308 overflows the
+#: sums over cells to inf (NaN forecasts and posteriors).
+MAX_PRIOR = 1e18
+
+
+def _shown(value: Any) -> str:
+    """A given value as an error quotes it: a runaway string cut short."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def whole(name: str, least: int, most: int, example: int | None = None) -> Callable[[Any], int]:
+    """A parser for an option that is a whole number from ``least`` to ``most`` (its ceiling).
+
+    >>> whole("k", 1, 100)("12")
     12
+    >>> whole("k", 1, 100)("1000")
+    Traceback (most recent call last):
+    ...
+    dipsy.errors.DipsyError: option k=1,000 is more than the 100 it may be; give k= at most 100, e.g. k=10
     """
+    if example is None:
+        example = min(max(least, 10), most)
+
     def parse(value: Any) -> int:
         try:
             k = int(str(value).strip()) if not isinstance(value, (bool, float)) else None
-        except ValueError:
+        except ValueError:  # also a text of more digits than Python converts (4,300)
             k = None
+        if k is not None and k > most:
+            raise DipsyError(f"option {name}={k:,} is more than the {most:,} it may be", f"give {name}= at most {most:,}, e.g. {name}={example}")
         if k is None or k < least:
-            raise DipsyError(f"option {name} must be a whole number >= {least}, got {value!r}",
-                             f"e.g. {name}={example if example is not None else max(least, 10)}")
+            raise DipsyError(f"option {name} must be a whole number >= {least} and at most {most:,}, got {_shown(value)}",
+                             f"e.g. {name}={example}")
         return k
+
+    return parse
+
+
+def real(name: str, least: float, most: float, *, open_low: bool = False, example: float | None = None) -> Callable[[Any], float]:
+    """A parser for an option that is a finite number in ``[least, most]`` (``(least, most]`` with ``open_low``).
+
+    >>> real("alpha", 0.0, 1e18, open_low=True)("2.5")
+    2.5
+    """
+    low = "(" if open_low else "["
+    if example is None:
+        example = min(max(least, 1.0), most)
+
+    def parse(value: Any) -> float:
+        try:
+            x = float(value) if not isinstance(value, bool) else math.nan
+        except (TypeError, ValueError, OverflowError):  # OverflowError: an int past the floats
+            x = math.nan
+        if x > most:
+            raise DipsyError(f"option {name}={x:g} is more than the {most:g} it may be", f"give {name}= at most {most:g}, e.g. {name}={example:g}")
+        if not (x > least if open_low else x >= least):  # NaN too
+            raise DipsyError(f"option {name} must be a number in {low}{least:g}, {most:g}], got {_shown(value)}", f"e.g. {name}={example:g}")
+        return x
 
     return parse
 

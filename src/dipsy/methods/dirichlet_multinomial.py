@@ -53,10 +53,9 @@ import numpy as np
 from ..domain import Domain, check_cells
 from ..errors import DipsyError
 from ..privacy import PureDP
-from ..privacy.budget import positive
 from ..privacy.measurement import Measurement, PosteriorDraw, Table
 from ..privacy.session import Session
-from .base import Option, Plan, Synthesizer
+from .base import MAX_PRIOR, Option, Plan, Synthesizer, real
 from .counts import CountModel
 
 MECHANISM = (
@@ -139,7 +138,7 @@ class DirichletMultinomial(Synthesizer):
     summary = "Dirichlet-multinomial posterior predictive over the full cross-tabulation (Abowd & Vilhuber 2008); ε-DP, n public"
     definition = "pure-DP"
     releases = ("records", "table")
-    options = (Option("alpha", lambda v: positive("option alpha", v), "flat Dirichlet prior per cell; default and least value n/(e^(ε/m) - 1)"),)
+    options = (Option("alpha", real("alpha", 0.0, MAX_PRIOR, open_low=True, example=10), "flat Dirichlet prior per cell; default and least value n/(e^(ε/m) - 1)"),)
     mechanism = MECHANISM
 
     def check_domain(self, domain: Domain) -> None:
@@ -177,7 +176,7 @@ class BetaBinomial(DirichletMultinomial):
 
     name = "beta-binomial"
     summary = "Beta-binomial posterior predictive for one categorical column (Charest 2010); ε-DP, n public"
-    options = (Option("alpha", lambda v: positive("option alpha", v), "Beta prior a = b per category; default and least value n/(e^(ε/m) - 1)"),)
+    options = (Option("alpha", real("alpha", 0.0, MAX_PRIOR, open_low=True, example=10), "Beta prior a = b per category; default and least value n/(e^(ε/m) - 1)"),)
     mechanism = (
         "Beta-binomial posterior predictive for one categorical column (Charest 2010): theta* ~ Beta(s + a, n - s + a) "
         "(Dirichlet(y + a) for K > 2 categories), s* ~ Binomial(n, theta*), with a >= n/(exp(epsilon per set) - 1)"

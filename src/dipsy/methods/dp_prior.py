@@ -38,11 +38,10 @@ import math
 import numpy as np
 
 from ..domain import Domain, check_cells
-from ..privacy.budget import positive
 from ..privacy.measurement import Measurement, PosteriorDraw, Table
 from ..privacy.rng import Randomness
 from ..privacy.session import Session
-from .base import Option, Plan, Synthesizer
+from .base import MAX_PRIOR, Option, Plan, Synthesizer, real
 from .dirichlet_multinomial import TINY, log_ratio
 from .counts import CountModel
 
@@ -81,7 +80,7 @@ class DPPrior(Synthesizer):
     definition = "pure-DP"
     releases = ("records", "table")
     multiple_sets = False
-    options = (Option("prior", lambda v: positive("option prior", v), "flat prior per cell; default and least value 1/(e^(ε/n) - 1)"),)
+    options = (Option("prior", real("prior", 0.0, MAX_PRIOR, open_low=True, example=10), "flat prior per cell; default and least value 1/(e^(ε/n) - 1)"),)
 
     def plan(self, n: int | None, domain: Domain) -> Plan:
         check_cells(domain)

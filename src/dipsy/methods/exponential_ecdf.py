@@ -85,6 +85,10 @@ from .base import Model, Option, Plan, Synthesizer, whole
 MAX_CANDIDATES = 2_000_000
 #: Most cumulative counts held in memory (candidates × (grid points - 1)).
 MAX_ENTRIES = 20_000_000
+#: The most grid points: even one record (n = 1) has G candidates of G − 1 counts each, so a grid
+#: with G (G − 1) past :data:`MAX_ENTRIES` is refused for every n (checked as the option is read,
+#: before the grid itself is made: 10⁹ points would take 8 GB).
+MAX_GRID = (1 + math.isqrt(1 + 4 * MAX_ENTRIES)) // 2
 
 
 def number_of_candidates(n: int, points: int) -> int:
@@ -261,7 +265,7 @@ class ExponentialECDF(Synthesizer):
     name = "exponential-ecdf"
     summary = "Exponential mechanism over all ECDFs of n points on a public grid, KS utility (Wasserman & Zhou 2010); one column, small n; ε-DP, n public"
     definition = "pure-DP"
-    options = (Option("grid", whole("grid", 2), "G equally spaced grid points over the bounds, instead of the column's bin edges"),)
+    options = (Option("grid", whole("grid", 2, MAX_GRID, 11), "G equally spaced grid points over the bounds, instead of the column's bin edges"),)
 
     def plan(self, n: int, domain: Domain) -> Plan:
         if len(domain) != 1 or domain.columns[0].kind not in ("numeric", "integer"):

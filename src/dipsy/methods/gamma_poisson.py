@@ -48,11 +48,10 @@ import pandas as pd
 
 from ..domain import Domain, check_cells, encode_frame
 from ..errors import DipsyError
-from ..privacy.budget import positive
 from ..privacy.measurement import Measurement, PosteriorDraw, Table
 from ..privacy.rng import Randomness
 from ..privacy.session import Session
-from .base import Option, Plan, Synthesizer
+from .base import MAX_PRIOR, Option, Plan, Synthesizer, real
 from .dirichlet_multinomial import TINY, log_ratio
 from .counts import CountModel
 
@@ -97,8 +96,8 @@ class GammaPoisson(Synthesizer):
     releases = ("records", "table")
     options = (
         Option("exposures", str, "CSV of the public exposure of every cell: the released columns and 'exposure' (required)", public_file=True),
-        Option("rate", lambda v: positive("option rate", v), "public prior rate per unit of exposure; default n / sum(exposures)"),
-        Option("strength", lambda v: positive("option strength", v), "prior strength c (a = c·rate·E, b = c·E); default and least n/((e^(ε/m) - 1)·rate·min E)"),
+        Option("rate", real("rate", 0.0, MAX_PRIOR, open_low=True), "public prior rate per unit of exposure; default n / sum(exposures)"),
+        Option("strength", real("strength", 0.0, MAX_PRIOR, open_low=True), "prior strength c (a = c·rate·E, b = c·E); default and least n/((e^(ε/m) - 1)·rate·min E)"),
     )
 
     def plan(self, n: int | None, domain: Domain) -> Plan:

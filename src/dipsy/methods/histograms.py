@@ -221,7 +221,7 @@ class PerturbedHistogram(Synthesizer):
     definition = "pure-DP"
     relations = (ADD_REMOVE, SUBSTITUTE)
     options = (
-        Option("bins", whole("bins", 1), "K equal-width bins over the public bounds of every numeric column, instead of the domain's"),
+        Option("bins", whole("bins", 1, MAX_CODES), "K equal-width bins over the public bounds of every numeric column, instead of the domain's"),
         Option("total_share", _share, "share of each set's ε for its noisy total n under add/remove (default 0.1)"),
     )
 
@@ -452,7 +452,7 @@ class SmoothedHistogram(Synthesizer):
     definition = "pure-DP"
     multiple_sets = False
     options = (
-        Option("bins", whole("bins", 1), "K equal-width bins over the public bounds of every numeric column, instead of the domain's"),
+        Option("bins", whole("bins", 1, MAX_CODES), "K equal-width bins over the public bounds of every numeric column, instead of the domain's"),
         Option("delta", _delta, "weight of the uniform; default and least value 1/(1 + n v_min (e^(ε/n) - 1))"),
     )
 

@@ -102,7 +102,7 @@ from ...privacy.relation import ADD_REMOVE, Relation, individual
 from ...privacy.rng import Randomness
 from ...privacy.selection import ExponentialSelection, epsilon_for
 from ...privacy.session import Session
-from ..base import Model, Option, Plan, Synthesizer, whole
+from ..base import MAX_ROWS, MAX_THETA, Model, Option, Plan, Synthesizer, real, whole
 from .estimation import CELL_BYTES, GraphicalModel, NoisyMarginal, estimate, model_size
 
 logger = logging.getLogger(__name__)
@@ -116,6 +116,15 @@ MEASURE_SHARE = 0.9
 #: Mirror-descent iterations of each round's re-estimation (warm-started) and of the final one.
 ITERATIONS = 1000
 FINAL_ITERATIONS = 1000
+#: The most mirror-descent iterations of one estimation: 100 times the default, long after it has
+#: converged; each iteration passes over every table of the model, so 10⁹ would run for years.
+MAX_ITERATIONS = 100_000
+#: The most rounds T: the default 16 d is 224 for Adult's 14 columns and 1,600 for 100; each round
+#: scores every candidate and re-fits the model, so 10⁴ rounds already take hours.
+MAX_ROUNDS = 10_000
+#: The largest model a run may ask for, in megabytes: 125 times the paper's 80. Mirror descent holds
+#: the junction tree's tables several times over, so past 10 GB no workstation holds the model.
+MAX_MODEL_MB = 10_000
 #: The largest workload, in cells of its tables (int32 each): beyond it the exact tables the
 #: quality scores need would not fit in memory comfortably.
 MAX_WORKLOAD_CELLS = 1 << 27
@@ -127,16 +136,6 @@ def _workload(value: Any) -> int:
     if str(value).strip() not in ("1", "2", "3"):
         raise DipsyError(f"option workload must be 1, 2 or 3 (the order of the marginals), got {value!r}", "e.g. workload=3")
     return int(str(value).strip())
-
-
-def _megabytes(value: Any) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        x = math.nan
-    if isinstance(value, bool) or not (math.isfinite(x) and x > 0):
-        raise DipsyError(f"option max_size_mb must be a number of megabytes > 0, got {value!r}", "e.g. max_size_mb=80")
-    return x
 
 
 # -- the workload (``compile_workload``) -----------------------------------------------------------
@@ -241,14 +240,15 @@ class AIM(Synthesizer):
     relations = (ADD_REMOVE,)
     multiple_sets = False
     options = (
-        Option("theta", whole("theta", 1, 7), "most records one individual may own: the sensitivity of every count (default 1)"),
+        Option("theta", whole("theta", 1, MAX_THETA, 7), "most records one individual may own: the sensitivity of every count (default 1)"),
         Option("workload", _workload, "order of the workload's marginals: all 3-way (default), 2-way or 1-way"),
-        Option("rounds", whole("rounds", 1, 224), "nominal rounds T (default 16 × the number of columns; at least the number of columns)"),
-        Option("max_size_mb", _megabytes, f"largest model, in megabytes of its junction tree's tables (default {MAX_SIZE_MB})"),
-        Option("iterations", whole("iterations", 1, ITERATIONS), f"mirror-descent iterations of each round's re-estimation (default {ITERATIONS})"),
-        Option("final_iterations", whole("final_iterations", 1, FINAL_ITERATIONS),
+        Option("rounds", whole("rounds", 1, MAX_ROUNDS, 224), "nominal rounds T (default 16 × the number of columns; at least the number of columns)"),
+        Option("max_size_mb", real("max_size_mb", 0.0, MAX_MODEL_MB, open_low=True, example=MAX_SIZE_MB),
+               f"largest model, in megabytes of its junction tree's tables (default {MAX_SIZE_MB})"),
+        Option("iterations", whole("iterations", 1, MAX_ITERATIONS, ITERATIONS), f"mirror-descent iterations of each round's re-estimation (default {ITERATIONS})"),
+        Option("final_iterations", whole("final_iterations", 1, MAX_ITERATIONS, FINAL_ITERATIONS),
                f"mirror-descent iterations of the final estimation (default {FINAL_ITERATIONS})"),
-        Option("rows", whole("rows", 1, 1000), "synthetic rows (a public choice); default the model's noisy total"),
+        Option("rows", whole("rows", 1, MAX_ROWS, 1000), "synthetic rows (a public choice); default the model's noisy total"),
     )
 
     def relation_for(self, relation: Relation) -> Relation:

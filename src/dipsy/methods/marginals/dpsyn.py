@@ -104,9 +104,9 @@ from ...privacy.measurement import DiscreteGaussian, DiscreteLaplace, Measuremen
 from ...privacy.relation import ADD_REMOVE, Relation, individual
 from ...privacy.rng import Randomness
 from ...privacy.session import Session
-from ..base import Model, Option, Plan, Synthesizer, whole
+from ..base import MAX_ROWS, MAX_THETA, Model, Option, Plan, Synthesizer, whole
 from .consistency import make_consistent
-from .gum import initial_records, update_records
+from .gum import MAX_ITERATIONS, initial_records, update_records
 from .marginal import Marginal, exact_counts
 from .sets import SetsModel, SetsPlan, measure_parts
 
@@ -114,6 +114,10 @@ logger = logging.getLogger(__name__)
 
 #: Weight of a public marginal in consistency, relative to the noisy one-way marginals (the code's 0.01).
 PUBLIC_WEIGHT = 0.01
+#: The largest pool: 100 times the default. The pool is drawn by GUM, held in memory as codes, and
+#: every group's records are swapped against it; past a million candidates the swaps gain nothing
+#: and each group's selection takes minutes.
+MAX_POOL = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -263,12 +267,12 @@ class DPSyn(Synthesizer):
         Option("public", _path, "a public data set of the same columns (CSV or Parquet): its statistics are free (required)",
                public_file=True),
         Option("groups", _names, "columns whose cells are synthesized one by one, e.g. PUMA (default: one group)"),
-        Option("theta", whole("theta", 1, 7), "most records one individual may own: the sensitivity of every count (default 1)"),
-        Option("least", whole("least", 0, 300), "smallest group size synthesized (default 300)"),
-        Option("multiple", whole("multiple", 1, 100), "group sizes are rounded to this multiple (default 10 with public marginals only, else 100)"),
-        Option("pool", whole("pool", 1, 10000), "candidate records each group is chosen from (default 10000)"),
-        Option("iterations", whole("iterations", 0, 60), "GUM update rounds for the pool (default 60)"),
-        Option("rows", whole("rows", 1, 100000), "synthetic records in all, about (a public choice): each group gets its "
+        Option("theta", whole("theta", 1, MAX_THETA, 7), "most records one individual may own: the sensitivity of every count (default 1)"),
+        Option("least", whole("least", 0, MAX_ROWS, 300), "smallest group size synthesized (default 300)"),
+        Option("multiple", whole("multiple", 1, MAX_ROWS, 100), "group sizes are rounded to this multiple (default 10 with public marginals only, else 100)"),
+        Option("pool", whole("pool", 1, MAX_POOL, 10000), "candidate records each group is chosen from (default 10000)"),
+        Option("iterations", whole("iterations", 0, MAX_ITERATIONS, 60), "GUM update rounds for the pool (default 60)"),
+        Option("rows", whole("rows", 1, MAX_ROWS, 100000), "synthetic records in all, about (a public choice): each group gets its "
                "noisy share, then least and multiple apply (default: each group its noisy count)"),
     )
 

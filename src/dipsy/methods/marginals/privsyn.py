@@ -79,16 +79,16 @@ from typing import Any
 
 import numpy as np
 
-from ...domain import Domain
+from ...domain import MAX_CODES, Domain
 from ...errors import DipsyError
 from ...privacy import ZCDP, Spend
 from ...privacy.measurement import DiscreteGaussian, Measurement, Query, Statistic, Table
 from ...privacy.relation import ADD_REMOVE, Relation, individual
 from ...privacy.rng import Randomness
 from ...privacy.session import Session
-from ..base import Model, Option, Plan, Synthesizer, whole
+from ..base import MAX_ROWS, MAX_THETA, Model, Option, Plan, Synthesizer, whole
 from .consistency import make_consistent
-from .gum import initial_records, update_records
+from .gum import MAX_ITERATIONS, initial_records, update_records
 from .marginal import Marginal, independent_records
 from .selection import allocate, combine, greedy_select, score_sensitivity, score_units
 from .sets import SetsModel, SetsPlan, measure_parts, set_slices
@@ -105,6 +105,10 @@ SHARES = (0.3, 0.1, 0.6)
 #: as they are, lowers 2-/3-way TVD from 0.038/0.086 to 0.035/0.082 at ε = 1 and is no worse at
 #: ε = 0.1 and 10; the coverage benchmark traced its biased slopes to the same merged cliques.
 GAMMA = 250
+#: The largest γ: a merged marginal is a table measured with noise and held, with GUM's counts of it,
+#: in memory; at a million cells (200 times the paper's 5000, as many as a column of the domain may
+#: have) its noise already swamps the records spread over it.
+MAX_GAMMA = MAX_CODES
 
 
 def _flag(value: Any) -> int:
@@ -171,10 +175,10 @@ class PrivSyn(Synthesizer):
     definition = "zCDP"
     relations = (ADD_REMOVE,)
     options = (
-        Option("theta", whole("theta", 1, 7), "most records one individual may own: the sensitivity of every count (default 1)"),
-        Option("iterations", whole("iterations", 0, 50), "GUM update rounds (default 50)"),
-        Option("gamma", whole("gamma", 1, 5000), "largest number of cells of a merged marginal (default 250; the paper's 5000)"),
-        Option("rows", whole("rows", 1, 1000), "synthetic rows (a public choice); default the noisy total"),
+        Option("theta", whole("theta", 1, MAX_THETA, 7), "most records one individual may own: the sensitivity of every count (default 1)"),
+        Option("iterations", whole("iterations", 0, MAX_ITERATIONS, 50), "GUM update rounds (default 50)"),
+        Option("gamma", whole("gamma", 1, MAX_GAMMA, 5000), "largest number of cells of a merged marginal (default 250; the paper's 5000)"),
+        Option("rows", whole("rows", 1, MAX_ROWS, 1000), "synthetic rows (a public choice); default the noisy total"),
         Option("shares", _shares, "budget shares of one-way marginals, dependency scores and chosen marginals (default 0.3,0.1,0.6; the paper's 0.1,0.1,0.8)"),
         Option("shuffle", _flag, "1 (default): shuffle each attribute within groups of its measured neighbours after GUM; 0: not"),
     )

@@ -135,6 +135,7 @@ from scipy import stats
 from ...domain import Column
 from ...domain.codec import decode_column
 from ...errors import DipsyError
+from ..base import MAX_PRIOR
 from .noise import Component, exact
 
 #: Rejection rounds before the Gibbs fallback, and its sweeps (mixed model records).
@@ -407,6 +408,25 @@ def frame(columns: dict[str, Any], order: tuple[str, ...]) -> pd.DataFrame:
     return pd.DataFrame({name: columns[name] for name in order})
 
 
+def prior_numbers(value: Any) -> tuple[float, ...]:
+    """The numbers ``prior=`` gives (fractions allowed; empty when one is not a number), with any
+    past :data:`~dipsy.methods.base.MAX_PRIOR` refused: checked as the option is read, before the
+    model (which says how many it takes) is known.
+
+    >>> prior_numbers("1/3,2")
+    (0.3333333333333333, 2.0)
+    """
+    parts = value.split(",") if isinstance(value, str) else value if isinstance(value, (list, tuple)) else [value]
+    try:
+        exact = [Fraction(str(v).strip()) for v in parts]
+    except (ValueError, ZeroDivisionError):
+        return ()
+    if any(x > MAX_PRIOR for x in exact):  # compared exactly: 1e400 is past the floats
+        raise DipsyError(f"option prior={str(value)[:40]} holds a number more than the {MAX_PRIOR:g} it may be",
+                         f"give prior= at most {MAX_PRIOR:g} (a larger prior swamps the data), e.g. prior=1/3")
+    return tuple(float(x) for x in exact)
+
+
 def parse_prior(value: Any, model: str) -> tuple[float, ...]:
     """``prior=`` as the model needs it: Beta ``(α, β)`` ("a,b" or one number for both) or Dirichlet ``α``.
 
@@ -415,11 +435,7 @@ def parse_prior(value: Any, model: str) -> tuple[float, ...]:
     """
     if model == "normal":
         raise DipsyError("model=normal has no prior option (it uses p(μ, σ²) ∝ 1/σ²)", "leave out the prior option")
-    parts = [v for v in (value.split(",") if isinstance(value, str) else value if isinstance(value, (list, tuple)) else [value])]
-    try:
-        nums = tuple(float(Fraction(str(v).strip())) for v in parts)
-    except (ValueError, ZeroDivisionError):
-        nums = ()
+    nums = prior_numbers(value)
     ok = len(nums) in ((1, 2) if model == "bernoulli" else (1,)) and all(math.isfinite(x) and x > 0 for x in nums)
     if not ok:
         form = "a positive number (α = β) or 'a,b'" if model == "bernoulli" else "one positive number (a flat Dirichlet α)"

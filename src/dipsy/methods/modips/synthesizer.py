@@ -77,6 +77,13 @@ MODELS = ("bernoulli", "normal", "multinomial", "mixed")
 DEFAULT_PRIOR = 1 / 3
 
 
+def _prior(value: Any) -> Any:
+    """``prior=`` as given, once its numbers are read (a huge one refused before any work); the plan
+    checks them against the model."""
+    M.prior_numbers(value)
+    return value
+
+
 def _model(value: Any) -> str:
     return check_choice("model", value, MODELS)
 
@@ -186,7 +193,7 @@ class Modips(Synthesizer):
         Option("model", _model, "bernoulli | normal | multinomial | mixed (default: chosen from the columns)"),
         Option("budget", lambda v: check_choice("budget", v, BUDGETS), "split (default: ε/m/J per component) or non-split (one scale: the L1 sensitivity of all statistics)"),
         Option("post", lambda v: check_choice("post", v, POSTS), "threshold (default: clamp to the bounds, free) or truncation (truncated Laplace, charged twice: scales doubled)"),
-        Option("prior", lambda v: v, "Beta 'a,b' (bernoulli, default 1/3,1/3) or Dirichlet α (multinomial, mixed; default 1/3)"),
+        Option("prior", _prior, "Beta 'a,b' (bernoulli, default 1/3,1/3) or Dirichlet α (multinomial, mixed; default 1/3)"),
     )
 
     # -- plan ---------------------------------------------------------------------------------

@@ -52,6 +52,12 @@ from ...privacy.samplers import discrete_laplace, to_fraction
 TAIL = 1e-12
 #: The largest leaf the search of :func:`min_leaf_size` considers.
 MAX_N = 1_000_000
+#: The ε of one tree the search of :func:`min_leaf_size` takes. S-004 computes its intervals for
+#: λ = ε/Δ from 0.1 to 1 (its studies use ε = 0.1 and 0.4). Each interval sums eq. (1) over the
+#: noise values within about 28/λ of 0, so the search's cost grows as 1/ε: at 0.01 a search takes
+#: seconds to minutes, at 10⁻³ hours, and at 1e-300 it never ends. Above 10⁴ the noise is nil
+#: (its tail mass below :data:`TAIL`), so a larger ε changes nothing.
+EPSILON_RANGE = (0.01, 1e4)
 #: :func:`min_leaf_size` stops scanning down once an interval misses its target by this many counts.
 SLACK = 6
 #: … or after this many sizes.
@@ -297,7 +303,8 @@ def min_leaf_size(p0: float, epsilon: float, *, width: float | None = None, lowe
     Raises
     ------
     DipsyError
-        For bad input, or when no size qualifies (in the grid, or up to :data:`MAX_N`).
+        For bad input (an ε outside :data:`EPSILON_RANGE` too), or when no size qualifies (in the
+        grid, or up to :data:`MAX_N`).
 
     Notes
     -----
@@ -316,6 +323,9 @@ def min_leaf_size(p0: float, epsilon: float, *, width: float | None = None, lowe
     (140, True, True)
     """
     p0, epsilon, level, sensitivity = _check(p0, epsilon, level, sensitivity)
+    if not EPSILON_RANGE[0] <= epsilon <= EPSILON_RANGE[1]:  # before any interval is computed
+        raise DipsyError(f"epsilon must lie between {EPSILON_RANGE[0]:g} and {EPSILON_RANGE[1]:g} for the leaf-size search, got {epsilon:g}",
+                         f"give one tree's ε within that range (the search's work grows as 1/ε; S-004 uses 0.1 to 1)")
     if (width is not None and (lower is not None or upper is not None)) or (width is None and (lower is None or upper is None)):
         raise DipsyError("give either a width or both lower and upper", "e.g. width=0.05, or lower=0.22 upper=0.27")
     if width is not None:
@@ -334,6 +344,9 @@ def min_leaf_size(p0: float, epsilon: float, *, width: float | None = None, lowe
             raise DipsyError(f"grid must be a sequence of leaf sizes, got {grid!r}", "e.g. grid=(250, 500, 1000)") from None
         if not grid:
             raise DipsyError("the grid of leaf sizes is empty", "e.g. grid=(250, 500, 1000)")
+        if grid[-1] > MAX_N:  # each size's interval is a law over n + 1 counts: 10¹⁰ would take 80 GB
+            raise DipsyError(f"the grid asks for a leaf of {grid[-1]:,} records, more than the {MAX_N:,} the search considers",
+                             f"give leaf sizes of at most {MAX_N:,}")
     cache: dict[int, Interval] = {}
 
     def at(n: int) -> Interval:

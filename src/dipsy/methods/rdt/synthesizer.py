@@ -69,7 +69,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from ...domain import Domain
+from ...domain import MAX_CODES, Domain
 from ...domain.codec import decode_column
 from ...engine import engine_for
 from ...errors import DipsyError
@@ -79,13 +79,29 @@ from ...privacy.relation import ADD_REMOVE, SUBSTITUTE, substitute_values
 from ...privacy.rng import Randomness
 from ...privacy.samplers import to_fraction
 from ...privacy.session import Session
-from ..base import Model, Option, Plan, Synthesizer, whole
+from ..base import MAX_ROWS, Model, Option, Plan, Synthesizer, real, whole
 from .features import Features, codes_of, grouping
 from .trees import Tree, distributions_and_sources, grow_public, grow_random
 
 COMBINE = ("average", "random-tree")
 #: S-004's defaults: n_B = 1000, six node attributes (depth 6), five trees.
 DEFAULTS = {"n_b": 1000, "depth": 6, "trees": 5, "leaf_min": 100}
+#: The most trees per sensitive column: 20 times S-004's five. Each costs its share of ε (the
+#: m × S × E trees compose), so at a hundred a tree's leaf counts are mostly noise; and each is grown
+#: and counted in turn, so 10⁶ would run for days.
+MAX_TREES = 100
+#: The most trees of a release, m × S × E: each is grown and its leaves counted over every record in
+#: turn (a second or so on large data), so this is about an hour's work.
+MAX_TREES_IN_ALL = 2000
+#: The deepest tree: a Duke tree splits each attribute once on a path, so it is never deeper than
+#: its attributes (S-004 uses 6); a random tree may split a numeric attribute at every level, and
+#: from depth 20 its 2^depth leaves pass the :data:`~.trees.MAX_NODES` a tree may have.
+MAX_DEPTH = 20
+#: The largest attribute sampling weight: weights are relative, so a million to one already makes
+#: an attribute all but certain; beyond the floats' range they would overflow their sum.
+MAX_WEIGHT = 1e6
+#: The seed range of ``structure_seed``: a signed 64-bit integer, as release.json readers hold it.
+MAX_SEED = 2**63 - 1
 
 
 # -- options ------------------------------------------------------------------------------------
@@ -100,8 +116,8 @@ def _names(option: str):
     return parse
 
 
-def _pairs(option: str, least: float, integer: bool = False):
-    """``col:number,...`` (e.g. ``weights=occupation:60,age:1``)."""
+def _pairs(option: str, least: float, most: float, integer: bool = False):
+    """``col:number,...`` (e.g. ``weights=occupation:60,age:1``), each number from ``least`` to ``most``."""
     def parse(value: Any) -> dict[str, float]:
         items = value.items() if isinstance(value, Mapping) else (x.rsplit(":", 1) for x in str(value).split(",") if x.strip())
         out = {}
@@ -110,10 +126,13 @@ def _pairs(option: str, least: float, integer: bool = False):
                 name, number = item
                 x = float(number)
                 ok = x >= least and np.isfinite(x) and (not integer or x == int(x))
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 ok = False
+            if ok and x > most:
+                raise DipsyError(f"option {option} gives {str(name).strip()!r} the number {x:g}, more than the {most:g} it may be",
+                                 f"give {option}= numbers at most {most:g}")
             if not ok:
-                raise DipsyError(f"option {option} must be column:number pairs with numbers >= {least:g}, got {value!r}",
+                raise DipsyError(f"option {option} must be column:number pairs with numbers >= {least:g}, got {str(value)[:60]!r}",
                                  f"e.g. {option}=occupation:{60 if option == 'weights' else 200}")
             out[str(name).strip()] = int(x) if integer else x
         return out
@@ -134,18 +153,6 @@ def _targets(value: Any) -> Path:
     if not path.is_file():
         raise DipsyError(f"the targets file {str(path)!r} does not exist", "pass targets=PATH of the public records to label")
     return path
-
-
-def _positive(option: str):
-    def parse(value: Any) -> float:
-        try:
-            x = float(value)
-        except (TypeError, ValueError):
-            x = float("nan")
-        if not (np.isfinite(x) and x > 0):
-            raise DipsyError(f"option {option} must be a number > 0, got {value!r}", f"e.g. {option}=10")
-        return x
-    return parse
 
 
 def _choice(value: Any) -> str:
@@ -223,15 +230,16 @@ class RandomDecisionTrees(Synthesizer):
         Option("public", _names("public"), "the public columns (split attributes, released as the targets'); default the others"),
         Option("structure", _structure, "PATH of public records that decide the splits, or 'random' (Jagannathan et al.) (required)", public_file=True),
         Option("targets", _targets, "PATH of public records to label (default: the confidential records' own public columns)", public_file=True),
-        Option("trees", whole("trees", 1, 5), "trees per sensitive column (default 5; each costs its share of ε)"),
-        Option("n_b", whole("n_b", 1, 1000), "a node splits while its structure-file count is at least n_b (default 1000)"),
-        Option("depth", whole("depth", 1, 6), "largest depth (default 6); with structure=random the fixed depth (default half the attributes)"),
-        Option("leaf_min", whole("leaf_min", 0, 100), "a leaf with fewer structure-file records takes its parent's distribution (default 100)"),
-        Option("weights", _pairs("weights", 0.0), "attribute sampling weights, e.g. occupation:60 (default 1 each)"),
-        Option("collapse", _pairs("collapse", 1.0), "pool categories with fewer structure-file records, e.g. occupation:200,workclass:500"),
-        Option("coarsen", _pairs("coarsen", 1.0, integer=True), "merge runs of adjacent codes, e.g. hours-per-week:4 (coarser bins)"),
-        Option("structure_weight", _positive("structure_weight"), "confidential records each structure record stands for (default 1; a 10% public sample: 10)"),
-        Option("structure_seed", whole("structure_seed", 0, 2024), "seed of the trees' structure: public, recorded (default fresh; in a seeded run, from --seed)"),
+        Option("trees", whole("trees", 1, MAX_TREES, 5), "trees per sensitive column (default 5; each costs its share of ε)"),
+        Option("n_b", whole("n_b", 1, MAX_ROWS, 1000), "a node splits while its structure-file count is at least n_b (default 1000)"),
+        Option("depth", whole("depth", 1, MAX_DEPTH, 6), "largest depth (default 6); with structure=random the fixed depth (default half the attributes)"),
+        Option("leaf_min", whole("leaf_min", 0, MAX_ROWS, 100), "a leaf with fewer structure-file records takes its parent's distribution (default 100)"),
+        Option("weights", _pairs("weights", 0.0, MAX_WEIGHT), "attribute sampling weights, e.g. occupation:60 (default 1 each)"),
+        Option("collapse", _pairs("collapse", 1.0, MAX_ROWS), "pool categories with fewer structure-file records, e.g. occupation:200,workclass:500"),
+        Option("coarsen", _pairs("coarsen", 1.0, MAX_CODES, integer=True), "merge runs of adjacent codes, e.g. hours-per-week:4 (coarser bins)"),
+        Option("structure_weight", real("structure_weight", 0.0, MAX_ROWS, open_low=True, example=10),
+               "confidential records each structure record stands for (default 1; a 10% public sample: 10)"),
+        Option("structure_seed", whole("structure_seed", 0, MAX_SEED, 2024), "seed of the trees' structure: public, recorded (default fresh; in a seeded run, from --seed)"),
         Option("combine", _choice, "average (the trees' leaf distributions averaged, default) or random-tree"),
     )
 
@@ -299,6 +307,11 @@ class RandomDecisionTrees(Synthesizer):
         if own:  # the records' own public columns are released as they are: neighbours agree on them
             self.relation = substitute_values(roles.public)
         random = s["structure"] == "random"
+        trees = self.sets * len(roles.sensitive) * s.get("trees", DEFAULTS["trees"])
+        if trees > MAX_TREES_IN_ALL:  # before any file is read or tree grown
+            raise DipsyError(f"rdt would grow {trees:,} trees ({self.sets} set(s) × {len(roles.sensitive)} sensitive column(s) × "
+                             f"{s.get('trees', DEFAULTS['trees'])} trees), more than the {MAX_TREES_IN_ALL:,} a release may have",
+                             "lower trees= or --sets (each tree also costs its share of ε)")
         self._check_numeric(roles, domain, random)
         if not own:
             self.targets = _read_public(s["targets"], domain.project(roles.public), "targets", strict=True)
