@@ -52,7 +52,7 @@ demo: $(STAMP)
 		--out $(DEMO)/ce-ppm --overwrite --ledger $(DEMO)/ledger.sqlite --dataset-id ce-demo
 	$(BIN)/dipsy evaluate examples/ce/CEdata.csv $(DEMO)/ce-ppm \
 		--formula 'np.log(Expenditure) ~ np.log(Income) + C(UrbanRural)' --report $(DEMO)/ce-ppm-report.html
-	# DP methods on the same column at ε = 1.5, near the local ε_x above (a different kind of guarantee);
+	# DP methods on the same column at ε = 1.5 (a DP ε is a different kind of guarantee from the local ε_x above);
 	# the forecast calls modips and the smoothed histogram noise here: --accept-noise shows how right it is
 	$(BIN)/dipsy synth examples/ce/CEdata.csv --domain examples/ce/domain.yaml --columns Expenditure,Income,UrbanRural \
 		--method modips --sets 5 --epsilon 1.5 --accept-noise --out $(DEMO)/ce-modips --overwrite --ledger $(DEMO)/ledger.sqlite --dataset-id ce-demo

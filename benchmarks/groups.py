@@ -22,7 +22,6 @@ import json
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 import dipsy

@@ -10,7 +10,6 @@ Usage: python benchmarks/privacy_audit.py
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import numpy as np

@@ -22,7 +22,6 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from scipy import stats
 
-import dipsy
 from dipsy.domain import Column, Domain
 from dipsy.errors import DataError
 from dipsy.evaluation.marginals import BASELINE_FRACTIONS, kway_marginals, marginal_tvd

@@ -38,7 +38,10 @@ from dipsy.methods.base import MAX_PRIOR, MAX_ROWS, real, whole
 from dipsy.methods.rdt.calibration import EPSILON_RANGE
 
 from conftest import CE_DATA, CE_DOMAIN
-from test_hostile_input import assert_refused, make_release, run, sandbox, snapshot  # noqa: F401 - sandbox: a fixture (uses this module's inputs)
+import test_hostile_input
+from test_hostile_input import assert_refused, make_release, run, snapshot
+
+sandbox = test_hostile_input.sandbox  # the same fixture, over this module's inputs
 
 #: CE's response and predictor for the pseudo-posterior, whose options are parsed before anything.
 POSTERIOR = ["--method", "pseudo-posterior", "--epsilon", "100", "--columns", "UrbanRural,Expenditure",

@@ -7,7 +7,6 @@ import dataclasses
 import json
 import re
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -17,7 +16,7 @@ import dipsy
 from dipsy.cli import main
 from dipsy.domain import Column, Domain
 from dipsy.engine import NumpyEngine
-from dipsy.errors import DataError, DipsyError
+from dipsy.errors import DipsyError
 from dipsy.methods.rdt import RandomDecisionTrees
 from dipsy.methods.rdt import synthesizer as rdt_module
 from dipsy.methods.rdt.trees import leaf_distributions

@@ -1057,3 +1057,7 @@ def budget_show(ledger: Path | None, dataset_id: str | None) -> None:
         for t in led.totals():
             table.add_row(t.dataset_id, t.spent.definition, t.describe(), str(t.releases), str(t.cap) if t.cap else "none")
     out.print(table)
+    if dataset_id:  # the spends, then what they compose to: one total per relation
+        for t in led.totals():
+            if t.dataset_id == dataset_id:
+                out.print(f"total: {t.describe()}" + (f"; cap {t.cap}" if t.cap else ""))

@@ -332,12 +332,14 @@ def check_storable(domain: Domain, format: str, partition_by: tuple[str, ...] = 
     file system of ``folder``. Public inputs only: run before anything is charged.
 
     >>> from dipsy.domain import Column
-    >>> import datetime
     >>> check_storable(Domain((Column("d", "categorical", categories=(1, "a")),)), "parquet")
     Traceback (most recent call last):
     ...
     dipsy.errors.ReleaseError: column 'd': Parquet cannot store its categories 1, 'a' (...); quote every category in the domain file (text of one type), or use --format csv
-    >>> check_storable(Domain((Column("d", "categorical", categories=(datetime.date(2020, 1, 1), "a")),)), "csv")
+    >>> check_storable(Domain((Column("d", "categorical", categories=("1", "01")),)), "csv")
+    Traceback (most recent call last):
+    ...
+    dipsy.errors.ReleaseError: column 'd': the category '01' does not read back from CSV as itself (read back, it is '1'); ...
     """
     longest = _name_max(folder)
     for column in domain.columns:

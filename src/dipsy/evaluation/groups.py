@@ -22,7 +22,6 @@ The evaluation reads the confidential original: it is for the data steward, and 
 from __future__ import annotations
 
 import math
-from itertools import combinations
 from typing import Any, Sequence
 
 import numpy as np

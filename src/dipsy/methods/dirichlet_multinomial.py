@@ -52,7 +52,6 @@ import numpy as np
 
 from ..domain import Domain, check_cells
 from ..errors import DipsyError
-from ..privacy import PureDP
 from ..privacy.measurement import Measurement, PosteriorDraw, Table
 from ..privacy.session import Session
 from .base import MAX_PRIOR, Option, Plan, Synthesizer, real
@@ -129,6 +128,7 @@ class DirichletMultinomial(Synthesizer):
     """The Dirichlet-multinomial synthesizer; ε-DP with ``n`` public and fixed.
 
     >>> from dipsy.domain import Domain
+    >>> from dipsy.privacy import PureDP
     >>> plan = DirichletMultinomial(PureDP(5.0)).plan(994, Domain.from_sizes({"Race": 6}))
     >>> round(plan.parameters["alpha"], 6)
     6.742953

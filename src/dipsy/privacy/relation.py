@@ -15,9 +15,11 @@ names what it leaves public. dipsy knows these kinds:
   record's education, race and sex.
 - the **local** relations of the pseudo-posterior mechanism, whose guarantee holds for this data
   set x and its neighbours only (:class:`~dipsy.privacy.budget.LocalDP`): **response-removed**
-  (one record's ``response`` removed from the likelihood; ``n`` and the columns ``P`` — the
-  predictors, released as they are — stay) and **response-in-range** (one record's ``response``
-  moved within ``[a·y, b·y]`` of its value ``y``, ``within = (a, b)``; ``n`` and ``P`` stay).
+  (one record's ``response`` removed from the likelihood, the other records' weights held fixed;
+  ``n`` and the columns ``P`` — the predictors, released as they are — stay) and
+  **response-in-range** (one record's ``response`` moved anywhere within ``[a·y, b·y]`` of its
+  value ``y``, ``within = (a, b)``, every weight recomputed as the mechanism would; ``n`` and ``P``
+  stay).
 
 A relation is a small frozen value (:class:`Relation`), written machine-readably into
 ``release.json`` beside its prose and kept, whole, with every spend in the ledger. Relations are
@@ -155,10 +157,11 @@ class Relation:
         if self.kind in LOCAL:
             stay = f"n and the columns {listed} stay as they are" if self.public else "n stays as it is"
             if self.kind == "response-removed":
-                change = f"one record's {self.response} removed from the likelihood"
+                change = f"one record's {self.response} removed from the likelihood, the other records' weights held fixed"
             else:
                 a, b = self.within
-                change = f"one record's {self.response} moved anywhere within [{a:g}·y, {b:g}·y] of its value y"
+                change = (f"one record's {self.response} moved anywhere within [{a:g}·y, {b:g}·y] of its value y, every "
+                          "record's weight recomputed for it as the mechanism computes weights")
             return f"local to this data set: its neighbours are the data sets with {change}; {stay}"
         if self.kind == "substitute":
             return ("substitute one record: neighbouring data sets have the same number of rows n "

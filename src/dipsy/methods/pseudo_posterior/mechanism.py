@@ -23,26 +23,32 @@ Steps of one release (:func:`release_draws`):
    ``w_i = λ_i + (1 − λ_i) α_i`` (S-001 Part 1: "the portion of each datum likelihood contribution
    deemed sensitive is then (1 − λ) ≤ 1 and is the only portion of the likelihood subject to risk
    down-weighting");
-5. the database bound over the weighted fit's draws (:func:`database_bound`):
+5. the local guarantee of one draw, ε_x, over the weighted fit's retained draws:
 
-   - ``adp``: ``Δ_{α,x} = max_s max_i |α_i f_{θ_s}(x_i)|`` (SWH);
-   - ``truncated``: ``Δ_{α,I,x} = max_s max_i α_i |f_{θ_s}(x_i) − log P_{θ_s}(R_i)|`` (S-001 eq. 3, with
-     the weight on the whole range-truncated contribution ``log[p_θ(x_i)/P_θ(R_i)]``, eq. 1: the
-     printed ``|α_i f − log P|`` would leave a record of weight 0 — which has no influence on the
-     posterior, so removing it changes nothing — a sensitivity of ``|log P_θ(R_i)|``; both forms
-     agree at α_i = 1). The neighbour replaces record i's value by the public knowledge that it lies
-     in R_i, its censored likelihood ``P_θ(R_i)`` weighted by the same α_i;
-   - ``averaged``: ``Δ_{α,λ,x} = max_s max_i (1 − λ_i) α_i |f_{θ_s}(x_i)|`` (S-001 Part 1; its exact
-     formula did not survive in the source: this is the natural reading, METHODS.md §3.2 [R]);
+   - ``adp`` (no range; the neighbour removes one record's value from the likelihood, the weights
+     held fixed, as in SWH): ``Δ_{α,x} = max_s max_i |α_i f_{θ_s}(x_i)|`` (:func:`database_bound`) and
+     ``ε_x = 2Δ`` (SWH Theorem 3);
+   - ``truncated`` and ``averaged`` (``range=a,b``; the neighbour *moves* one record's value anywhere
+     in its sensitive range ``[a·x_i, b·x_i]``, S-001's reading of range restriction, and the
+     mechanism recomputes every weight for it): ``ε_x`` is the largest oscillation over the draws of
+     the change the move makes to the log pseudo posterior (:func:`.range_bound.move_bound`: its theorem, proof
+     and caveats), and ``Δ = ε_x/2``. The standard decides the risks and weights (steps 2–4), not
+     the neighbour. S-001's printed figures bound a different neighbour, one that replaces the
+     record's likelihood by its range's (censored) mass: eq. 3, ``max_s max_i α_i |f − log P_θ(R_i)|``
+     (the weight on the whole range-truncated contribution of eq. 1), and Part 1's reading
+     ``max_s max_i (1 − λ_i) α_i |f|`` (METHODS.md §3.2 [R]). They are computed as before
+     (:func:`database_bound`) and kept for comparison (``Outcome.delta_printed``), never stated:
+     on the CE demo the averaged one says 0.30 per draw where a move within the range changes the
+     log posterior by 1.8 (tests/test_pseudo_posterior.py checks the stated figure against moves);
 
-   and the local guarantee of one draw ``ε_x = 2 Δ`` (SWH Theorem; S-001 Theorem 1, eq. 4);
 6. m draws, evenly spaced over the retained ones, each generating one synthetic set.
 
-Why ``2Δ``: removing record i changes the log of the unnormalised pseudo posterior at every θ by
-its weighted contribution, at most Δ in absolute value, and changes the log normaliser by at most
-Δ too, so every set's posterior probability moves by a factor within ``exp(±2Δ)``. The bound is
-*local*: Δ is computed on this data set's records (neighbours made by removing one of them), and
-over the draws rather than all θ — it contracts onto the global Δ_α as n grows (asymptotic DP).
+Why an oscillation bounds one draw: if two data sets' weighted log-likelihoods differ by g(θ), every
+set's posterior probability, and the density at every θ, moves by a factor within
+``exp(±(sup g − inf g))`` (:func:`.range_bound.move_bound`); removing record i is ``g = α_i f_θ(x_i)``, whose
+oscillation is at most ``2 sup |g| = 2Δ``. The bound is *local*: it is computed on this data set's
+records (neighbours made from them), and over the draws rather than all θ — it contracts onto the
+global bound as n grows (asymptotic DP).
 """
 
 from __future__ import annotations
@@ -173,7 +179,7 @@ def check_fit(fit: Fit, what: str) -> list[str]:
     Refused: split R-hat > :data:`RHAT_MAX`, bulk ESS < :data:`ESS_MIN`, or divergent transitions
     (the draws then misrepresent the posterior, and Δ — a maximum over them — with it).
     """
-    fix = "raise the MCMC settings (mcmc_warmup=, mcmc_draws=, target_accept=0.95), or simplify the model"
+    fix = "raise the MCMC settings (--option warmup=, draws=, target_accept=0.95), or simplify the model"
     if fit.divergences:
         raise DipsyError(f"the {what} fit had {fit.divergences} divergent transitions: its draws, and the Lipschitz "
                          "bound computed over them, cannot be trusted", fix)
@@ -230,19 +236,43 @@ def weights(risk: np.ndarray, rule: str = "linear", c: float = 1.0, g: float = 0
     [1.0, 0.75, 0.375]
     """
     risk = np.asarray(risk, dtype=float)
-    if rule == "none":
-        alpha = np.ones_like(risk)
-    elif rule == "linear":
-        span = risk.max() - risk.min()
-        r = (risk - risk.min()) / span if span > 0 else np.zeros_like(risk)
-        alpha = np.clip(c * (1.0 - r) + g, 0.0, 1.0)
-    elif rule == "lipschitz":
-        alpha = np.where(risk > 0, risk.min() / np.where(risk > 0, risk, 1.0), 1.0)
-    else:
-        raise DipsyError(f"unknown weight rule {rule!r}", "use weights=linear, lipschitz or none")
+    alpha = weights_at(risk, risk.min(), risk.max(), rule, c, g)  # also refuses an unknown rule
+    return alpha if raise_to is None else weights_at(risk, risk.min(), risk.max(), raise_to=raise_to)
+
+
+def weights_at(risk: np.ndarray, lo: Any, hi: Any, rule: str = "linear", c: float = 1.0, g: float = 0.0,
+               raise_to: float | None = None) -> np.ndarray:
+    r""":func:`weights` with the normaliser — the least and the largest risk of the data set — given as
+    arguments (arrays broadcast): the move bound (:func:`.range_bound.move_bound`) asks what the rule gives when one
+    record's risk, and with it the data set's least or largest risk, changes.
+
+    An infinite ``hi`` (a risk without a finite bound) normalises every finite risk to 0 and an
+    infinite one to 1. For ``lo <= risk <= hi`` the result lies in [0, 1]; outside (a record's old risk
+    under a neighbour's normaliser) the linear map is still clipped and the Lipschitz rule is not.
+
+    >>> weights_at(np.array([1.0, 2.0, 3.0]), 1.0, 5.0).tolist()
+    [1.0, 0.75, 0.5]
+    >>> weights_at(np.array([2.0, np.inf]), 1.0, np.inf).tolist()
+    [1.0, 0.0]
+    """
+    risk = np.asarray(risk, dtype=float)
     if raise_to is not None:
-        alpha = np.where(risk > 0, np.minimum(1.0, raise_to / np.where(risk > 0, risk, 1.0)), 1.0)
-    return alpha
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(risk > 0, np.minimum(1.0, raise_to / np.where(risk > 0, risk, 1.0)), 1.0)
+    lo, hi = np.broadcast_arrays(np.asarray(lo, dtype=float), np.asarray(hi, dtype=float))
+    if rule == "none":
+        return np.ones(np.broadcast_shapes(risk.shape, lo.shape))
+    if rule == "linear":
+        span = hi - lo
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = (risk - lo) / np.where(span > 0, span, 1.0)
+        r = np.where(np.isinf(risk) & np.isinf(hi), 1.0, r)
+        r = np.where(span > 0, r, 0.0)
+        return np.clip(c * (1.0 - r) + g, 0.0, 1.0)
+    if rule == "lipschitz":
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(risk > 0, lo / np.where(risk > 0, risk, 1.0), 1.0)
+    raise DipsyError(f"unknown weight rule {rule!r}", "use weights=linear, lipschitz or none")
 
 
 def database_bound(standard: str, alpha: np.ndarray, F: np.ndarray, L: np.ndarray | None = None,
@@ -267,7 +297,7 @@ def thin(size: int, m: int) -> np.ndarray:
     """
     if m > size:
         raise DipsyError(f"{m} synthetic sets need {m} posterior draws, and only {size} were retained",
-                         "raise mcmc_draws or lower --sets")
+                         "raise --option draws= or lower --sets")
     return np.arange(1, m + 1) * (size // m) - 1
 
 
@@ -287,6 +317,10 @@ class Outcome:
     warnings: tuple[str, ...] = ()
     lam: np.ndarray | None = None
     seconds: dict[str, float] = field(default_factory=dict)
+    #: Under a range standard: S-001 eq. 3's Δ (a neighbour that censors the record into its range),
+    #: for comparison only — ``delta`` is the bound of a move within the range (:func:`.range_bound.move_bound`).
+    delta_printed: float | None = None
+    worst: int | None = None  # the record whose move attains ε_x (private)
 
     @property
     def epsilon(self) -> float:
@@ -305,6 +339,10 @@ def release_draws(sampler: Sampler, m: int, key: Any, standard: str = "adp", a: 
     """
     if standard != "adp" and (a is None or b is None):
         raise DipsyError(f"the {standard} standard needs a sensitive range", "pass range=a,b with a < 1 < b")
+    if standard != "adp":
+        from .range_bound import check_range_options, move_bound  # which uses this module's sampler and weights
+
+        check_range_options(sampler.model, sampler.log_response, reweight)
     k1, k2 = jax.random.split(key)
     unweighted = unweighted if unweighted is not None else sampler.fit(np.ones(len(sampler.y)), k1)
     warnings = check_fit(unweighted, "unweighted") if check else []
@@ -323,11 +361,17 @@ def release_draws(sampler: Sampler, m: int, key: Any, standard: str = "adp", a: 
     F1 = sampler.log_likelihood(weighted)
     L1 = sampler.log_range_mass(weighted, a, b) if standard == "truncated" else None
     delta, per = database_bound(standard, alpha, F1, L1, lam)
+    seconds = {"unweighted_fit": unweighted.seconds, "weighted_fit": weighted.seconds}
+    delta_printed, worst = None, None
+    if standard != "adp":  # S-001's figure bounds a censoring neighbour; the range's own neighbour moves the value
+        delta_printed = delta
+        raise_to = target / 2.0 if target is not None else None
+        moved = move_bound(sampler, standard, a, b, unweighted, weighted, F0, L0, F1, risk, lam, effective, rule, c, g, raise_to)
+        delta, per, worst, seconds["move_bound"] = moved.epsilon / 2.0, moved.per_record / 2.0, moved.record, moved.seconds
     delta_adp = float(np.max(np.abs(effective * F1))) if standard != "adp" else delta
     if not math.isfinite(delta):
         raise DipsyError("the Lipschitz bound is infinite: some record has zero likelihood under a posterior draw",
                          "check the response against the model (e.g. zeros for a lognormal), or give that record weight 0")
     picked = thin(weighted.size, m)
     return Outcome(standard, delta, delta_adp, alpha, effective, {k: v[picked] for k, v in weighted.draws.items()},
-                   unweighted, weighted, per, tuple(warnings), lam,
-                   {"unweighted_fit": unweighted.seconds, "weighted_fit": weighted.seconds})
+                   unweighted, weighted, per, tuple(warnings), lam, seconds, delta_printed, worst)

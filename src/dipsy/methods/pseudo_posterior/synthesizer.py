@@ -38,15 +38,35 @@ import pandas as pd
 from ...domain import Domain
 from ...domain.codec import decode_column
 from ...errors import DipsyError
-from ...privacy.budget import LocalDP
+from ...privacy.budget import EPSILON_RANGE, LocalDP
 from ...privacy.measurement import DeclaredPublic, Measurement, Mechanism, Statistic, Total
 from ...privacy.relation import Relation
 from ...privacy.rng import Randomness
 from ...privacy.session import Session
-from ..base import Model, Option, Plan, Synthesizer, whole
+from ..base import Model, Option, Plan, Synthesizer, real, whole
+
+#: The most log-likelihood terms (retained draws × records) a release computes its bound over: the
+#: matrix F[s, i] is held in float64 for each fit, 2 GiB at this size.
+MAX_LIKELIHOOD_CELLS = 2**28
 
 #: The built-in models' names (the JAX models load only when a release runs).
 MODEL_NAMES = ("normal", "lognormal", "poisson", "negative-binomial", "categorical")
+#: The most MCMC chains: four is the convention (what R-hat needs); 16 adds nothing to the
+#: diagnostics, and every chain is a full run of warm-up and draws.
+MAX_CHAINS = 16
+#: The most warm-up iterations per chain: 20 times Stan's and NumPyro's 1,000, ample for any model
+#: NUTS can fit (one that needs more is refused by its diagnostics anyway); run time grows with it.
+MAX_WARMUP = 20_000
+#: The most retained draws per chain: 10 times the default. The draws are held in memory with every
+#: record's log-likelihood at each (chains × draws × n floats: 3.2 GB at 4 × 10⁴ draws of 10⁴
+#: records); 10⁹ draws asked for 96 GB before a single one was made.
+MAX_DRAWS = 10_000
+#: The largest scale c of the linear weight map c(1 − r) + g: weights are clipped to 1, so c = 10⁶
+#: already weights 1 every record whose risk is below 1 − 10⁻⁶.
+MAX_SCALE = 1e6
+#: The largest b of range=a,b: a range up to a thousand times each record's value already spans
+#: three orders of magnitude above it; far larger ones only push b·y toward the floats' overflow.
+MAX_RANGE_B = 1e3
 
 
 def _range(value: Any) -> tuple[float, float]:
@@ -57,6 +77,9 @@ def _range(value: Any) -> tuple[float, float]:
     if not (0 < a < 1 < b and math.isfinite(b)):
         raise DipsyError(f"range=a,b needs 0 < a < 1 < b (the sensitive range [a·y, b·y] must hold y), got a = {a:g}, b = {b:g}",
                          "e.g. range=0.6,1.2 (protect values within -40 % and +20 % of each record's value)")
+    if b > MAX_RANGE_B:
+        raise DipsyError(f"range=a,b has b = {b:g}, more than the {MAX_RANGE_B:g} it may be",
+                         f"give b at most {MAX_RANGE_B:g}, e.g. range=0.6,1.2")
     return a, b
 
 
@@ -65,20 +88,6 @@ def _choice(name: str, choices: tuple[str, ...]):
         if str(value) not in choices:
             raise DipsyError(f"option {name} must be one of {', '.join(choices)}, got {value!r}", f"e.g. {name}={choices[0]}")
         return str(value)
-    return parse
-
-
-def _number(name: str, least: float, most: float = math.inf, open_low: bool = False):
-    def parse(value: Any) -> float:
-        try:
-            x = float(value)
-        except (TypeError, ValueError):
-            x = math.nan
-        ok = (x > least if open_low else x >= least) and x <= most
-        if isinstance(value, bool) or not ok:
-            raise DipsyError(f"option {name} must be a number in {'(' if open_low else '['}{least:g}, {most:g}], got {value!r}",
-                             f"e.g. {name}={max(least, 0.5):g}")
-        return x
     return parse
 
 
@@ -96,25 +105,51 @@ class ModelFile:
 
     path: Path
     attribute: str
+    #: The RecordModel NAME, made once when the option is read (:meth:`load`).
+    model: Any = field(default=None, compare=False, repr=False)
 
-    def load(self):
+    @classmethod
+    def load(cls, path: Path, attribute: str) -> "ModelFile":
+        """Run the file and take its RecordModel ``attribute``: when the option is read, before any
+        data are, so that a file that does not compile, or raises as it runs, is refused as bad
+        input (with its line), never reported as a bug in dipsy."""
         from .models import RecordModel
 
-        spec = importlib.util.spec_from_file_location(f"dipsy_user_model_{self.path.stem}", self.path)
+        spec = importlib.util.spec_from_file_location(f"dipsy_user_model_{path.stem}", path)
         module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        found = getattr(module, self.attribute, None)
+        try:
+            spec.loader.exec_module(module)
+        except SyntaxError as e:
+            raise DipsyError(f"the model file {path.name} does not compile: {e.msg} (line {e.lineno})",
+                             f"fix the file (python -m py_compile {path.name} shows the error)") from None
+        except (Exception, SystemExit) as e:  # the user's code: whatever it raises is the file's fault
+            raise DipsyError(f"the model file {path.name} raised {type(e).__name__}: {' '.join(str(e).split())[:200]} "
+                             f"as it ran{_line_in(e, path)}", f"fix the file so that running it defines {attribute}") from None
+        found = getattr(module, attribute, None)
         if isinstance(found, type) and issubclass(found, RecordModel):
             found = found()
         if not isinstance(found, RecordModel):
-            raise DipsyError(f"{self.path.name} has no RecordModel named {self.attribute!r}",
+            raise DipsyError(f"{path.name} has no RecordModel named {attribute!r}",
                              "define a subclass of dipsy.methods.pseudo_posterior.models.RecordModel (or an instance) under that name")
-        return found
+        return cls(path, attribute, found)
 
     def public(self) -> dict[str, str]:
-        from ...api import fingerprint
+        from ...engine.fingerprint import fingerprint
 
         return {"file": self.path.name, "sha256": fingerprint(self.path), "name": self.attribute}
+
+
+def _line_in(error: BaseException, path: Path) -> str:
+    """`` (line N)``: the deepest line of ``path`` in the traceback of ``error`` (empty when none)."""
+    target = path.resolve()  # the module's frames name the file by its absolute path
+    lines = [tb.tb_lineno for tb in _frames(error.__traceback__) if Path(tb.tb_frame.f_code.co_filename).resolve() == target]
+    return f" (line {lines[-1]})" if lines else ""
+
+
+def _frames(tb: Any) -> Any:
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next
 
 
 def _model(value: Any) -> Any:
@@ -129,7 +164,7 @@ def _model(value: Any) -> Any:
         path, name = text.rsplit(":", 1)
         if not Path(path).is_file():
             raise DipsyError(f"the model file {path!r} does not exist", "pass model=path/to/file.py:NAME")
-        return ModelFile(Path(path), name)
+        return ModelFile.load(Path(path), name)
     raise DipsyError(f"unknown model {value!r}", f"use one of {', '.join(MODEL_NAMES)}, or model=file.py:NAME (a RecordModel)")
 
 
@@ -193,16 +228,18 @@ class PseudoPosteriorSynthesizer(Synthesizer):
         Option("predictors", str, "comma-separated predictor terms, e.g. log(Income),UrbanRural (default: every other column)"),
         Option("model", _model, f"{', '.join(MODEL_NAMES)} (default from the response's kind), or file.py:NAME (a RecordModel)"),
         Option("weights", _choice("weights", ("linear", "lipschitz", "none")), "risk → weight map: linear (c(1−r)+g), lipschitz (∝ 1/Δ_i), none"),
-        Option("c", _number("c", 0.0), "linear map's scale c (default 1)"),
-        Option("g", _number("g", -1.0, 1.0), "linear map's shift g (default 0)"),
+        Option("c", real("c", 0.0, MAX_SCALE, example=1.0), "linear map's scale c (default 1)"),
+        Option("g", real("g", -1.0, 1.0, example=0.0), "linear map's shift g (default 0)"),
         Option("reweight", _flag, "raise low-risk records' weights toward the database bound (Hu, Savitsky & Williams 2020)"),
-        Option("target", _number("target", 0.0, open_low=True), "re-weight toward this ε_x per draw: α_i = min(1, (target/2)/Δ_i)"),
-        Option("range", _range, "a,b: protect each response only within [a·y, b·y] (0 < a < 1 < b)"),
-        Option("standard", _choice("standard", ("truncated", "averaged")), "with range=: truncated (S-001 Part 2, default) or averaged (Part 1)"),
-        Option("chains", whole("chains", 1, 4), "MCMC chains (default 4)"),
-        Option("warmup", whole("warmup", 10, 1000), "warm-up iterations per chain (default 1000)"),
-        Option("draws", whole("draws", 10, 1000), "retained draws per chain (default 1000)"),
-        Option("target_accept", _number("target_accept", 0.5, 0.99), "NUTS target acceptance (default 0.8; raise it after divergences)"),
+        Option("target", real("target", 0.0, EPSILON_RANGE[1], open_low=True, example=2.0), "re-weight toward this ε_x per draw: α_i = min(1, (target/2)/Δ_i)"),
+        Option("range", _range, "a,b: protect each response within [a·y, b·y] (0 < a < 1 < b): ε_x bounds moving one record's "
+                                "value anywhere in its range, every weight recomputed (built-in numeric models; not with reweight=)"),
+        Option("standard", _choice("standard", ("truncated", "averaged")),
+               "with range=: how risks and weights are set — truncated (S-001 Part 2, default) or averaged (Part 1); ε_x bounds the same move under both"),
+        Option("chains", whole("chains", 1, MAX_CHAINS, 4), "MCMC chains (default 4)"),
+        Option("warmup", whole("warmup", 10, MAX_WARMUP, 1000), "warm-up iterations per chain (default 1000)"),
+        Option("draws", whole("draws", 10, MAX_DRAWS, 1000), "retained draws per chain (default 1000)"),
+        Option("target_accept", real("target_accept", 0.5, 0.99, example=0.8), "NUTS target acceptance (default 0.8; raise it after divergences)"),
     )
 
     def relation_for(self, relation: Relation) -> Relation:
@@ -250,6 +287,12 @@ class PseudoPosteriorSynthesizer(Synthesizer):
         self.log_response_ = bool(logged)
         if "standard" in s and "range" not in s:
             raise DipsyError("standard= applies to a sensitive range", "pass range=a,b too, or leave out standard=")
+        mcmc = self.settings_mcmc()
+        cells = mcmc.chains * mcmc.draws * (n or 0)
+        if cells > MAX_LIKELIHOOD_CELLS:  # F[s, i] over every retained draw and record, twice (both fits), in float64
+            raise DipsyError(f"{mcmc.chains} chains × {mcmc.draws} draws × {n} records make {cells:,} log-likelihood terms, more "
+                             f"than the {MAX_LIKELIHOOD_CELLS:,} (2 GiB each fit) the bound is computed over",
+                             "lower chains= or draws= (the bound needs thousands of draws, not more), or release fewer records")
         col = domain[response]
         model = s.get("model") or ("categorical" if col.is_categorical else "poisson" if col.kind == "integer" else "normal")
         if isinstance(model, str):
@@ -277,7 +320,7 @@ class PseudoPosteriorSynthesizer(Synthesizer):
         measurements.append(Measurement(f"{self.name}: {self.sets} draw(s) from the risk-weighted pseudo posterior of {response}",
                                         read, PseudoPosterior(self), self.relation))
         return Plan(tuple(measurements), self.relation, self._public(predictors), self._mechanism(standard),
-                    self._composition(), self._parameters(standard), narrowed=self._narrowed(standard, predictors),
+                    self._composition(), self._parameters(standard), narrowed=self._narrowed(standard),
                     reveals=REVEALS)
 
     def _public(self, predictors: tuple[str, ...]) -> tuple[str, ...]:
@@ -287,21 +330,45 @@ class PseudoPosteriorSynthesizer(Synthesizer):
             out.append(f"the predictors {', '.join(predictors)} of every record, released as they are")
         return tuple(out)
 
-    def _narrowed(self, standard: str, predictors: tuple[str, ...]) -> str:
-        kept = f"; its predictors ({', '.join(predictors)}), released as they are, stay" if predictors else ""
+    def _narrowed(self, standard: str) -> str:
+        """What the relation (:meth:`local_relation`, which names the neighbour) leaves to say: over
+        what the change to the posterior is bounded."""
+        if standard != "adp":
+            self._refuse_unbounded_range()
+        over = ("the change to the log pseudo posterior is bounded over the retained MCMC draws (as S-001 eq. 3 takes its "
+                "maximum over them), not over every parameter value")
         if standard == "adp":
-            change = f"one record's {self.response_} removed from the likelihood"
-        else:
-            a, b = self.settings["range"]
-            change = (f"one record's {self.response_} replaced by the public knowledge that it lies in [{a:g}·{self.response_}, "
-                      f"{b:g}·{self.response_}] ({'its range-truncated likelihood, S-001 eq. 3' if standard == 'truncated' else 'only its sensitive share 1 − λ_i removed, S-001 Part 1'})")
-        return f"local to this data set: the neighbours are the data sets with {change}{kept}"
+            return over
+        return over + "; the neighbour's risks are recomputed over this release's unweighted draws"
+
+    def _refuse_unbounded_range(self) -> None:
+        """Before any read: a range's ε_x needs a built-in model's shape (:func:`.range_bound.shape_of`) and a
+        re-weighting target that one record's move cannot change (:func:`.range_bound.check_range_options`)."""
+        model, s = self.model_spec_, self.settings
+        if s.get("reweight"):
+            raise DipsyError("reweight=true cannot be combined with range=: the bound of a move within the range does not "
+                             "follow how one record's move changes the re-weighting target",
+                             "leave out reweight=, or pass target=EPSILON (a fixed target) instead")
+        if isinstance(model, ModelFile) or not isinstance(model, str):
+            from .models import MODELS
+
+            if isinstance(model, ModelFile) or type(model) not in {MODELS[m] for m in MODEL_NAMES if m != "categorical"}:
+                raise DipsyError("range= needs a built-in model: its ε_x is a supremum over each record's range, which dipsy bounds "
+                                 "from the shape of the built-in models' log-likelihoods and cannot for a model of your own",
+                                 "use model=normal, lognormal, poisson or negative-binomial with range=, or leave out range= "
+                                 "(the no-range guarantee holds for any model)")
 
     def _mechanism(self, standard: str) -> str:
-        what = {"adp": "no sensitive range (asymptotic DP)", "truncated": "range-truncated privacy (S-001 Part 2, eq. 3)",
-                "averaged": "range-averaged privacy (S-001 Part 1)"}[standard]
-        return (f"risk-weighted pseudo posterior (Savitsky, Williams & Hu 2022): unweighted fit, record weights from each "
-                f"record's Lipschitz bound, weighted refit, ε_x = 2Δ over the retained draws; {what}; each synthetic set "
+        if standard == "adp":
+            what = ("record weights from each record's Lipschitz bound, weighted refit; no sensitive range (asymptotic DP): "
+                    "ε_x = 2Δ, Δ the largest weighted log-likelihood contribution over the retained draws")
+        else:
+            what = (f"record weights from each record's {'range-truncated' if standard == 'truncated' else 'range-averaged'} risk "
+                    f"(S-001 Part {2 if standard == 'truncated' else 1}), weighted refit; ε_x = 2Δ the largest oscillation over the "
+                    "retained draws of the change to the log pseudo posterior when one record's value moves within its range "
+                    "[a·y, b·y], every weight recomputed — bounded over each range by branch and bound on the model's shape "
+                    "(not S-001's printed eq. 3, which bounds replacing the value by its range)")
+        return (f"risk-weighted pseudo posterior (Savitsky, Williams & Hu 2022): unweighted fit, {what}; each synthetic set "
                 f"draws {self.response_} from the posterior predictive of one thinned draw, given the predictors")
 
     def _composition(self) -> str:
@@ -343,7 +410,7 @@ class PseudoPosteriorSynthesizer(Synthesizer):
 
         spec = self.model_spec_
         if isinstance(spec, ModelFile):
-            return spec.load()
+            return spec.model
         if not isinstance(spec, str):
             return spec
         if spec == "categorical":
@@ -404,8 +471,10 @@ class PseudoPosteriorSynthesizer(Synthesizer):
 
 #: What the release states as it is, and what each reveals of the confidential data.
 REVEALS = (
-    "Delta and epsilon_x = 2 Delta: the largest weighted log-likelihood contribution of any record over the retained draws, "
-    "a function of the most isolated record's value (how far it lies from the model's fit)",
+    "Delta and epsilon_x = 2 Delta: without a range, the largest weighted log-likelihood contribution of any record over the "
+    "retained draws, a function of the most isolated record's value (how far it lies from the model's fit); with range=, half "
+    "the largest change one record's move within its range makes to the log pseudo posterior over the retained draws, a "
+    "function of every record's value (chiefly of the riskiest records', whose moves shift every weight)",
     "Delta_without_range: the same release's bound with no sensitive range (for comparison), likewise",
     "weights_mean and weights_min: summaries of the records' weights, functions of their risks",
     "the MCMC diagnostics (max split R-hat, min bulk ESS, divergent transitions) and warnings: functions of the whole data set",

@@ -325,7 +325,7 @@ def min_leaf_size(p0: float, epsilon: float, *, width: float | None = None, lowe
     p0, epsilon, level, sensitivity = _check(p0, epsilon, level, sensitivity)
     if not EPSILON_RANGE[0] <= epsilon <= EPSILON_RANGE[1]:  # before any interval is computed
         raise DipsyError(f"epsilon must lie between {EPSILON_RANGE[0]:g} and {EPSILON_RANGE[1]:g} for the leaf-size search, got {epsilon:g}",
-                         f"give one tree's ε within that range (the search's work grows as 1/ε; S-004 uses 0.1 to 1)")
+                         "give one tree's ε within that range (the search's work grows as 1/ε; S-004 uses 0.1 to 1)")
     if (width is not None and (lower is not None or upper is not None)) or (width is None and (lower is None or upper is None)):
         raise DipsyError("give either a width or both lower and upper", "e.g. width=0.05, or lower=0.22 upper=0.27")
     if width is not None:
