@@ -6,12 +6,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 DEMO := build/demo
 
-.PHONY: demo test bench bench-peers bench-scale clean
+.PHONY: demo test check docs bench bench-peers bench-scale clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet -e '.[test,dev]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -97,6 +97,17 @@ bench-peers: $(STAMP)
 bench-scale: $(STAMP)
 	$(BIN)/python benchmarks/scale.py --rows 100000 1000000 10000000 100000000 --repeats 1
 	$(BIN)/python benchmarks/scale.py --rows 100000 1000000 10000000 --parts stages --engines spark --methods dirichlet-multinomial laplace-sanitizer privsyn
+
+# What .ci/run checks before the tests: lint, format, types, and the documentation site with warnings as errors.
+check: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff format --check src tests benchmarks examples
+	$(BIN)/mypy
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir build/site
+
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir build/site
+	@echo "open build/site/index.html"
 
 clean:
 	rm -rf build .pytest_cache .hypothesis

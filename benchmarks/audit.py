@@ -7,7 +7,7 @@ recording every measurement; each measurement's privacy loss between its exact a
 D' is computed (exactly, or as a Clopper–Pearson bound from ``draws`` draws) against its stated
 cost, the losses are composed against the statement's total, and the release of D' replaying D's
 answers is compared with the release of D. Writes build/bench/audit/audit.json and table.md (the
-README's table).
+table of docs/privacy/audit.md).
 """
 
 from __future__ import annotations
@@ -35,8 +35,13 @@ def main() -> None:
         print(f"{method}: {seconds[method]:.1f} s", flush=True)
     table = format_table(results)
     (args.out / "table.md").write_text(table + "\n", encoding="utf-8")
-    (args.out / "audit.json").write_text(json.dumps({"results": [r.to_dict() for r in results], "seconds": seconds,
-                                                     "why": {m: c.why for m, c in CASES.items()}}, indent=2, default=str))
+    (args.out / "audit.json").write_text(
+        json.dumps(
+            {"results": [r.to_dict() for r in results], "seconds": seconds, "why": {m: c.why for m, c in CASES.items()}},
+            indent=2,
+            default=str,
+        )
+    )
     print(table)
 
 

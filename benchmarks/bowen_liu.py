@@ -153,7 +153,9 @@ def study2_scenario(n: int, sigma: float, reps: int, rand: Randomness) -> dict[s
     truth = float(__import__("scipy").stats.truncnorm.mean(-3, 4.3, scale=sigma))
     xbar, s2 = x.mean(axis=1), x.var(axis=1, ddof=1)
     edges = np.linspace(lower, upper, BINS[n] + 1)
-    counts = np.stack([np.bincount(np.clip(np.searchsorted(edges[1:-1], row, side="right"), 0, BINS[n] - 1), minlength=BINS[n]) for row in x])
+    counts = np.stack(
+        [np.bincount(np.clip(np.searchsorted(edges[1:-1], row, side="right"), 0, BINS[n] - 1), minlength=BINS[n]) for row in x]
+    )
     sigma2_ms = (n - 1) * s2[:, None] / rng.chisquare(n - 1, (reps, SETS))
     mu_ms = rng.normal(xbar[:, None], np.sqrt(sigma2_ms / n))
     static = {
@@ -329,7 +331,11 @@ def study3_scenario(reps: int, rand: Randomness) -> dict[str, dict[str, list[dic
     rng = rand.numpy
     pi, mu, sigma = study3_design()
     cells_shown = (int(np.argmin(pi)), int(np.argsort(pi)[K3 // 2]), int(np.argmax(pi)))
-    truths = {"P(A=a1)": pi.reshape(LEVELS)[0].sum(), "P(B=b1)": pi.reshape(LEVELS)[:, 0].sum(), "P(C=c1)": pi.reshape(LEVELS)[..., 0].sum()}
+    truths = {
+        "P(A=a1)": pi.reshape(LEVELS)[0].sum(),
+        "P(B=b1)": pi.reshape(LEVELS)[:, 0].sum(),
+        "P(C=c1)": pi.reshape(LEVELS)[..., 0].sum(),
+    }
     truths |= {f"mean y1, cell {k}": mu[k, 0] for k in cells_shown} | {"rho": RHO}
     cells = draw_cells(np.tile(pi, (reps, 1)), N3, rng)
     y = mvn_records(cells, np.broadcast_to(mu, (reps, K3, 2)), sigma, rng)
@@ -346,18 +352,27 @@ def study3_scenario(reps: int, rand: Randomness) -> dict[str, dict[str, list[dic
         return cell_statistics(c, mvn_records(c, mu_star.reshape(-1, K3, 2), sigma_star.reshape(-1, 2, 2), rng))
 
     exact = [np.asarray(a)[:, None, ...].repeat(SETS, axis=1) for a in model_stats]
-    static = {"Ori": study3_estimates(ori, reps, cells_shown), "MS": study3_estimates(from_posterior(*draw_mixed(exact, N3, LOWER3, UPPER3, PRIOR, rng)), reps, cells_shown)}
+    static = {
+        "Ori": study3_estimates(ori, reps, cells_shown),
+        "MS": study3_estimates(from_posterior(*draw_mixed(exact, N3, LOWER3, UPPER3, PRIOR, rng)), reps, cells_shown),
+    }
     rows: dict[str, dict[str, list[dict]]] = {e: {k: [] for k in ("Ori", "MS", "modips", "PH")} for e in truths}
     for log_eps in LOG_EPSILONS3:
         eps = math.exp(log_eps)
         results = dict(static)
-        results["modips"] = study3_estimates(from_posterior(*mixed_sets(model_stats, N3, LOWER3, UPPER3, eps, SETS, "split", "threshold", rand)), reps, cells_shown)
+        results["modips"] = study3_estimates(
+            from_posterior(*mixed_sets(model_stats, N3, LOWER3, UPPER3, eps, SETS, "split", "threshold", rand)), reps, cells_shown
+        )
         scale = 2 * SETS / eps
-        noisy_counts = np.maximum(ori[0][:, None, :] + discrete_laplace(scale, (reps, SETS, K3), rand), 0).reshape(-1, K3).astype(float)
+        noisy_counts = (
+            np.maximum(ori[0][:, None, :] + discrete_laplace(scale, (reps, SETS, K3), rand), 0).reshape(-1, K3).astype(float)
+        )
         noisy_counts[noisy_counts.sum(axis=1) == 0] = 1.0
         noisy_hist = np.maximum(hist[:, None, :] + discrete_laplace(scale, (reps, SETS, hist.shape[1]), rand), 0)
         c = draw_cells(noisy_counts, N3, rng)
-        results["PH"] = study3_estimates(cell_statistics(c, histogram_records(c, noisy_hist.reshape(reps * SETS, K3, -1), rng)), reps, cells_shown)
+        results["PH"] = study3_estimates(
+            cell_statistics(c, histogram_records(c, noisy_hist.reshape(reps * SETS, K3, -1), rng)), reps, cells_shown
+        )
         for name, by_estimand in results.items():
             for e, r in by_estimand.items():
                 rows[e][name].append(summarise(r, float(truths[e]), log_eps))
@@ -378,7 +393,17 @@ def summarise(r: dict[str, np.ndarray], truth: float, log_eps: float) -> dict:
     }
 
 
-def plot(results: dict, metric: str, path: Path, rows=NS, cols=THETAS, key="n={n}, theta={c}", label="θ", title="Study 1 (binary)", figsize=(11, 8)) -> None:
+def plot(
+    results: dict,
+    metric: str,
+    path: Path,
+    rows=NS,
+    cols=THETAS,
+    key="n={n}, theta={c}",
+    label="θ",
+    title="Study 1 (binary)",
+    figsize=(11, 8),
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -435,7 +460,9 @@ def main() -> None:
             by = {r["log_epsilon"]: r for r in rows}
             print(f"{scenario:20}{name:16}" + "".join(f"{by[e]['rmse']:>9.3f} {by[e]['coverage']:>5.2f}" for e in shown2))
     results3 = study3_scenario(args.reps, rand)
-    (out / "study3.json").write_text(json.dumps({"reps": args.reps, "seed": args.seed, "n": N3, "results": results3}, indent=1) + "\n")
+    (out / "study3.json").write_text(
+        json.dumps({"reps": args.reps, "seed": args.seed, "n": N3, "results": results3}, indent=1) + "\n"
+    )
     for metric in ("bias", "rmse", "coverage", "width"):
         plot(results3, metric, out / f"study3_{metric}.png", (N3,), tuple(results3), "{c}", "", "Study 3 (mixed)", (18, 3.6))
     print(f"\nstudy 3 (mixed, n = {N3}); results in {out}")
@@ -444,7 +471,10 @@ def main() -> None:
     for estimand, methods in results3.items():
         for name, rows in methods.items():
             by = {r["log_epsilon"]: r for r in rows}
-            print(f"{estimand:20}{name:8}" + "".join(f"{by[e]['bias']:>9.3f}{by[e]['rmse']:>7.3f} {by[e]['coverage']:>5.2f}" for e in shown3))
+            print(
+                f"{estimand:20}{name:8}"
+                + "".join(f"{by[e]['bias']:>9.3f}{by[e]['rmse']:>7.3f} {by[e]['coverage']:>5.2f}" for e in shown3)
+            )
 
 
 if __name__ == "__main__":

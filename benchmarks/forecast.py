@@ -82,7 +82,9 @@ def uniform_share(original: pd.DataFrame, synthetic: pd.DataFrame, domain: Domai
     if method not in MIXTURES or domain.cells() > MAX_SHARE_CELLS:
         return None
     names = list(domain.names)
-    p, q = (np.asarray(engine_for(f, domain, "error").contingency(names, form="dense").counts, float) for f in (original, synthetic))
+    p, q = (
+        np.asarray(engine_for(f, domain, "error").contingency(names, form="dense").counts, float) for f in (original, synthetic)
+    )
     p, q = p / p.sum(), q / q.sum()
     if method == "smoothed-histogram":
         widths = [np.diff(c.bins) if c.bins is not None else np.ones(c.size) for c in domain.columns]
@@ -108,30 +110,57 @@ def run(case: tuple, seed: int) -> dict:
     got = plan_forecast(data, domain, method, eps, sets, delta=delta, columns=columns, options=options, rows=rows)
     head = got.parts[0] if got.parts else {}
     t = time.perf_counter()
-    release = dipsy.synthesize(data, domain, method=method, epsilon=eps, delta=delta, sets=sets, columns=columns,
-                               options=options, seed=seed, accept_noise=True)
+    release = dipsy.synthesize(
+        data,
+        domain,
+        method=method,
+        epsilon=eps,
+        delta=delta,
+        sets=sets,
+        columns=columns,
+        options=options,
+        seed=seed,
+        accept_noise=True,
+    )
     seconds = time.perf_counter() - t
     original = read_original(data, scope)  # the rows that match the domain, as the release saw them
     marg = kway_marginals(original, release.tables, scope, three_way=0, seed=seed)
     base = kway_marginals(original, [independent(original, seed)], scope, three_way=0, seed=seed)
     two = "2-way" if len(scope) > 1 else "1-way"
     return {
-        "data": label, "method": method, "epsilon": eps, "sets": sets, "columns": list(scope.names), "cells": scope.cells(),
-        "verdict": got.verdict, "forecast_share": head.get("share"), "forecast": got.summary(),
+        "data": label,
+        "method": method,
+        "epsilon": eps,
+        "sets": sets,
+        "columns": list(scope.names),
+        "cells": scope.cells(),
+        "verdict": got.verdict,
+        "forecast_share": head.get("share"),
+        "forecast": got.summary(),
         "measured_uniform_share": uniform_share(original, release.tables[0], scope, method),
-        "tvd": marg[two]["mean_tvd"], "tvd_independent": base[two]["mean_tvd"], "tvd_kind": two, "seconds": seconds,
+        "tvd": marg[two]["mean_tvd"],
+        "tvd_independent": base[two]["mean_tvd"],
+        "tvd_kind": two,
+        "seconds": seconds,
     }
 
 
 def table(rows: list[dict]) -> str:
-    out = ["| data | method | ε (sets) | columns | cells | forecast | share forecast | share measured | TVD | independent |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+    out = [
+        "| data | method | ε (sets) | columns | cells | forecast | share forecast | share measured | TVD | independent |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        share = lambda v: "—" if v is None else f"{v:.3f}"
-        ind = lambda r: "—" if r["tvd_kind"] == "1-way" else f"{r['tvd_independent']:.3f}"  # shuffling keeps one-ways
+
+        def share(v: float | None) -> str:
+            return "—" if v is None else f"{v:.3f}"
+
+        ind = "—" if r["tvd_kind"] == "1-way" else f"{r['tvd_independent']:.3f}"  # shuffling keeps one-ways
         cols = "all" if len(r["columns"]) > 6 else ", ".join(r["columns"])
-        out.append(f"| {r['data']} | {r['method']} | {r['epsilon']:g} ({r['sets']}) | {cols} | {r['cells']:,} | {r['verdict']} | "
-                   f"{share(r['forecast_share'])} | {share(r['measured_uniform_share'])} | {r['tvd']:.3f} ({r['tvd_kind']}) | {ind(r)} |")
+        out.append(
+            f"| {r['data']} | {r['method']} | {r['epsilon']:g} ({r['sets']}) | {cols} | {r['cells']:,} | {r['verdict']} | "
+            f"{share(r['forecast_share'])} | {share(r['measured_uniform_share'])} | {r['tvd']:.3f} ({r['tvd_kind']}) | {ind} |"
+        )
     return "\n".join(out)
 
 
@@ -145,8 +174,11 @@ def main() -> None:
     for case in CASES:
         rows.append(run(case, args.seed))
         r = rows[-1]
-        print(f"{r['data']:6s} {r['method']:22s} ε={r['epsilon']:<5g} {r['verdict']:8s} TVD {r['tvd']:.3f} "
-              f"(independent {r['tvd_independent']:.3f}) {r['seconds']:.1f} s", flush=True)
+        print(
+            f"{r['data']:6s} {r['method']:22s} ε={r['epsilon']:<5g} {r['verdict']:8s} TVD {r['tvd']:.3f} "
+            f"(independent {r['tvd_independent']:.3f}) {r['seconds']:.1f} s",
+            flush=True,
+        )
     (args.out / "results.json").write_text(json.dumps(rows, indent=1, default=float) + "\n")
     (args.out / "results.md").write_text(table(rows) + "\n")
     print(table(rows))

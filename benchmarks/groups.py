@@ -51,8 +51,13 @@ def score(original: pd.DataFrame, tables: list[pd.DataFrame], domain: Domain) ->
     by_group = grouped_kmarginal(original, tables, domain, ["PUMA"], k=3, marginals=64, seed=SEED)
     two = kway_marginals(original, tables, domain, three_way=0, seed=SEED)["2-way"]["mean_tvd"]
     worst = by_group["worst"][0]
-    return {"puma_score": by_group["score"], "pumas": by_group["groups_scored"], "worst_puma": worst["group"]["PUMA"],
-            "worst_score": worst["score"], "two_way_tvd": two}
+    return {
+        "puma_score": by_group["score"],
+        "pumas": by_group["groups_scored"],
+        "worst_puma": worst["group"]["PUMA"],
+        "worst_score": worst["score"],
+        "two_way_tvd": two,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,27 +73,43 @@ def main(argv: list[str] | None = None) -> int:
         private, public = DATA / f"{region}2019.csv", DATA / f"{region}2018.csv"
         original = read_original(private, domain)
         sample = original.sample(frac=0.1, random_state=SEED)
-        rows.append({"region": region, "method": "10 % subsample", "epsilon": None, "seconds": 0.0,
-                     **score(original, [sample], domain)})
+        rows.append(
+            {"region": region, "method": "10 % subsample", "epsilon": None, "seconds": 0.0, **score(original, [sample], domain)}
+        )
         for method in args.methods.split(","):
             for eps in (float(e) for e in args.epsilons.split(",")):
                 options = {"public": str(public), "groups": "PUMA"} if method == "dpsyn" else {}
                 start = time.perf_counter()
-                release = dipsy.synthesize(private, domain, method=method, epsilon=eps, delta=DELTA, seed=SEED,
-                                           options=options, accept_noise=True)
+                release = dipsy.synthesize(
+                    private, domain, method=method, epsilon=eps, delta=DELTA, seed=SEED, options=options, accept_noise=True
+                )
                 seconds = time.perf_counter() - start
-                rows.append({"region": region, "method": method, "epsilon": eps, "seconds": seconds,
-                             **score(original, release.tables, domain)})
-                print(f"{region} {method} ε={eps:g}: PUMA 3-way score {rows[-1]['puma_score']:.1f}, "
-                      f"2-way TVD {rows[-1]['two_way_tvd']:.4f} ({seconds:.1f} s)", flush=True)
+                rows.append(
+                    {
+                        "region": region,
+                        "method": method,
+                        "epsilon": eps,
+                        "seconds": seconds,
+                        **score(original, release.tables, domain),
+                    }
+                )
+                print(
+                    f"{region} {method} ε={eps:g}: PUMA 3-way score {rows[-1]['puma_score']:.1f}, "
+                    f"2-way TVD {rows[-1]['two_way_tvd']:.4f} ({seconds:.1f} s)",
+                    flush=True,
+                )
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(rows, indent=1) + "\n")
-    lines = ["| region | method | ε | PUMAs | 3-way score inside PUMAs (mean) | worst PUMA (score) | 2-way TVD | synth s |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| region | method | ε | PUMAs | 3-way score inside PUMAs (mean) | worst PUMA (score) | 2-way TVD | synth s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         eps = "—" if r["epsilon"] is None else f"{r['epsilon']:g}"
-        lines.append(f"| {r['region']} | {r['method']} | {eps} | {r['pumas']} | {r['puma_score']:.1f} | "
-                     f"{r['worst_puma']} ({r['worst_score']:.1f}) | {r['two_way_tvd']:.4f} | {r['seconds']:.1f} |")
+        lines.append(
+            f"| {r['region']} | {r['method']} | {eps} | {r['pumas']} | {r['puma_score']:.1f} | "
+            f"{r['worst_puma']} ({r['worst_score']:.1f}) | {r['two_way_tvd']:.4f} | {r['seconds']:.1f} |"
+        )
     (args.out / "results.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

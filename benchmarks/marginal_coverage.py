@@ -124,6 +124,7 @@ class Network:
 
     def draw(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
         """n records, column by column along the network (vectorised inverse-CDF draws)."""
+
         def pick(p: np.ndarray) -> np.ndarray:  # one categorical draw per row of the (n, k) matrix p
             return (rng.random(len(p))[:, None] > np.cumsum(p, axis=1)[:, :-1]).sum(axis=1)
 
@@ -140,9 +141,16 @@ class Network:
 CONFIDENTIAL = Network(
     p_r=(0.5, 0.3, 0.2),
     p_s1=0.5,
-    p_e_given_r=((0.10, 0.20, 0.30, 0.20, 0.15, 0.05), (0.05, 0.10, 0.25, 0.30, 0.20, 0.10), (0.20, 0.30, 0.25, 0.15, 0.07, 0.03)),
+    p_e_given_r=(
+        (0.10, 0.20, 0.30, 0.20, 0.15, 0.05),
+        (0.05, 0.10, 0.25, 0.30, 0.20, 0.10),
+        (0.20, 0.30, 0.25, 0.15, 0.07, 0.03),
+    ),
     p_b1_given_e=(0.20, 0.30, 0.40, 0.55, 0.65, 0.75),
-    y_intercept=1.5, y_slope_e=1.0, y_slope_s=0.8, y_sd=1.6,
+    y_intercept=1.5,
+    y_slope_e=1.0,
+    y_slope_s=0.8,
+    y_sd=1.6,
     p_c_given_r=((0.4, 0.3, 0.2, 0.1), (0.25, 0.25, 0.25, 0.25), (0.1, 0.2, 0.3, 0.4)),
     p_d=(0.2, 0.2, 0.2, 0.2, 0.2),
 )
@@ -152,7 +160,10 @@ PUBLIC = Network(
     p_s1=0.5,
     p_e_given_r=CONFIDENTIAL.p_e_given_r,
     p_b1_given_e=tuple(p - 0.08 for p in CONFIDENTIAL.p_b1_given_e),
-    y_intercept=1.8, y_slope_e=0.85, y_slope_s=0.8, y_sd=1.6,
+    y_intercept=1.8,
+    y_slope_e=0.85,
+    y_slope_s=0.8,
+    y_sd=1.6,
     p_c_given_r=CONFIDENTIAL.p_c_given_r,
     p_d=CONFIDENTIAL.p_d,
 )
@@ -171,9 +182,16 @@ def intervals(tables: list[pd.DataFrame], rule: str) -> dict[str, dict[str, floa
     reg = inference.regression(tables, "Y ~ E", rule, level=LEVEL)
     fits["slope of Y ~ E"] = reg.combined
     k = {"slope of Y ~ E": reg.terms.index("E")}
-    return {name: {"estimate": float(c.estimate[k.get(name, 0)]), "variance": float(c.variance[k.get(name, 0)]),
-                   "df": float(c.df[k.get(name, 0)]), "lower": float(c.lower[k.get(name, 0)]),
-                   "upper": float(c.upper[k.get(name, 0)])} for name, c in fits.items()}
+    return {
+        name: {
+            "estimate": float(c.estimate[k.get(name, 0)]),
+            "variance": float(c.variance[k.get(name, 0)]),
+            "df": float(c.df[k.get(name, 0)]),
+            "lower": float(c.lower[k.get(name, 0)]),
+            "upper": float(c.upper[k.get(name, 0)]),
+        }
+        for name, c in fits.items()
+    }
 
 
 @dataclass(frozen=True)
@@ -197,8 +215,17 @@ def one_repetition(task: Task) -> dict[str, Any]:
             for m in (1, task.sets):
                 seed = SEED * 100_000 + task.rep * 1000 + i * 100 + j * 10 + m  # one per release, paired across reps
                 start = time.perf_counter()
-                release = dipsy.synthesize(data, DOMAIN, method=method, epsilon=epsilon, delta=DELTA, sets=m, seed=seed,
-                                           options=options, accept_noise=True)
+                release = dipsy.synthesize(
+                    data,
+                    DOMAIN,
+                    method=method,
+                    epsilon=epsilon,
+                    delta=DELTA,
+                    sets=m,
+                    seed=seed,
+                    options=options,
+                    accept_noise=True,
+                )
                 key = f"{method}|{epsilon:g}"
                 out["seconds"][f"{key}|m={m}"] = time.perf_counter() - start
                 if m == 1:
@@ -237,15 +264,25 @@ def summarise(reps: list[dict[str, Any]], truth: dict[str, float]) -> list[dict[
             covered = (lo <= t) & (t <= hi)
             coverage = float(covered.mean())
             method, epsilon, interval = (key.split("|") + ["", ""])[:3] if "|" in key else ("", "", key)
-            rows.append({
-                "method": method, "epsilon": float(epsilon) if epsilon else None, "interval": interval or key,
-                "estimand": name, "truth": t, "reps": len(reps),
-                "coverage": coverage, "coverage_sd": math.sqrt(max(coverage * (1 - coverage), LEVEL * (1 - LEVEL)) / len(reps)),
-                "width": float(np.mean(hi - lo)), "bias": bias, "sd": float(est.std(ddof=1)),
-                "mean_se": float(se.mean()), "sd_over_se": float(est.std(ddof=1) / se.mean()),
-                "rmse": float(np.sqrt(np.mean((est - t) ** 2))),
-                "debiased_coverage": float(((lo - bias <= t) & (t <= hi - bias)).mean()),
-            })
+            rows.append(
+                {
+                    "method": method,
+                    "epsilon": float(epsilon) if epsilon else None,
+                    "interval": interval or key,
+                    "estimand": name,
+                    "truth": t,
+                    "reps": len(reps),
+                    "coverage": coverage,
+                    "coverage_sd": math.sqrt(max(coverage * (1 - coverage), LEVEL * (1 - LEVEL)) / len(reps)),
+                    "width": float(np.mean(hi - lo)),
+                    "bias": bias,
+                    "sd": float(est.std(ddof=1)),
+                    "mean_se": float(se.mean()),
+                    "sd_over_se": float(est.std(ddof=1) / se.mean()),
+                    "rmse": float(np.sqrt(np.mean((est - t) ** 2))),
+                    "debiased_coverage": float(((lo - bias <= t) & (t <= hi - bias)).mean()),
+                }
+            )
     return rows
 
 
@@ -277,9 +314,15 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     ]
     for r in rows:
         eps = "" if r["epsilon"] is None else f"{r['epsilon']:g}"
-        lines.append(f"| {r['method'] or '—'} | {eps or '—'} | {r['interval']} | {r['estimand']} | {r['coverage']:.2f} ± {r['coverage_sd']:.2f} "
-                     f"| {r['width']:.4f} | {r['bias']:+.4f} | {r['sd_over_se']:.2f} | {r['debiased_coverage']:.2f} |")
-    lines += ["", "Choices per set (counts over repetitions and sets): dpsyn's regime; privsyn: whether E and Y were measured in one marginal.", ""]
+        lines.append(
+            f"| {r['method'] or '—'} | {eps or '—'} | {r['interval']} | {r['estimand']} | {r['coverage']:.2f} ± {r['coverage_sd']:.2f} "
+            f"| {r['width']:.4f} | {r['bias']:+.4f} | {r['sd_over_se']:.2f} | {r['debiased_coverage']:.2f} |"
+        )
+    lines += [
+        "",
+        "Choices per set (counts over repetitions and sets): dpsyn's regime; privsyn: whether E and Y were measured in one marginal.",
+        "",
+    ]
     lines += [f"- {key}: " + ", ".join(f"{c} {k}" for c, k in sorted(v.items())) for key, v in meta["choices"].items()]
     return "\n".join(lines) + "\n"
 
@@ -303,8 +346,15 @@ def plot(rows: list[dict[str, Any]], path: Path, sets: int) -> None:
             for k, kind in enumerate(kinds):
                 got = [next(r for r in mine if r["epsilon"] == e and r["interval"] == kind) for e in epsilons]
                 x = np.arange(len(epsilons)) + (k - 1) * 0.27
-                ax.bar(x, [g["coverage"] for g in got], 0.25, yerr=[2 * g["coverage_sd"] for g in got], color=colours[k],
-                       label=kind, capsize=3)
+                ax.bar(
+                    x,
+                    [g["coverage"] for g in got],
+                    0.25,
+                    yerr=[2 * g["coverage_sd"] for g in got],
+                    color=colours[k],
+                    label=kind,
+                    capsize=3,
+                )
             ax.axhline(LEVEL, color="black", linestyle="--", linewidth=1)
             ax.axhline(original[name]["coverage"], color="grey", linestyle=":", linewidth=1)
             ax.set_xticks(np.arange(len(epsilons)), [f"ε = {e:g}" for e in epsilons])
@@ -335,8 +385,12 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     public = out / "public.csv"
     PUBLIC.draw(PUBLIC_ROWS, np.random.default_rng([SEED, 10**6])).to_csv(public, index=False)
-    tasks = [Task(rep, args.n, tuple(args.methods.split(",")), tuple(float(e) for e in args.epsilons.split(",")), args.sets,
-                  str(public)) for rep in range(args.reps)]
+    tasks = [
+        Task(
+            rep, args.n, tuple(args.methods.split(",")), tuple(float(e) for e in args.epsilons.split(",")), args.sets, str(public)
+        )
+        for rep in range(args.reps)
+    ]
     start = time.perf_counter()
     reps = []
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
@@ -347,10 +401,20 @@ def main(argv: list[str] | None = None) -> int:
     seconds = time.perf_counter() - start
     truth = CONFIDENTIAL.truth()
     rows = summarise(reps, truth)
-    meta = {"n": args.n, "reps": args.reps, "jobs": args.jobs, "sets": args.sets, "delta": DELTA, "seconds": seconds,
-            "truth": truth, "public_truth": PUBLIC.truth(), "choices": choice_counts(reps),
-            "confidential_network": asdict(CONFIDENTIAL), "public_network": asdict(PUBLIC),
-            "mean_seconds_per_release": {k: float(np.mean([r["seconds"][k] for r in reps])) for k in reps[0]["seconds"]}}
+    meta = {
+        "n": args.n,
+        "reps": args.reps,
+        "jobs": args.jobs,
+        "sets": args.sets,
+        "delta": DELTA,
+        "seconds": seconds,
+        "truth": truth,
+        "public_truth": PUBLIC.truth(),
+        "choices": choice_counts(reps),
+        "confidential_network": asdict(CONFIDENTIAL),
+        "public_network": asdict(PUBLIC),
+        "mean_seconds_per_release": {k: float(np.mean([r["seconds"][k] for r in reps])) for k in reps[0]["seconds"]},
+    }
     (out / "results.json").write_text(json.dumps({"meta": meta, "rows": rows, "repetitions": reps}, indent=1) + "\n")
     text = markdown(rows, meta)
     (out / "results.md").write_text(text)

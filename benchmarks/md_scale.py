@@ -116,13 +116,19 @@ def main() -> None:
         r["time_ratio_to_floor"] = r["seconds"] / floor["seconds"]
         r["allocated_ratio_to_floor"] = r["allocated_peak_mb"] / floor["allocated_peak_mb"]
         r["allocated_bytes_per_cell"] = r["allocated_peak_mb"] * 2**20 / (a * b)
-    report = {"cells": a * b, "rows": args.rows, "epsilon": EPSILON, "machine": platform.machine(),
-              "cpus": mp.cpu_count(), "results": results}
+    report = {
+        "cells": a * b,
+        "rows": args.rows,
+        "epsilon": EPSILON,
+        "machine": platform.machine(),
+        "cpus": mp.cpu_count(),
+        "results": results,
+    }
     (OUT / "md_scale.json").write_text(json.dumps(report, indent=2) + "\n")
     print(f"one synthetic set, {a * b:,} cells, {args.rows:,} records (written to {OUT / 'md_scale.json'})")
     print(f"{'case':18}{'seconds':>9}{'alloc MB':>10}{'RSS MB':>9}{'time/floor':>12}{'alloc/floor':>12}")
     for name, r in results.items():
-        ratios = (f"{r['time_ratio_to_floor']:12.2f}{r['allocated_ratio_to_floor']:12.2f}" if name != "numpy-floor" else "")
+        ratios = f"{r['time_ratio_to_floor']:12.2f}{r['allocated_ratio_to_floor']:12.2f}" if name != "numpy-floor" else ""
         print(f"{name:18}{r['seconds']:9.2f}{r['allocated_peak_mb']:10.0f}{r['rss_peak_mb']:9.0f}{ratios}")
 
 

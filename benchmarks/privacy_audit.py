@@ -32,14 +32,15 @@ def gamma_poisson(strength: float):
     def log_pmf(outputs, y):
         joint = stats.nbinom.logpmf(outputs, y + strength * RATE * EXPOSURES, q).sum(axis=-1)
         return joint - logsumexp(joint)
+
     return log_pmf
 
 
 METHODS = {
     # name: (cells, derived parameter for (n, ε), log pmf for a parameter)
-    "dirichlet-multinomial": (4, minimum_alpha, lambda a: (lambda out, y: log_predictive(out, y, a))),
-    "beta-binomial": (2, minimum_alpha, lambda a: (lambda out, y: log_predictive(out, y, a))),
-    "dp-prior": (3, minimum_prior, lambda a: (lambda out, y: log_likelihood(out, y, a))),
+    "dirichlet-multinomial": (4, minimum_alpha, lambda a: lambda out, y: log_predictive(out, y, a)),
+    "beta-binomial": (2, minimum_alpha, lambda a: lambda out, y: log_predictive(out, y, a)),
+    "dp-prior": (3, minimum_prior, lambda a: lambda out, y: log_likelihood(out, y, a)),
     "gamma-poisson": (3, lambda n, e: least_strength(n, e, RATE, EXPOSURES), gamma_poisson),
 }
 
@@ -50,13 +51,23 @@ def main() -> None:
         for epsilon in (0.5, 1.0, 5.0):
             at = max(largest_privacy_loss(pmf(derive(n, epsilon)), n, cells) for n in range(1, 7))
             below = min(largest_privacy_loss(pmf(0.5 * derive(n, epsilon)), n, cells) for n in range(1, 7))
-            rows.append({"method": name, "cells": cells, "n": "1..6", "epsilon": epsilon,
-                         "largest_loss_at_derived": at, "smallest_worst_loss_at_half": below})
+            rows.append(
+                {
+                    "method": name,
+                    "cells": cells,
+                    "n": "1..6",
+                    "epsilon": epsilon,
+                    "largest_loss_at_derived": at,
+                    "smallest_worst_loss_at_half": below,
+                }
+            )
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "privacy_audit.json").write_text(json.dumps(rows, indent=2) + "\n")
     print(f"{'method':24}{'cells':>6}{'ε':>6}{'max loss at derived':>22}{'min over n of max loss at half':>33}")
     for r in rows:
-        print(f"{r['method']:24}{r['cells']:>6}{r['epsilon']:>6}{r['largest_loss_at_derived']:>22.9f}{r['smallest_worst_loss_at_half']:>33.6f}")
+        print(
+            f"{r['method']:24}{r['cells']:>6}{r['epsilon']:>6}{r['largest_loss_at_derived']:>22.9f}{r['smallest_worst_loss_at_half']:>33.6f}"
+        )
     assert all(r["largest_loss_at_derived"] <= r["epsilon"] + 1e-9 < r["smallest_worst_loss_at_half"] for r in rows)
     print("every derived parameter holds its ε; every halved one breaks it")
 

@@ -68,16 +68,15 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
+import jax  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-
-import jax  # noqa: E402
-
 from jax import monitoring  # noqa: E402
 
 from dipsy.errors import DipsyError  # noqa: E402
 from dipsy.evaluation.numeric import ecdf_distances  # noqa: E402
 from dipsy.methods.pseudo_posterior import mechanism as mech  # noqa: E402
+from dipsy.methods.pseudo_posterior.draws import release_draws  # noqa: E402
 from dipsy.methods.pseudo_posterior.models import MODELS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -87,7 +86,8 @@ RANGES = ((0.4, 1.8), (0.6, 1.2))
 CONTRACTION_RANGE = (0.6, 1.2)
 #: The five configurations of S-001's Figure 1, in its order.
 CONFIGS = [{"standard": "adp", "a": None, "b": None}] + [
-    {"standard": s, "a": a, "b": b} for a, b in RANGES for s in ("truncated", "averaged")]
+    {"standard": s, "a": a, "b": b} for a, b in RANGES for s in ("truncated", "averaged")
+]
 PAIRED_SHARE = 0.8
 DEFAULTS = {"reps": 10, "contraction_reps": 5, "sizes": "500,2000,8000", "chains": 2, "warmup": 500, "draws": 500, "sets": 5}
 SPEED = mech.MCMCSettings(chains=4, warmup=1000, draws=1000)
@@ -97,7 +97,8 @@ SPEED = mech.MCMCSettings(chains=4, warmup=1000, draws=1000)
 COMPILE_EVENTS = ("/jax/core/compile/jaxpr_to_mlir_module_duration", "/jax/core/compile/backend_compile_duration")
 compiled = [0.0]
 monitoring.register_event_duration_secs_listener(
-    lambda event, seconds, **_: compiled.__setitem__(0, compiled[0] + seconds) if event in COMPILE_EVENTS else None)
+    lambda event, seconds, **_: compiled.__setitem__(0, compiled[0] + seconds) if event in COMPILE_EVENTS else None
+)
 
 
 class TimedSampler(mech.Sampler):
@@ -142,43 +143,61 @@ def unweighted(sampler: TimedSampler, key) -> tuple[mech.Fit, dict]:
     """The unweighted fit, its timing and the largest record bound at α = 1 (for scale)."""
     fit = sampler.fit(np.ones(len(sampler.y)), key)
     delta_unweighted = float(np.max(mech.lipschitz(sampler.log_likelihood(fit))))
-    return fit, {"seconds": fit.seconds, "compile_seconds": sampler.compile_seconds[-1], "diagnostics": fit.diagnostics(),
-                 "refused": refusal(fit, "unweighted"), "delta_unweighted": delta_unweighted}
+    return fit, {
+        "seconds": fit.seconds,
+        "compile_seconds": sampler.compile_seconds[-1],
+        "diagnostics": fit.diagnostics(),
+        "refused": refusal(fit, "unweighted"),
+        "delta_unweighted": delta_unweighted,
+    }
 
 
 def release(sampler: TimedSampler, fit: mech.Fit, cfg: dict, key, sets: int, r: int, utility: bool) -> dict:
     """One configuration on one data set: ε, Δ's, weights, fit time, and (``utility``) U_m, U_a over the sets."""
     t = time.perf_counter()
-    out = mech.release_draws(sampler, sets, key, cfg["standard"], cfg["a"], cfg["b"], rule="linear", check=False, unweighted=fit)
+    out = release_draws(sampler, sets, key, cfg["standard"], cfg["a"], cfg["b"], rule="linear", check=False, unweighted=fit)
     seconds = time.perf_counter() - t
-    row = {"epsilon": out.epsilon, "delta": out.delta, "delta_adp": out.delta_adp,
-           "mean_alpha": float(np.mean(out.alpha)), "mean_weight": float(np.mean(out.effective)),
-           "weighted_seconds": out.seconds["weighted_fit"], "weighted_compile_seconds": sampler.compile_seconds[-1],
-           "release_seconds": seconds,
-           "post_seconds": seconds - out.seconds["weighted_fit"],  # Lipschitz, range masses and the move bound
-           "bound_seconds": out.seconds.get("move_bound", 0.0),
-           **({"epsilon_printed": 2.0 * out.delta_printed} if out.delta_printed is not None else {}),
-           "diagnostics": out.weighted.diagnostics(), "refused": refusal(out.weighted, "weighted")}
+    row = {
+        "epsilon": out.epsilon,
+        "delta": out.delta,
+        "delta_adp": out.delta_adp,
+        "mean_alpha": float(np.mean(out.alpha)),
+        "mean_weight": float(np.mean(out.effective)),
+        "weighted_seconds": out.seconds["weighted_fit"],
+        "weighted_compile_seconds": sampler.compile_seconds[-1],
+        "release_seconds": seconds,
+        "post_seconds": seconds - out.seconds["weighted_fit"],  # Lipschitz, range masses and the move bound
+        "bound_seconds": out.seconds.get("move_bound", 0.0),
+        **({"epsilon_printed": 2.0 * out.delta_printed} if out.delta_printed is not None else {}),
+        "diagnostics": out.weighted.diagnostics(),
+        "refused": refusal(out.weighted, "weighted"),
+    }
     if out.lam is not None:
         row["mean_lambda"] = float(np.mean(out.lam))
     if utility:
         y, X = np.asarray(sampler.y), np.asarray(sampler.X)
-        u = [ecdf_distances(y, sampler.model.predict({k: v[j] for k, v in out.draws.items()}, X,
-                                                     np.random.default_rng((DATA_SEED + r, j))))
-             for j in range(sets)]
+        u = [
+            ecdf_distances(
+                y, sampler.model.predict({k: v[j] for k, v in out.draws.items()}, X, np.random.default_rng((DATA_SEED + r, j)))
+            )
+            for j in range(sets)
+        ]
         row["U_m"], row["U_a"] = (float(v) for v in np.mean(u, axis=0))
     return row
 
 
-def repetition(model, n: int, r: int, configs: list[dict], settings: mech.MCMCSettings, sets: int, utility: bool,
-               log, record) -> list[dict]:
+def repetition(
+    model, n: int, r: int, configs: list[dict], settings: mech.MCMCSettings, sets: int, utility: bool, log, record
+) -> list[dict]:
     """Every configuration on repetition r's data set of size n (one Sampler, one unweighted fit)."""
     X, y = simulate(n, r)
     sampler = TimedSampler(model, X, y, settings)
     fit_key, release_key = jax.random.split(jax.random.PRNGKey(r))
     fit, fit_info = unweighted(sampler, fit_key)
-    log(f"n={n} rep {r}: unweighted fit {fit_info['seconds']:.1f}s (compilation {fit_info['compile_seconds']:.1f}s of it), "
-        f"max Δ_x at α = 1 {fit_info['delta_unweighted']:.2f}")
+    log(
+        f"n={n} rep {r}: unweighted fit {fit_info['seconds']:.1f}s (compilation {fit_info['compile_seconds']:.1f}s of it), "
+        f"max Δ_x at α = 1 {fit_info['delta_unweighted']:.2f}"
+    )
     rows = []
     for cfg in configs:
         row = {"n": n, "rep": r, **cfg, **release(sampler, fit, cfg, release_key, sets, r, utility), "unweighted": fit_info}
@@ -186,9 +205,11 @@ def repetition(model, n: int, r: int, configs: list[dict], settings: mech.MCMCSe
         record(row)
         extra = f", U_m {row['U_m']:.4f}, U_a {row['U_a']:.5f}" if utility else ""
         printed = f", S-001's printed {row['epsilon_printed']:.3f}" if "epsilon_printed" in row else ""
-        log(f"n={n} rep {r} {label(cfg)}: ε {row['epsilon']:.3f}{printed} (Δ_adp {row['delta_adp']:.2f}, mean w "
+        log(
+            f"n={n} rep {r} {label(cfg)}: ε {row['epsilon']:.3f}{printed} (Δ_adp {row['delta_adp']:.2f}, mean w "
             f"{row['mean_weight']:.3f}){extra}; weighted fit {row['weighted_seconds']:.1f}s (compilation "
-            f"{row['weighted_compile_seconds']:.1f}s) + {row['post_seconds']:.1f}s (move bound {row['bound_seconds']:.1f}s)")
+            f"{row['weighted_compile_seconds']:.1f}s) + {row['post_seconds']:.1f}s (move bound {row['bound_seconds']:.1f}s)"
+        )
     del sampler, fit
     jax.clear_caches()  # every fit left its executables behind (module docstring): free them before the next data set
     return rows
@@ -207,15 +228,25 @@ def speed(model, log) -> dict:
     w = mech.weights(mech.lipschitz(sampler.log_likelihood(second)))
     weighted = sampler.fit(w, key)
     c1, c2, c3 = sampler.compile_seconds
-    out = {"settings": SPEED.to_dict(), "n": N, "first_seconds": first.seconds, "unweighted_seconds": second.seconds,
-           "compile_estimate": first.seconds - second.seconds, "weighted_seconds": weighted.seconds,
-           "compile_measured": {"first": c1, "unweighted": c2, "weighted": c3},
-           "ratio": weighted.seconds / second.seconds, "ratio_sampling": (weighted.seconds - c3) / (second.seconds - c2),
-           "mean_weight": float(np.mean(w)),
-           "unweighted_diagnostics": second.diagnostics(), "weighted_diagnostics": weighted.diagnostics()}
-    log(f"speed (4 × 1000 + 1000, n = {N}): first fit {first.seconds:.1f}s (compilation {c1:.1f}s), unweighted "
+    out = {
+        "settings": SPEED.to_dict(),
+        "n": N,
+        "first_seconds": first.seconds,
+        "unweighted_seconds": second.seconds,
+        "compile_estimate": first.seconds - second.seconds,
+        "weighted_seconds": weighted.seconds,
+        "compile_measured": {"first": c1, "unweighted": c2, "weighted": c3},
+        "ratio": weighted.seconds / second.seconds,
+        "ratio_sampling": (weighted.seconds - c3) / (second.seconds - c2),
+        "mean_weight": float(np.mean(w)),
+        "unweighted_diagnostics": second.diagnostics(),
+        "weighted_diagnostics": weighted.diagnostics(),
+    }
+    log(
+        f"speed (4 × 1000 + 1000, n = {N}): first fit {first.seconds:.1f}s (compilation {c1:.1f}s), unweighted "
         f"{second.seconds:.1f}s ({c2:.1f}s), weighted {weighted.seconds:.1f}s ({c3:.1f}s); weighted / unweighted "
-        f"{out['ratio']:.2f} (sampling alone {out['ratio_sampling']:.2f})")
+        f"{out['ratio']:.2f} (sampling alone {out['ratio_sampling']:.2f})"
+    )
     del sampler
     jax.clear_caches()
     return out
@@ -227,19 +258,48 @@ def speed(model, log) -> dict:
 def spread(values) -> dict:
     v = np.asarray(values, dtype=float)
     q10, q25, q50, q75, q90 = np.percentile(v, [10, 25, 50, 75, 90])
-    return {"median": q50, "q25": q25, "q75": q75, "iqr": q75 - q25, "q10": q10, "q90": q90,
-            "sd": float(np.std(v, ddof=1)) if len(v) > 1 else 0.0, "count": len(v)}
+    return {
+        "median": q50,
+        "q25": q25,
+        "q75": q75,
+        "iqr": q75 - q25,
+        "q10": q10,
+        "q90": q90,
+        "sd": float(np.std(v, ddof=1)) if len(v) > 1 else 0.0,
+        "count": len(v),
+    }
 
 
 def summarise(runs: list[dict]) -> list[dict]:
     rows = []
     for c in CONFIGS:
         mine = [r for r in runs if all(r[k] == c[k] for k in c)]
-        rows.append({**c, "label": label(c), "reps": len(mine),
-                     **{m: spread([r[m] for r in mine]) for m in ("epsilon", "delta_adp", "mean_weight", "U_m", "U_a",
-                                                                  "weighted_seconds", "post_seconds", "bound_seconds")},
-                     **({"epsilon_printed": spread([r["epsilon_printed"] for r in mine])} if mine and "epsilon_printed" in mine[0] else {}),
-                     "refused": sum(r["refused"] is not None for r in mine)})
+        rows.append(
+            {
+                **c,
+                "label": label(c),
+                "reps": len(mine),
+                **{
+                    m: spread([r[m] for r in mine])
+                    for m in (
+                        "epsilon",
+                        "delta_adp",
+                        "mean_weight",
+                        "U_m",
+                        "U_a",
+                        "weighted_seconds",
+                        "post_seconds",
+                        "bound_seconds",
+                    )
+                },
+                **(
+                    {"epsilon_printed": spread([r["epsilon_printed"] for r in mine])}
+                    if mine and "epsilon_printed" in mine[0]
+                    else {}
+                ),
+                "refused": sum(r["refused"] is not None for r in mine),
+            }
+        )
     return rows
 
 
@@ -257,16 +317,21 @@ def by_rep(runs: list[dict], cfg: dict, metric: str) -> dict[int, float]:
     return {r["rep"]: r[metric] for r in runs if all(r[k] == cfg[k] for k in cfg)}
 
 
-def paired(runs: list[dict], lower: dict, higher: dict, metric: str, lower_metric: str | None = None,
-           higher_metric: str | None = None) -> dict:
+def paired(
+    runs: list[dict], lower: dict, higher: dict, metric: str, lower_metric: str | None = None, higher_metric: str | None = None
+) -> dict:
     """Share of repetitions where ``lower``'s metric is below ``higher``'s (same data set), and the median difference
     (``lower_metric``/``higher_metric``: a different metric on either side, e.g. a printed figure against aDP's ε)."""
     lo, hi = by_rep(runs, lower, lower_metric or metric), by_rep(runs, higher, higher_metric or metric)
     reps = sorted(set(lo) & set(hi))
     d = np.array([hi[r] - lo[r] for r in reps])
     share = float(np.mean(d > 0)) if len(d) else float("nan")
-    return {"share": share, "reps": len(reps), "median_difference": float(np.median(d)) if len(d) else float("nan"),
-            "holds": bool(len(d) and share >= PAIRED_SHARE)}
+    return {
+        "share": share,
+        "reps": len(reps),
+        "median_difference": float(np.median(d)) if len(d) else float("nan"),
+        "holds": bool(len(d) and share >= PAIRED_SHARE),
+    }
 
 
 def findings(runs: list[dict], contraction: list[dict]) -> list[dict]:
@@ -284,27 +349,56 @@ def findings(runs: list[dict], contraction: list[dict]) -> list[dict]:
             p = paired(runs, cfg[(std, a, b)], adp, "epsilon")
             parts.append({"what": f"ε {std} ({a:g}, {b:g}) < ε aDP", **p})
     finding("i", "both range standards lower the budget relative to aDP, at each (a, b)", parts)
-    out[-1]["also"] = [{"what": f"S-001's printed ε {std} ({a:g}, {b:g}) < ε aDP",
-                        **paired(runs, cfg[(std, a, b)], adp, "epsilon_printed", lower_metric="epsilon_printed", higher_metric="epsilon")}
-                       for a, b in RANGES for std in ("truncated", "averaged")]
-    parts = [{"what": f"ε averaged < ε truncated at ({a:g}, {b:g})",
-              **paired(runs, cfg[("averaged", a, b)], cfg[("truncated", a, b)], "epsilon")} for a, b in RANGES]
+    out[-1]["also"] = [
+        {
+            "what": f"S-001's printed ε {std} ({a:g}, {b:g}) < ε aDP",
+            **paired(runs, cfg[(std, a, b)], adp, "epsilon_printed", lower_metric="epsilon_printed", higher_metric="epsilon"),
+        }
+        for a, b in RANGES
+        for std in ("truncated", "averaged")
+    ]
+    parts = [
+        {
+            "what": f"ε averaged < ε truncated at ({a:g}, {b:g})",
+            **paired(runs, cfg[("averaged", a, b)], cfg[("truncated", a, b)], "epsilon"),
+        }
+        for a, b in RANGES
+    ]
     finding("ii", "range-averaged lowers the budget more than range-truncated at the same (a, b)", parts)
-    out[-1]["also"] = [{"what": f"S-001's printed ε averaged < truncated at ({a:g}, {b:g})",
-                        **paired(runs, cfg[("averaged", a, b)], cfg[("truncated", a, b)], "epsilon_printed")} for a, b in RANGES]
-    parts = [{"what": f"{m} averaged < {m} truncated at ({a:g}, {b:g})",
-              **paired(runs, cfg[("averaged", a, b)], cfg[("truncated", a, b)], m)} for a, b in RANGES for m in ("U_m", "U_a")]
+    out[-1]["also"] = [
+        {
+            "what": f"S-001's printed ε averaged < truncated at ({a:g}, {b:g})",
+            **paired(runs, cfg[("averaged", a, b)], cfg[("truncated", a, b)], "epsilon_printed"),
+        }
+        for a, b in RANGES
+    ]
+    parts = [
+        {
+            "what": f"{m} averaged < {m} truncated at ({a:g}, {b:g})",
+            **paired(runs, cfg[("averaged", a, b)], cfg[("truncated", a, b)], m),
+        }
+        for a, b in RANGES
+        for m in ("U_m", "U_a")
+    ]
     finding("iii", "range-averaged keeps better ECDF utility (lower U_m and U_a) than range-truncated at the same (a, b)", parts)
     parts = []
     for std in ("adp", "truncated", "averaged"):
         rows = [c for c in contraction if c["standard"] == std]
         iqr = [c["iqr"] for c in rows]
-        trail = lambda k: " → ".join(f"{c[k]:.3f}" for c in rows)  # noqa: E731
-        parts.append({"what": f"{label({'standard': std, 'a': CONTRACTION_RANGE[0], 'b': CONTRACTION_RANGE[1]})}: IQR of Δ "
-                      + " → ".join(f"{v:.3f} (n={c['n']})" for v, c in zip(iqr, rows))
-                      + f" [beside it, not judged: sd {trail('sd')}; 10–90 % range "
-                      + " → ".join(f"{c['q90'] - c['q10']:.3f}" for c in rows) + "]",
-                      "holds": len(iqr) > 1 and all(x > y for x, y in zip(iqr, iqr[1:]))})
+
+        def trail(k: str, rows: list[dict] = rows) -> str:
+            return " → ".join(f"{c[k]:.3f}" for c in rows)
+
+        parts.append(
+            {
+                "what": f"{label({'standard': std, 'a': CONTRACTION_RANGE[0], 'b': CONTRACTION_RANGE[1]})}: IQR of Δ "
+                + " → ".join(f"{v:.3f} (n={c['n']})" for v, c in zip(iqr, rows))
+                + f" [beside it, not judged: sd {trail('sd')}; 10–90 % range "
+                + " → ".join(f"{c['q90'] - c['q10']:.3f}" for c in rows)
+                + "]",
+                "holds": len(iqr) > 1 and all(x > y for x, y in zip(iqr, iqr[1:])),
+            }
+        )
     finding("iv", "the local Δ contracts (its interquartile range falls at each step up in n)", parts[:1])
     out[-1]["also"] = parts[1:]  # the range standards: S-001 says a range keeps the contraction; reported, not judged
     return out
@@ -331,11 +425,18 @@ def violins(ax, groups: list[np.ndarray], labels: list[str], log: bool = False, 
 
 def plot_budget(runs: list[dict], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    violins(ax, [np.array(list(by_rep(runs, c, "epsilon").values())) for c in CONFIGS],
-            [label(c).replace(" (", "\n(") for c in CONFIGS], log=True)
+    violins(
+        ax,
+        [np.array(list(by_rep(runs, c, "epsilon").values())) for c in CONFIGS],
+        [label(c).replace(" (", "\n(") for c in CONFIGS],
+        log=True,
+    )
     ax.set_ylabel("ε_x per draw (log scale)")
-    ax.set_title(f"Local privacy budget per configuration (S-001 Fig. 1a), n = {N}, {len(by_rep(runs, CONFIGS[0], 'epsilon'))} reps\n"
-                 "aDP: removing a record; ranges: moving a record's value within its range, weights recomputed", fontsize=10)
+    ax.set_title(
+        f"Local privacy budget per configuration (S-001 Fig. 1a), n = {N}, {len(by_rep(runs, CONFIGS[0], 'epsilon'))} reps\n"
+        "aDP: removing a record; ranges: moving a record's value within its range, weights recomputed",
+        fontsize=10,
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -344,7 +445,9 @@ def plot_budget(runs: list[dict], path: Path) -> None:
 def plot_utility(runs: list[dict], path: Path) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
     for ax, m in zip(axes, ("U_m", "U_a")):
-        violins(ax, [np.array(list(by_rep(runs, c, m).values())) for c in CONFIGS], [label(c).replace(" (", "\n(") for c in CONFIGS])
+        violins(
+            ax, [np.array(list(by_rep(runs, c, m).values())) for c in CONFIGS], [label(c).replace(" (", "\n(") for c in CONFIGS]
+        )
         ax.set_title(f"{m} (original vs synthetic y, mean over the sets)")
     fig.suptitle("ECDF utility per configuration (S-001 Fig. 1b); lower is better")
     fig.tight_layout()
@@ -370,33 +473,63 @@ def plot_contraction(runs: list[dict], sizes: list[int], path: Path) -> None:
 
 
 def fmt_spread(s: dict, digits: int = 3) -> str:
-    return f"{s['median']:.{digits}f} [{s['q25']:.{digits}f}, {s['q75']:.{digits}f}] ({s['q10']:.{digits}f}–{s['q90']:.{digits}f})"
+    return (
+        f"{s['median']:.{digits}f} [{s['q25']:.{digits}f}, {s['q75']:.{digits}f}] ({s['q10']:.{digits}f}–{s['q90']:.{digits}f})"
+    )
 
 
 def markdown(note: str, rows: list[dict], cont: list[dict], timing: dict, found: list[dict]) -> str:
-    t1 = ["| configuration | reps | ε = 2Δ: median [IQR] (10–90 %) | S-001's printed ε (median) | Δ_adp of the release (median) | "
-          "mean weight w | U_m (median) | U_a (median) | weighted fit s (median) | move bound s (median) | refused fits |",
-          "|---|---|---|---|---|---|---|---|---|---|---|"]
+    t1 = [
+        "| configuration | reps | ε = 2Δ: median [IQR] (10–90 %) | S-001's printed ε (median) | Δ_adp of the release (median) | "
+        "mean weight w | U_m (median) | U_a (median) | weighted fit s (median) | move bound s (median) | refused fits |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         printed = f"{r['epsilon_printed']['median']:.3f}" if "epsilon_printed" in r else "—"
         bound = f"{r['bound_seconds']['median']:.1f}" if "epsilon_printed" in r else "—"
-        t1.append(f"| {r['label']} | {r['reps']} | {fmt_spread(r['epsilon'])} | {printed} | {r['delta_adp']['median']:.2f} | "
-                  f"{r['mean_weight']['median']:.3f} | {r['U_m']['median']:.4f} | {r['U_a']['median']:.5f} | "
-                  f"{r['weighted_seconds']['median']:.1f} | {bound} | {r['refused']} |")
+        t1.append(
+            f"| {r['label']} | {r['reps']} | {fmt_spread(r['epsilon'])} | {printed} | {r['delta_adp']['median']:.2f} | "
+            f"{r['mean_weight']['median']:.3f} | {r['U_m']['median']:.4f} | {r['U_a']['median']:.5f} | "
+            f"{r['weighted_seconds']['median']:.1f} | {bound} | {r['refused']} |"
+        )
     t2 = ["| standard | n | reps | Δ median | IQR | 10–90 % range | sd |", "|---|---|---|---|---|---|---|"]
     for c in cont:
-        t2.append(f"| {label({'standard': c['standard'], 'a': CONTRACTION_RANGE[0], 'b': CONTRACTION_RANGE[1]})} | {c['n']} | "
-                  f"{c['count']} | {c['median']:.3f} | {c['iqr']:.3f} | {c['q10']:.3f}–{c['q90']:.3f} | {c['sd']:.3f} |")
+        t2.append(
+            f"| {label({'standard': c['standard'], 'a': CONTRACTION_RANGE[0], 'b': CONTRACTION_RANGE[1]})} | {c['n']} | "
+            f"{c['count']} | {c['median']:.3f} | {c['iqr']:.3f} | {c['q10']:.3f}–{c['q90']:.3f} | {c['sd']:.3f} |"
+        )
     lines = []
     for f in found:
         lines.append(f"- ({f['tag']}) {f['text']}: **{'holds' if f['holds'] else 'does not hold'}**")
         for p in f["parts"] + f.get("also", []):
-            detail = (f" in {p['share'] * p['reps']:.0f} of {p['reps']} repetitions (median paired difference "
-                      f"{p['median_difference']:+.4g})") if "share" in p else ""
-            lines.append(f"  - {p['what']}{detail}: {'yes' if p['holds'] else 'no'}" + (" (reported, not judged)" if p in f.get("also", []) else ""))
-    return "\n\n".join([note, "Budget and utility (n = 2000; median [interquartile range] (10–90 % range) over repetitions):",
-                        "\n".join(t1), "Contraction of the local Δ (weighted fit):", "\n".join(t2),
-                        "Timing:", timing_text(timing), "Which S-001 findings hold (paired within repetitions):", "\n".join(lines)]) + "\n"
+            detail = (
+                (
+                    f" in {p['share'] * p['reps']:.0f} of {p['reps']} repetitions (median paired difference "
+                    f"{p['median_difference']:+.4g})"
+                )
+                if "share" in p
+                else ""
+            )
+            lines.append(
+                f"  - {p['what']}{detail}: {'yes' if p['holds'] else 'no'}"
+                + (" (reported, not judged)" if p in f.get("also", []) else "")
+            )
+    return (
+        "\n\n".join(
+            [
+                note,
+                "Budget and utility (n = 2000; median [interquartile range] (10–90 % range) over repetitions):",
+                "\n".join(t1),
+                "Contraction of the local Δ (weighted fit):",
+                "\n".join(t2),
+                "Timing:",
+                timing_text(timing),
+                "Which S-001 findings hold (paired within repetitions):",
+                "\n".join(lines),
+            ]
+        )
+        + "\n"
+    )
 
 
 def timing_summary(runs: list[dict], speed_out: dict | None) -> dict:
@@ -405,13 +538,16 @@ def timing_summary(runs: list[dict], speed_out: dict | None) -> dict:
     for n in sorted({k[0] for k in first}):
         u = [v for k, v in first.items() if k[0] == n]
         mine = [r for r in runs if r["n"] == n]
-        by_n[n] = {"samplers": len(u), "unweighted_fit": spread([v["seconds"] for v in u]),
-                   "unweighted_compile": spread([v["compile_seconds"] for v in u]),
-                   "weighted_fit": spread([r["weighted_seconds"] for r in mine]),
-                   "weighted_compile": spread([r["weighted_compile_seconds"] for r in mine]),
-                   "weighted_sampling": spread([r["weighted_seconds"] - r["weighted_compile_seconds"] for r in mine]),
-                   "post": spread([r["post_seconds"] for r in mine]),
-                   "bound": spread([r["bound_seconds"] for r in mine if r["standard"] != "adp"] or [0.0])}
+        by_n[n] = {
+            "samplers": len(u),
+            "unweighted_fit": spread([v["seconds"] for v in u]),
+            "unweighted_compile": spread([v["compile_seconds"] for v in u]),
+            "weighted_fit": spread([r["weighted_seconds"] for r in mine]),
+            "weighted_compile": spread([r["weighted_compile_seconds"] for r in mine]),
+            "weighted_sampling": spread([r["weighted_seconds"] - r["weighted_compile_seconds"] for r in mine]),
+            "post": spread([r["post_seconds"] for r in mine]),
+            "bound": spread([r["bound_seconds"] for r in mine if r["standard"] != "adp"] or [0.0]),
+        }
     return {"by_n": by_n, "speed": speed_out}
 
 
@@ -419,22 +555,26 @@ def timing_text(t: dict) -> str:
     lines = []
     med = lambda s: f"{s['median']:.1f} s"  # noqa: E731
     for n, s in t["by_n"].items():
-        lines.append(f"- n = {n} ({s['samplers']} data sets; medians): unweighted fit (a new Sampler's first) "
-                     f"{med(s['unweighted_fit'])}, of it compilation {med(s['unweighted_compile'])}; weighted fit "
-                     f"{med(s['weighted_fit'])}, of it compilation {med(s['weighted_compile'])} (sampling alone "
-                     f"{med(s['weighted_sampling'])}); after a weighted fit, the bounds {s['post']['median']:.2f} s, of "
-                     f"which the move bound of a range standard {s['bound']['median']:.2f} s (10–90 %: "
-                     f"{s['bound']['q10']:.2f}–{s['bound']['q90']:.2f} s)")
+        lines.append(
+            f"- n = {n} ({s['samplers']} data sets; medians): unweighted fit (a new Sampler's first) "
+            f"{med(s['unweighted_fit'])}, of it compilation {med(s['unweighted_compile'])}; weighted fit "
+            f"{med(s['weighted_fit'])}, of it compilation {med(s['weighted_compile'])} (sampling alone "
+            f"{med(s['weighted_sampling'])}); after a weighted fit, the bounds {s['post']['median']:.2f} s, of "
+            f"which the move bound of a range standard {s['bound']['median']:.2f} s (10–90 %: "
+            f"{s['bound']['q10']:.2f}–{s['bound']['q90']:.2f} s)"
+        )
     if (s := t["speed"]) is not None:
         c = s["compile_measured"]
-        lines.append(f"- speed benchmark (NUTS {s['settings']['chains']} chains × {s['settings']['warmup']} warmup + "
-                     f"{s['settings']['draws_per_chain']} draws, n = {s['n']}, one Sampler): first fit {s['first_seconds']:.1f} s, "
-                     f"the same fit again {s['unweighted_seconds']:.1f} s → compilation by the issue's estimate (first − second) "
-                     f"{s['compile_estimate']:.1f} s; weighted fit {s['weighted_seconds']:.1f} s; weighted / unweighted wall time "
-                     f"= **{s['ratio']:.2f}**. Compilation measured inside each fit: {c['first']:.1f} s, {c['unweighted']:.1f} s, "
-                     f"{c['weighted']:.1f} s — the second and third fits compile again; sampling alone, weighted / unweighted = "
-                     f"**{s['ratio_sampling']:.2f}**. Diagnostics: unweighted {diag(s['unweighted_diagnostics'])}; weighted "
-                     f"{diag(s['weighted_diagnostics'])}")
+        lines.append(
+            f"- speed benchmark (NUTS {s['settings']['chains']} chains × {s['settings']['warmup']} warmup + "
+            f"{s['settings']['draws_per_chain']} draws, n = {s['n']}, one Sampler): first fit {s['first_seconds']:.1f} s, "
+            f"the same fit again {s['unweighted_seconds']:.1f} s → compilation by the issue's estimate (first − second) "
+            f"{s['compile_estimate']:.1f} s; weighted fit {s['weighted_seconds']:.1f} s; weighted / unweighted wall time "
+            f"= **{s['ratio']:.2f}**. Compilation measured inside each fit: {c['first']:.1f} s, {c['unweighted']:.1f} s, "
+            f"{c['weighted']:.1f} s — the second and third fits compile again; sampling alone, weighted / unweighted = "
+            f"**{s['ratio_sampling']:.2f}**. Diagnostics: unweighted {diag(s['unweighted_diagnostics'])}; weighted "
+            f"{diag(s['weighted_diagnostics'])}"
+        )
     return "\n".join(lines)
 
 
@@ -469,6 +609,7 @@ def main() -> None:
         def record(row):
             raw[part].append(row)
             (args.out / "runs.json").write_text(json.dumps(raw, indent=1))  # after every run: a later failure keeps them
+
         return record
 
     for r in range(args.reps):
@@ -500,24 +641,42 @@ def main() -> None:
             shutil.copyfile(args.out / f"{name}.png", ROOT / "docs" / f"pseudo-posterior-{name}.png")
     total = time.monotonic() - start
     refused = sum(r["refused"] is not None for r in raw["main"] + raw["contraction"]) + sum(
-        r["unweighted"]["refused"] is not None for r in raw["main"] + raw["contraction"] if r["standard"] == "adp")
-    note = (f"S-001's simulation (benchmarks/pseudo_posterior.py): n = {N}, x ~ N(2, 1), y ~ Lognormal(x + 1, 1), lognormal "
-            f"regression of y on [1, x], linear weights (c = 1, g = 0); {args.reps} repetitions (data seed {DATA_SEED} + r, "
-            f"MCMC key PRNGKey(r)), {args.sets} synthetic sets per release; NUTS {args.chains} chains × {args.warmup} warmup + "
-            f"{args.draws} draws (a cost choice: S-001 did not publish its MCMC settings). ε = 2Δ is the local guarantee of one "
-            f"draw: for aDP against removing one record's value (weights held fixed), for the range standards against moving one "
-            f"record's value anywhere in its range, every weight recomputed (S-001's printed figure, which bounds replacing the "
-            f"value by its range, is shown beside it). Fits that check_fit would refuse (divergences, R-hat > {mech.RHAT_MAX}, ESS < "
-            f"{mech.ESS_MIN:.0f}): {refused}; they are kept. A finding holds when its paired comparison goes its way in at least "
-            f"{PAIRED_SHARE:.0%} of the repetitions; contraction: the IQR of the aDP Δ falls at each step up in n "
-            f"(sizes {', '.join(map(str, sizes))}, {args.contraction_reps} repetitions each). Total run time {total:.0f} s.")
+        r["unweighted"]["refused"] is not None for r in raw["main"] + raw["contraction"] if r["standard"] == "adp"
+    )
+    note = (
+        f"S-001's simulation (benchmarks/pseudo_posterior.py): n = {N}, x ~ N(2, 1), y ~ Lognormal(x + 1, 1), lognormal "
+        f"regression of y on [1, x], linear weights (c = 1, g = 0); {args.reps} repetitions (data seed {DATA_SEED} + r, "
+        f"MCMC key PRNGKey(r)), {args.sets} synthetic sets per release; NUTS {args.chains} chains × {args.warmup} warmup + "
+        f"{args.draws} draws (a cost choice: S-001 did not publish its MCMC settings). ε = 2Δ is the local guarantee of one "
+        f"draw: for aDP against removing one record's value (weights held fixed), for the range standards against moving one "
+        f"record's value anywhere in its range, every weight recomputed (S-001's printed figure, which bounds replacing the "
+        f"value by its range, is shown beside it). Fits that check_fit would refuse (divergences, R-hat > {mech.RHAT_MAX}, ESS < "
+        f"{mech.ESS_MIN:.0f}): {refused}; they are kept. A finding holds when its paired comparison goes its way in at least "
+        f"{PAIRED_SHARE:.0%} of the repetitions; contraction: the IQR of the aDP Δ falls at each step up in n "
+        f"(sizes {', '.join(map(str, sizes))}, {args.contraction_reps} repetitions each). Total run time {total:.0f} s."
+    )
     text = markdown(note, rows, cont, timing, found)
     (args.out / "results.md").write_text(text)
-    (args.out / "results.json").write_text(json.dumps({
-        "settings": settings.to_dict(), "reps": args.reps, "sets": args.sets, "sizes": sizes,
-        "contraction_reps": args.contraction_reps, "data_seed": DATA_SEED, "paired_share": PAIRED_SHARE,
-        "summary": rows, "contraction": cont, "timing": timing, "findings": found, "docs_updated": defaults,
-        "total_seconds": total}, indent=1))
+    (args.out / "results.json").write_text(
+        json.dumps(
+            {
+                "settings": settings.to_dict(),
+                "reps": args.reps,
+                "sets": args.sets,
+                "sizes": sizes,
+                "contraction_reps": args.contraction_reps,
+                "data_seed": DATA_SEED,
+                "paired_share": PAIRED_SHARE,
+                "summary": rows,
+                "contraction": cont,
+                "timing": timing,
+                "findings": found,
+                "docs_updated": defaults,
+                "total_seconds": total,
+            },
+            indent=1,
+        )
+    )
     print("\n" + text)
 
 

@@ -150,7 +150,8 @@ def score(conf: pd.DataFrame, syn: pd.DataFrame, sizes: dict[str, int]) -> dict[
         "joint_r": float(np.corrcoef(pc, ps)[0, 1]),
         "coef_mad": float(np.mean(np.abs(a - b))),
         "coef_r": float(np.corrcoef(a, b)[0, 1]),
-        "coef_terms": len(a), "logit_converged": ok_a and ok_b,
+        "coef_terms": len(a),
+        "logit_converged": ok_a and ok_b,
         "tvd_sex_occ": tvd(conf, syn, ["sex", "occupation"], sizes),
     }
 
@@ -172,8 +173,16 @@ def run_privsyn(domain, cfg: dict, seed: int) -> pd.DataFrame:
 
 
 def run_independent(domain, cfg: dict, seed: int, conf: pd.DataFrame) -> pd.DataFrame:
-    table = dipsy.synthesize(str(PRIV), domain, method="laplace-sanitizer", epsilon=cfg["total"], seed=seed,
-                             columns=SENSITIVE, neighbouring="substitute", release="table").tables[0]
+    table = dipsy.synthesize(
+        str(PRIV),
+        domain,
+        method="laplace-sanitizer",
+        epsilon=cfg["total"],
+        seed=seed,
+        columns=SENSITIVE,
+        neighbouring="substitute",
+        release="table",
+    ).tables[0]
     p = np.maximum(table["count"].to_numpy(dtype=float), 0)
     p = p / p.sum() if p.sum() > 0 else np.full(len(p), 1 / len(p))
     pick = np.random.default_rng(seed).choice(len(p), size=len(conf), p=p)
@@ -192,8 +201,11 @@ def configurations(collapsing: list[str]) -> list[dict]:
     for c in cfgs:
         c["total"] = round(c["eps_tree"] * c["trees"] * len(SENSITIVE), 10)
     totals = sorted({c["total"] for c in cfgs})
-    cfgs += [{"method": m, "n_b": None, "eps_tree": None, "trees": None, "collapsing": None, "total": t}
-             for m in ("privsyn", "independent") for t in totals]
+    cfgs += [
+        {"method": m, "n_b": None, "eps_tree": None, "trees": None, "collapsing": None, "total": t}
+        for m in ("privsyn", "independent")
+        for t in totals
+    ]
     return cfgs
 
 
@@ -209,13 +221,17 @@ def summarise(runs: list[dict], cfgs: list[dict]) -> list[dict]:
     for c in cfgs:
         mine = [r for r in runs if r["config"] == c]
         sd = lambda xs: float(np.std(xs, ddof=1)) if len(xs) > 1 else 0.0  # noqa: E731
-        rows.append({**c, **{m: (float(np.mean([r[m] for r in mine])), sd([r[m] for r in mine])) for m in METRICS}, "reps": len(mine)})
+        rows.append(
+            {**c, **{m: (float(np.mean([r[m] for r in mine])), sd([r[m] for r in mine])) for m in METRICS}, "reps": len(mine)}
+        )
     return rows
 
 
 def markdown(rows: list[dict]) -> str:
-    head = ("| method | n_b | ε_tree | trees | collapsing | total ε | 2-way TVD | 3-way TVD | joint-prop. r | "
-            "sex×occ TVD | logit coef MAD | coef r | seconds |")
+    head = (
+        "| method | n_b | ε_tree | trees | collapsing | total ε | 2-way TVD | 3-way TVD | joint-prop. r | "
+        "sex×occ TVD | logit coef MAD | coef r | seconds |"
+    )
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     fmt = lambda v: "–" if v is None else f"{v:g}"  # noqa: E731
     for r in rows:
@@ -228,9 +244,14 @@ def markdown(rows: list[dict]) -> str:
 def paired(runs: list[dict], metric: str, factor: str, lo, hi, where=lambda c: True) -> dict:
     """Runs at factor = hi minus their partner at factor = lo (all else and the rep the same)."""
     key = lambda r: (tuple(sorted((k, v) for k, v in r["config"].items() if k not in (factor, "total"))), r["rep"])  # noqa: E731
-    base = {key(r): r[metric] for r in runs if r["config"]["method"] == "rdt" and r["config"][factor] == lo and where(r["config"])}
-    pairs = [(base[key(r)], r[metric]) for r in runs
-             if r["config"]["method"] == "rdt" and r["config"][factor] == hi and where(r["config"]) and key(r) in base]
+    base = {
+        key(r): r[metric] for r in runs if r["config"]["method"] == "rdt" and r["config"][factor] == lo and where(r["config"])
+    }
+    pairs = [
+        (base[key(r)], r[metric])
+        for r in runs
+        if r["config"]["method"] == "rdt" and r["config"][factor] == hi and where(r["config"]) and key(r) in base
+    ]
     a, b = np.array(pairs).T
     d = b - a
     se = float(np.std(d, ddof=1) / np.sqrt(len(d))) if len(d) > 1 else float("inf")
@@ -241,36 +262,57 @@ def findings(runs: list[dict], rows: list[dict]) -> list[str]:
     out = []
 
     def line(tag, text, p, holds, rule):
-        out.append(f"({tag}) {text}: {p['lo'][0]:.4f} ± {p['lo'][1]:.4f} vs {p['hi'][0]:.4f} ± {p['hi'][1]:.4f} "
-                   f"(mean ± sd); paired difference {p['diff']:+.4f} ± {p['se']:.4f} (SE, {p['pairs']} pairs); "
-                   f"rule: {rule} → **{'holds' if holds else 'does not hold'}**")
+        out.append(
+            f"({tag}) {text}: {p['lo'][0]:.4f} ± {p['lo'][1]:.4f} vs {p['hi'][0]:.4f} ± {p['hi'][1]:.4f} "
+            f"(mean ± sd); paired difference {p['diff']:+.4f} ± {p['se']:.4f} (SE, {p['pairs']} pairs); "
+            f"rule: {rule} → **{'holds' if holds else 'does not hold'}**"
+        )
 
     p = paired(runs, "tvd2", "trees", 5, 10)
-    line("a", "10 trees are no better than 5 (2-way TVD, 5 trees vs 10)", p, p["diff"] > -2 * p["se"],
-         "holds unless 10 trees lower the TVD by more than 2 SE")
+    line(
+        "a",
+        "10 trees are no better than 5 (2-way TVD, 5 trees vs 10)",
+        p,
+        p["diff"] > -2 * p["se"],
+        "holds unless 10 trees lower the TVD by more than 2 SE",
+    )
     p = paired(runs, "tvd2", "n_b", 1000, 2000)
     line("b", "n_b 1000 vs 2000: no significant difference (2-way TVD)", p, abs(p["diff"]) <= 2 * p["se"], "|difference| ≤ 2 SE")
     p = paired(runs, "tvd2", "eps_tree", 0.4, 0.1, lambda c: c["n_b"] == 1000)
-    line("c", "ε_tree 0.4 vs 0.1 at n_b = 1000: small difference (2-way TVD)", p, abs(p["diff"]) <= 0.1 * p["lo"][0],
-         "|difference| ≤ 10 % of the ε_tree = 0.4 mean")
+    line(
+        "c",
+        "ε_tree 0.4 vs 0.1 at n_b = 1000: small difference (2-way TVD)",
+        p,
+        abs(p["diff"]) <= 0.1 * p["lo"][0],
+        "|difference| ≤ 10 % of the ε_tree = 0.4 mean",
+    )
     levels = {r["config"]["collapsing"] for r in runs if r["config"]["method"] == "rdt"}
     for tag, level in (("d", "2"), ("d'", "2s")):
         if {"1", level} <= levels:
             p = paired(runs, "tvd_sex_occ", "collapsing", "1", level)
-            line(tag, f"collapsing {level} improves occupation (sex × occupation TVD, method 1 vs {level})", p,
-                 p["diff"] < -2 * p["se"], f"{level} lower by more than 2 SE")
+            line(
+                tag,
+                f"collapsing {level} improves occupation (sex × occupation TVD, method 1 vs {level})",
+                p,
+                p["diff"] < -2 * p["se"],
+                f"{level} lower by more than 2 SE",
+            )
     ind = {r["total"]: r["tvd2"] for r in rows if r["method"] == "independent"}
     rdt = [r for r in rows if r["method"] == "rdt"]
     beats = lambda r: r["tvd2"][0] + 2 * r["tvd2"][1] < ind[r["total"]][0] - 2 * ind[r["total"]][1]  # noqa: E731
     cell = lambda n, e: [r for r in rdt if (r["n_b"], r["eps_tree"]) == (n, e)]  # noqa: E731
-    by = "; ".join(f"n_b={n} ε_tree={e:g}: {sum(map(beats, cell(n, e)))} of {len(cell(n, e))} "
-                   f"(2-way TVD {np.mean([r['tvd2'][0] for r in cell(n, e)]):.4f})"
-                   for n, e in sorted({(r["n_b"], r["eps_tree"]) for r in rdt}))
+    by = "; ".join(
+        f"n_b={n} ε_tree={e:g}: {sum(map(beats, cell(n, e)))} of {len(cell(n, e))} "
+        f"(2-way TVD {np.mean([r['tvd2'][0] for r in cell(n, e)]):.4f})"
+        for n, e in sorted({(r["n_b"], r["eps_tree"]) for r in rdt})
+    )
     won = sum(map(beats, rdt))
-    out.append(f"(e) RDT beats the independent baseline (2-way TVD; a configuration beats it when its mean + 2 sd lies below the "
-               f"baseline's mean − 2 sd at the same total ε): {won} of {len(rdt)} configurations — {by}; independent: "
-               + ", ".join(f"ε={t:g}: {v[0]:.4f} ± {v[1]:.4f}" for t, v in sorted(ind.items()))
-               + f"; rule: all configurations → **{'holds' if won == len(rdt) else 'does not hold'}**")
+    out.append(
+        f"(e) RDT beats the independent baseline (2-way TVD; a configuration beats it when its mean + 2 sd lies below the "
+        f"baseline's mean − 2 sd at the same total ε): {won} of {len(rdt)} configurations — {by}; independent: "
+        + ", ".join(f"ε={t:g}: {v[0]:.4f} ± {v[1]:.4f}" for t, v in sorted(ind.items()))
+        + f"; rule: all configurations → **{'holds' if won == len(rdt) else 'does not hold'}**"
+    )
     return out
 
 
@@ -302,27 +344,43 @@ def main() -> None:
                 syn = run_independent(domain, c, seed, conf)
             seconds = time.monotonic() - t
             runs.append({"config": c, "rep": rep, "seed": seed, "seconds": seconds, **score(conf, syn, sizes)})
-            print(f"[{i + 1}/{len(cfgs)} rep {rep + 1}/{args.reps} {time.monotonic() - start:6.0f}s] {label(c)}: "
-                  f"2-way TVD {runs[-1]['tvd2']:.4f}, r {runs[-1]['joint_r']:.3f}, coef MAD {runs[-1]['coef_mad']:.3f} ({seconds:.1f}s)",
-                  flush=True)
+            print(
+                f"[{i + 1}/{len(cfgs)} rep {rep + 1}/{args.reps} {time.monotonic() - start:6.0f}s] {label(c)}: "
+                f"2-way TVD {runs[-1]['tvd2']:.4f}, r {runs[-1]['joint_r']:.3f}, coef MAD {runs[-1]['coef_mad']:.3f} ({seconds:.1f}s)",
+                flush=True,
+            )
 
     (args.out / "runs.json").write_text(json.dumps(runs, indent=1, default=str))  # raw runs first: a later failure keeps them
     rows = summarise(runs, cfgs)
     found = findings(runs, rows)
     total = time.monotonic() - start
-    note = (f"S-004 comparisons on Adult pub025 (benchmarks/rdt.py): mean ± sd over {args.reps} seeded repetitions "
-            f"(seed = structure_seed = {SEED} + rep; seeded runs are test releases, reproducible, not private releases). "
-            "ε_tree is per tree under substitution (noise scale 2/ε_tree; S-004's λ = ε_tree/2). privsyn synthesizes all 7 "
-            "columns (its public columns are synthetic too) under add/remove (ε, δ = 1e-9); 'independent' draws sex, race "
-            "from the Laplace sanitizer's noisy joint table regardless of the public columns. seconds: wall time of the "
-            f"synthesis per run. Logit fits that did not converge (50 Newton steps): "
-            f"{sum(not r['logit_converged'] for r in runs)} of {len(runs)} runs. Total run time {total:.0f} s.")
+    note = (
+        f"S-004 comparisons on Adult pub025 (benchmarks/rdt.py): mean ± sd over {args.reps} seeded repetitions "
+        f"(seed = structure_seed = {SEED} + rep; seeded runs are test releases, reproducible, not private releases). "
+        "ε_tree is per tree under substitution (noise scale 2/ε_tree; S-004's λ = ε_tree/2). privsyn synthesizes all 7 "
+        "columns (its public columns are synthetic too) under add/remove (ε, δ = 1e-9); 'independent' draws sex, race "
+        "from the Laplace sanitizer's noisy joint table regardless of the public columns. seconds: wall time of the "
+        f"synthesis per run. Logit fits that did not converge (50 Newton steps): "
+        f"{sum(not r['logit_converged'] for r in runs)} of {len(runs)} runs. Total run time {total:.0f} s."
+    )
     text = "\n\n".join([note, markdown(rows), "Which S-004 findings hold:", "\n".join(f"- {f}" for f in found)]) + "\n"
     (args.out / "results.md").write_text(text)
-    (args.out / "results.json").write_text(json.dumps({"reps": args.reps, "seed": SEED, "female_code": FEMALE,
-                                                       "collapsing": {k: COLLAPSING[k] for k in collapsing},
-                                                       "runs": runs, "summary": rows, "findings": found,
-                                                       "total_seconds": total}, indent=1, default=str))
+    (args.out / "results.json").write_text(
+        json.dumps(
+            {
+                "reps": args.reps,
+                "seed": SEED,
+                "female_code": FEMALE,
+                "collapsing": {k: COLLAPSING[k] for k in collapsing},
+                "runs": runs,
+                "summary": rows,
+                "findings": found,
+                "total_seconds": total,
+            },
+            indent=1,
+            default=str,
+        )
+    )
     print("\n" + text)
 
 

@@ -88,11 +88,15 @@ def generator():
     adult = pd.read_csv(ADULT / "adult.csv", usecols=names)[names].to_numpy(np.int64)
     shape = [k[c] for c in names]
     edges = chow_liu(adult, shape)
-    root = (np.bincount(adult[:, 0], minlength=shape[0]) + 0.5)
+    root = np.bincount(adult[:, 0], minlength=shape[0]) + 0.5
     conditionals = {}
     for child, parent in edges:
-        joint = np.bincount(adult[:, parent] * shape[child] + adult[:, child],
-                            minlength=shape[parent] * shape[child]).reshape(shape[parent], shape[child]) + 0.5
+        joint = (
+            np.bincount(adult[:, parent] * shape[child] + adult[:, child], minlength=shape[parent] * shape[child]).reshape(
+                shape[parent], shape[child]
+            )
+            + 0.5
+        )
         conditionals[child] = (parent, np.cumsum(joint / joint.sum(1, keepdims=True), axis=1))
     return names, shape, root / root.sum(), edges, conditionals
 
@@ -122,8 +126,10 @@ def utility(chunks, model) -> dict[str, float]:
             if all(c in chunk.columns for c in cols):
                 cells = np.ravel_multi_index(tuple(chunk[c].to_numpy(np.int64) for c in cols), p.shape)
                 counts[cols] = counts.get(cols, 0) + np.bincount(cells, minlength=p.size)
-    tv = {k: [0.5 * float(np.abs(c / max(c.sum(), 1) - truth[cols].ravel()).sum()) for cols, c in counts.items() if len(cols) == k]
-          for k in (1, 2)}
+    tv = {
+        k: [0.5 * float(np.abs(c / max(c.sum(), 1) - truth[cols].ravel()).sum()) for cols, c in counts.items() if len(cols) == k]
+        for k in (1, 2)
+    }
     return {f"tv_{k}way": float(np.mean(v)) if v else float("nan") for k, v in tv.items()}
 
 
@@ -311,10 +317,21 @@ def case_stages(method: str, path: str, out: str, engine: str) -> None:
     options = dict(config.get("options", {}))
     if method == "dpsyn":
         options["public"] = str(data_file(PUBLIC_ROWS, 1))
-    release = dipsy.synthesize(path, Domain.from_sizes(sizes()), method, epsilon=config["epsilon"], delta=config.get("delta"),
-                               columns=config["columns"], options=options, seed=0, ledger=Path(out).with_suffix(".sqlite"),
-                               stream=True, accept_noise=True, on_release=lambda r: r.save(out, overwrite=True, engine=engine),
-                               engine=engine)
+    release = dipsy.synthesize(
+        path,
+        Domain.from_sizes(sizes()),
+        method,
+        epsilon=config["epsilon"],
+        delta=config.get("delta"),
+        columns=config["columns"],
+        options=options,
+        seed=0,
+        ledger=Path(out).with_suffix(".sqlite"),
+        stream=True,
+        accept_noise=True,
+        on_release=lambda r: r.save(out, overwrite=True, engine=engine),
+        engine=engine,
+    )
     stages.switch("reading back")
     rows = sum(len(chunk) for chunk in read_set(Path(out) / "synthetic_1", release.domain))
     stages.switch(None)
@@ -356,7 +373,9 @@ def run_stages(method: str, path: Path, engine: str) -> dict:
     out = OUT / "releases" / f"{method}-{engine}"
     out.parent.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
-    proc = subprocess.Popen([sys.executable, __file__, "--child-stages", method, str(path), str(out), engine], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--child-stages", method, str(path), str(out), engine], stdout=subprocess.PIPE, text=True
+    )
     text = proc.stdout.read()
     _, status, _ = os.wait4(proc.pid, 0)
     if os.waitstatus_to_exitcode(status):
@@ -367,7 +386,9 @@ def run_stages(method: str, path: Path, engine: str) -> dict:
     queries = OUT / "releases" / f"{method}-{engine}-queries.json"
     queries.write_text(json.dumps(got.pop("queries")))
     # the queries' own time, as the counting stage's is (no interpreter start in either)
-    floor = subprocess.run([sys.executable, __file__, "--child-floor", str(path), str(queries)], check=True, capture_output=True, text=True)
+    floor = subprocess.run(
+        [sys.executable, __file__, "--child-floor", str(path), str(queries)], check=True, capture_output=True, text=True
+    )
     got["floor_s"] = float(floor.stdout.strip().splitlines()[-1])
     shutil.rmtree(out, ignore_errors=True)  # a 10⁸-row release is gigabytes
     return got
@@ -381,14 +402,20 @@ def stages_report(results: list[dict]) -> None:
     import matplotlib.pyplot as plt
 
     results = sorted(results, key=lambda r: (list(METHODS).index(r["method"]), r["engine"], r["rows_in"]))
-    lines = ["| n | method | engine | " + " | ".join(STAGES) + " | peak MB | counting / GROUP BY | TV one-way / tree pairs |",
-             "|---:|---|---|" + "---:|" * (len(STAGES) + 3)]
+    lines = [
+        "| n | method | engine | " + " | ".join(STAGES) + " | peak MB | counting / GROUP BY | TV one-way / tree pairs |",
+        "|---:|---|---|" + "---:|" * (len(STAGES) + 3),
+    ]
     for r in results:
         cells = [f"{r['time'].get(s, 0):.1f} s, {r['peak'].get(s, 0):.0f} MB" if s in r["time"] else "—" for s in STAGES]
         ratio = r["time"].get("counting", 0) / r["floor_s"] if r["floor_s"] else float("nan")
         jvm = f" (+ JVM {r['jvm_peak_mb']:.0f})" if "jvm_peak_mb" in r else ""
         tv = " / ".join(f"{r[k]:.4f}" if r.get(k) == r.get(k) and k in r else "—" for k in ("tv_1way", "tv_2way"))
-        lines.append(f"| {r['rows_in']:,} | {r['method']} | {r['engine']} | " + " | ".join(cells) + f" | {r['peak_mb']:.0f}{jvm} | {ratio:.2f} | {tv} |")
+        lines.append(
+            f"| {r['rows_in']:,} | {r['method']} | {r['engine']} | "
+            + " | ".join(cells)
+            + f" | {r['peak_mb']:.0f}{jvm} | {ratio:.2f} | {tv} |"
+        )
     (OUT / "stages.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     methods = list(dict.fromkeys(r["method"] for r in results))
@@ -429,8 +456,14 @@ def main() -> None:
     parser.add_argument("--parts", nargs="+", choices=["counting", "stages"], default=["counting", "stages"])
     parser.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS))
     parser.add_argument("--engines", nargs="+", choices=["duckdb", "spark"], default=["duckdb"])
-    parser.add_argument("--max-rows", nargs=2, action="append", metavar=("METHOD", "N"), default=[],
-                        help="largest n for a method's releases, e.g. dpsyn 10000000")
+    parser.add_argument(
+        "--max-rows",
+        nargs=2,
+        action="append",
+        metavar=("METHOD", "N"),
+        default=[],
+        help="largest n for a method's releases, e.g. dpsyn 10000000",
+    )
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--child-stages", nargs=4, help=argparse.SUPPRESS)
     parser.add_argument("--child-floor", nargs=2, help=argparse.SUPPRESS)
@@ -468,10 +501,13 @@ def main() -> None:
                     continue
                 for engine in args.engines:
                     got = run_stages(method, path, engine) | {"rows_in": n, "method": method, "engine": engine}
-                    same = lambda r: (r["rows_in"], r["method"], r["engine"]) == (n, method, engine)  # noqa: E731
-                    staged = [r for r in staged if not same(r)] + [got]
-                    print(f"  {method} ({engine}): {got['wall_s']:.1f} s, {got['peak_mb']:.0f} MB; "
-                          + ", ".join(f"{k} {v:.1f} s" for k, v in got["time"].items()), flush=True)
+                    key = (n, method, engine)
+                    staged = [r for r in staged if (r["rows_in"], r["method"], r["engine"]) != key] + [got]
+                    print(
+                        f"  {method} ({engine}): {got['wall_s']:.1f} s, {got['peak_mb']:.0f} MB; "
+                        + ", ".join(f"{k} {v:.1f} s" for k, v in got["time"].items()),
+                        flush=True,
+                    )
             (OUT / "stages.json").write_text(json.dumps(staged, indent=1))
         if "counting" not in args.parts:
             continue
@@ -495,13 +531,20 @@ def main() -> None:
     machine = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(), "python": platform.python_version()}
     # like stages.json, counting.json gathers invocations (10⁸ rows is run apart): a new n replaces the old
     if (OUT / "counting.json").exists():
-        kept = [r for r in json.loads((OUT / "counting.json").read_text())["results"] if r["rows"] not in {x["rows"] for x in results}]
+        kept = [
+            r for r in json.loads((OUT / "counting.json").read_text())["results"] if r["rows"] not in {x["rows"] for x in results}
+        ]
         results = sorted(kept + results, key=lambda r: r["rows"])
     (OUT / "counting.json").write_text(json.dumps({"machine": machine, "results": results}, indent=1))
-    lines = ["| n | file MB | DuckDB GROUP BY s | MB | dipsy (DuckDB engine) s | MB | time ratio |", "|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| n | file MB | DuckDB GROUP BY s | MB | dipsy (DuckDB engine) s | MB | time ratio |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in results:
         g, d = r["duckdb-group-by"], r["dipsy-duckdb"]
-        lines.append(f"| {r['rows']:,} | {r['file_mb']:.0f} | {g['wall_s']:.1f} | {g['peak_mb']:.0f} | {d['wall_s']:.1f} | {d['peak_mb']:.0f} | {r['ratio']:.2f} |")
+        lines.append(
+            f"| {r['rows']:,} | {r['file_mb']:.0f} | {g['wall_s']:.1f} | {g['peak_mb']:.0f} | {d['wall_s']:.1f} | {d['peak_mb']:.0f} | {r['ratio']:.2f} |"
+        )
     (OUT / "counting.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     # The stated bound: Python and dipsy's imports (about 190 MB) plus DuckDB's memory limit

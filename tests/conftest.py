@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CE_DATA = ROOT / "examples" / "ce" / "CEdata.csv"
 CE_DOMAIN = ROOT / "examples" / "ce" / "domain.yaml"
+
+
+def address_limited(limit: int, argv: list[str]) -> list[str]:
+    """``argv`` run under an address-space limit of ``limit`` bytes, set by a small Python process that
+    then becomes ``argv`` (exec): no ``preexec_fn``, which would run Python code in a fork of this
+    process, where JAX's threads may already run."""
+    cap = (
+        "import os, resource, sys; n = int(sys.argv[1]); resource.setrlimit(resource.RLIMIT_AS, (n, n)); "
+        "os.execv(sys.argv[2], sys.argv[2:])"
+    )
+    return [sys.executable, "-c", cap, str(limit), *argv]
 
 
 def skip_without_spark(what: str) -> None:
@@ -20,6 +32,26 @@ def skip_without_spark(what: str) -> None:
         require_spark()
     except DataError as e:
         pytest.skip(f"{what}: {e}", allow_module_level=True)
+
+
+@pytest.fixture(scope="session")
+def spark_launch():
+    """Spark's JVM started without a ``preexec_fn``. PySpark passes one (to ignore Ctrl-C in the JVM),
+    which runs Python code in a fork of this process; once a test has run JAX here (mbi's estimation,
+    the pseudo-posterior's sampler), JAX's threads run too, and JAX warns of the fork. The JVM starts
+    in its own process group instead, where a Ctrl-C at the terminal does not reach it either."""
+    from pyspark import java_gateway
+
+    popen = java_gateway.Popen
+
+    def without_preexec(args, **kwargs):
+        if kwargs.pop("preexec_fn", None) is not None:
+            kwargs["process_group"] = 0
+        return popen(args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(java_gateway, "Popen", without_preexec)
+        yield
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""Charged DP discovery of a domain (dipsy.domain.discovery, discovery_run, discovered).
+"""Charged DP discovery of a domain (dipsy.methods.discovery, dipsy.discovery_run, dipsy.domain.discovered).
 
 - The partition selection's privacy, exactly: on tiny neighbouring data sets every output set's
   probability is computed in closed form from the discrete Laplace pmf (the noise is discrete and
@@ -30,7 +30,7 @@ from dipsy.errors import PrivacyError
 from dipsy.cli import main
 from dipsy.domain import Column, Domain
 from dipsy.domain.discovered import Discovery
-from dipsy.domain.discovery import PartitionSelection, grid_edges, plan_discovery, quantile_edges, tail, threshold
+from dipsy.methods.discovery import PartitionSelection, grid_edges, plan_discovery, quantile_edges, tail, threshold
 from dipsy.engine import DuckDBEngine, NumpyEngine
 from dipsy.engine.base import ValueCounts
 from dipsy.errors import BudgetError, DipsyError, DomainError
@@ -393,7 +393,7 @@ def test_a_cap_refuses_the_discovery_and_a_failure_takes_the_spend_back(tmp_path
     with pytest.raises(BudgetError):
         dipsy.discover_domain(data, skel, epsilon=2, delta=1e-6, dataset_id="s", bins={"income": 3}, ledger=led)
     assert led.spends("s") == []
-    monkeypatch.setattr("dipsy.domain.discovery_run.quantile_edges", lambda *a: 1 / 0)
+    monkeypatch.setattr("dipsy.discovery_run.quantile_edges", lambda *a: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         dipsy.discover_domain(data, skel, epsilon=1, delta=1e-6, dataset_id="s", bins={"income": 3}, ledger=led)
     assert led.spends("s") == []

@@ -12,7 +12,7 @@ import yaml
 
 from dipsy.cli import main
 from dipsy.domain import Domain
-from dipsy.domain.authoring import init_domain
+from dipsy.authoring import init_domain
 from dipsy.errors import DataError, DomainError
 
 # Values no skeleton could hold by chance: a skeleton that holds one read it from the data.

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from dipsy.domain import Column, Domain
 from dipsy.engine import Engine, NumpyEngine
-from dipsy.engine.duckdb_engine import NUMBER_RE, PANDAS_NA, DuckDBEngine
+from dipsy.engine.duckdb_engine import LOOKUP_FROM, NUMBER_RE, PANDAS_NA, SEARCH_FROM, DuckDBEngine
 from dipsy.errors import DataError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -479,17 +479,21 @@ def test_number_pattern_is_pandas_syntax(values):
 def test_many_categories_and_bins_agree(tmp_path, suffix):
     """Past LOOKUP_FROM categories and SEARCH_FROM bins the SQL changes form, never the codes."""
     rng = np.random.default_rng(5)
-    k, n = 3000, 6000
-    edges = np.unique(np.r_[0.0, np.sort(rng.random(2000)), 1.0])
+    # Several times past both thresholds, and past 256 codes (two-byte codes) in the categorical
+    # columns; not thousands of bins, whose binary search costs DuckDB time growing with the edges.
+    k, n = 300, 6000
+    edges = np.unique(np.r_[0.0, np.sort(rng.random(100)), 1.0])
     domain = Domain(
         (
             Column("text", "categorical", categories=tuple(f"c{i}" for i in range(k))),
             Column("number", "ordinal", categories=tuple(i / 2 for i in range(k))),
             Column("float_text", "categorical", categories=tuple(str(i / 4) if i % 4 else str(i // 4) for i in range(k))),
             Column("x", "numeric", lower=0, upper=1, bins=tuple(edges)),
-            Column("g", "integer", lower=-5, upper=100_000, bins=tuple(np.linspace(-5, 100_000, 1001))),
+            Column("g", "integer", lower=-5, upper=100_000, bins=tuple(np.linspace(-5, 100_000, 101))),
         )
     )
+    assert all(len(domain[c].categories) > 4 * LOOKUP_FROM for c in ("text", "number", "float_text"))
+    assert all(len(domain[c].bins) - 2 > 2 * SEARCH_FROM for c in ("x", "g"))
     frame = pd.DataFrame(
         {
             "text": rng.choice([f"c{i}" for i in range(k + 40)] + ["", "NA"], n),

@@ -201,7 +201,7 @@ def test_domain_discover_without_room_is_refused_before_the_charge(capfd, device
 
 
 def test_domain_discover_on_a_device_that_fills_takes_the_spend_back(capfd, device, tmp_path, temp, skeleton, monkeypatch):
-    from dipsy.domain.authoring import DomainFile
+    from dipsy.authoring import DomainFile
 
     dev, ledger = device("4m"), tmp_path / "l.sqlite"
     write = DomainFile.__call__

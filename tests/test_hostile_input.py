@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import socket
 import stat
 import subprocess
@@ -37,7 +36,7 @@ from dipsy.errors import DataError, DomainError
 from dipsy.engine.owner import MARKER
 from dipsy.release import sweep_stale
 
-from conftest import CE_DATA, CE_DOMAIN
+from conftest import CE_DATA, CE_DOMAIN, address_limited
 
 ALIAS_BOMB = """\
 a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
@@ -350,14 +349,10 @@ def test_any_columns_that_name_no_domain_column_are_refused(capfd, tmp_path, qui
 
 def test_the_bins_bomb_is_refused_before_any_allocation(inputs, tmp_path):
     limit = 2 << 30  # 2 GiB of address space: enough for Python, pandas and DuckDB, not for 10^9 edges
-
-    def cap() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
     argv = ["synth", str(inputs.ce), "--domain", str(inputs.bins_bomb), "--epsilon", "1",
             "--out", str(tmp_path / "rel"), "--ledger", str(tmp_path / "l.sqlite")]
-    done = subprocess.run([sys.executable, "-c", "import sys; from dipsy.cli import main; sys.exit(main(sys.argv[1:]))", *argv],
-                          preexec_fn=cap, capture_output=True, text=True, timeout=60, check=False)
+    cli = [sys.executable, "-c", "import sys; from dipsy.cli import main; sys.exit(main(sys.argv[1:]))", *argv]
+    done = subprocess.run(address_limited(limit, cli), capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1 and "1,000,000,000 bins" in done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == []

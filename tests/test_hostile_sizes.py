@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import socket
 import sqlite3
 import subprocess
@@ -37,7 +36,7 @@ from dipsy.methods import REGISTRY
 from dipsy.methods.base import MAX_PRIOR, MAX_ROWS, real, whole
 from dipsy.methods.rdt.calibration import EPSILON_RANGE
 
-from conftest import CE_DATA, CE_DOMAIN
+from conftest import CE_DATA, CE_DOMAIN, address_limited
 import test_hostile_input
 from test_hostile_input import assert_refused, make_release, run, snapshot
 
@@ -216,9 +215,6 @@ DRIVER = textwrap.dedent("""
 def test_sizes_are_refused_before_any_work(inputs, tmp_path):
     limit = 3 << 30  # 3 GiB of address space: Python, pandas and DuckDB, not the gigabytes a regression would ask for
 
-    def cap() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
     temp, logs = tmp_path / "temp", tmp_path / "logs"
     temp.mkdir()
     logs.mkdir()
@@ -231,7 +227,7 @@ def test_sizes_are_refused_before_any_work(inputs, tmp_path):
     env = {**os.environ, "TMPDIR": str(temp), "DIPSY_LEDGER": str(tmp_path / "default.sqlite"),
            "DIPSY_CONFIG_DIR": str(tmp_path / "config")}
     try:
-        done = subprocess.run([sys.executable, "-c", DRIVER], input=json.dumps(cases), preexec_fn=cap, capture_output=True,
+        done = subprocess.run(address_limited(limit, [sys.executable, "-c", DRIVER]), input=json.dumps(cases), capture_output=True,
                               text=True, timeout=240, env=env, check=False)
     except subprocess.TimeoutExpired as e:
         started = [line for line in (e.stdout or b"").decode().splitlines() if line.startswith("start")]

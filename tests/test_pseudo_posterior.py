@@ -16,7 +16,8 @@ import dipsy  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 from dipsy.errors import BudgetError, DipsyError, PrivacyError  # noqa: E402
 from dipsy.methods.pseudo_posterior import mechanism, range_bound  # noqa: E402
-from dipsy.methods.pseudo_posterior.mechanism import Fit, MCMCSettings, Sampler, release_draws, weighted_model  # noqa: E402
+from dipsy.methods.pseudo_posterior.draws import release_draws  # noqa: E402
+from dipsy.methods.pseudo_posterior.mechanism import Fit, MCMCSettings, Sampler, weighted_model  # noqa: E402
 from dipsy.methods.pseudo_posterior.models import MODELS  # noqa: E402
 from dipsy.privacy import Ledger, PureDP, Spend  # noqa: E402
 from dipsy.privacy.budget import ApproxDP, LocalDP  # noqa: E402

@@ -31,6 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CE, CE_DOMAIN = ROOT / "examples" / "ce" / "CEdata.csv", ROOT / "examples" / "ce" / "domain.yaml"
 ADULT, ADULT_DOMAIN = ROOT / "examples" / "adult" / "priv.csv", ROOT / "examples" / "adult" / "domain.yaml"
 
+pytestmark = pytest.mark.usefixtures("spark_launch")  # see conftest.py
+
 
 @pytest.fixture(scope="module")
 def spark():

@@ -26,6 +26,8 @@ from dipsy.release_sets import read_set  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 ACS = ROOT / "examples" / "acs"
 
+pytestmark = pytest.mark.usefixtures("spark_launch")  # see conftest.py
+
 
 @pytest.fixture(scope="module", autouse=True)
 def spark():

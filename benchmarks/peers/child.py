@@ -38,8 +38,12 @@ def main() -> None:
     start = time.monotonic()
     for name, draw in extras.items():
         tool.write_csv(draw(), folder / f"synthetic-{name}.csv")
-    meta = {"synthesize_s": seconds, "variants_s": time.monotonic() - start, "versions": tool.versions(),
-            "notes": getattr(tool, "NOTES", {}).get(job["method"], "")}
+    meta = {
+        "synthesize_s": seconds,
+        "variants_s": time.monotonic() - start,
+        "versions": tool.versions(),
+        "notes": getattr(tool, "NOTES", {}).get(job["method"], ""),
+    }
     (folder / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
 
 

@@ -22,8 +22,9 @@ def summarize(runs: list[dict], order: list[str], out: Path) -> list[dict]:
     rank = {tool: i for i, tool in enumerate(order)}
     rows = [row for key in cells for row in [cell(key, cells[key]), *variant_cells(key, cells[key])]]
     # each tool's own rows over ε, then its variants' rows
-    rows.sort(key=lambda r: (rank.get(r["base"], len(rank)), r["base"], r["tool"] != r["base"], r["tool"],
-                             r["epsilon"], r["delta"]))
+    rows.sort(
+        key=lambda r: (rank.get(r["base"], len(rank)), r["base"], r["tool"] != r["base"], r["tool"], r["epsilon"], r["delta"])
+    )
     (out / "table.md").write_text(table(rows, runs))
     plot(rows, out / "error_vs_epsilon.png")
     return rows
@@ -51,9 +52,19 @@ def variant_cells(key: tuple, runs: list[dict]) -> list[dict]:
         for name, scores in run.get("variants", {}).items():
             if "error" not in scores:
                 scored[name].append(scores)
-    return [{"tool": f"{tool} (method={name})", "base": tool, "epsilon": epsilon, "delta": delta, "seeds": len(runs),
-             "ok": len(found), "variant": True, **{m: float(np.mean([f[m] for f in found])) for m in MEASURES[2:]}}
-            for name, found in scored.items()]
+    return [
+        {
+            "tool": f"{tool} (method={name})",
+            "base": tool,
+            "epsilon": epsilon,
+            "delta": delta,
+            "seeds": len(runs),
+            "ok": len(found),
+            "variant": True,
+            **{m: float(np.mean([f[m] for f in found])) for m in MEASURES[2:]},
+        }
+        for name, found in scored.items()
+    ]
 
 
 def table(rows: list[dict], runs: list[dict]) -> str:
@@ -85,8 +96,11 @@ def table(rows: list[dict], runs: list[dict]) -> str:
     lines += ["", "Versions: " + "; ".join(versions(runs)) + "."] if versions(runs) else []
     machine = next((r["machine"] for r in reversed(runs) if r.get("machine")), None)  # the latest run's
     if machine:
-        lines += ["", f"Machine: {machine['cpu']}, {machine['cores']} cores, {machine['memory_gb']} GB; "
-                      f"Python {machine['python']}; dipsy {machine['dipsy_commit']}."]
+        lines += [
+            "",
+            f"Machine: {machine['cpu']}, {machine['cores']} cores, {machine['memory_gb']} GB; "
+            f"Python {machine['python']}; dipsy {machine['dipsy_commit']}.",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -113,8 +127,12 @@ def plot(rows: list[dict], path: Path) -> None:
         mine = sorted((r for r in rows if r["tool"] == tool), key=lambda r: r["epsilon"])
         shown = [r for r in mine if "status" not in r]
         variant = bool(mine[0].get("variant"))  # drawn like its tool, dashed and hollow
-        style = {"color": palette[bases.index(mine[0]["base"]) % len(palette)], "marker": "o",
-                 "linestyle": "--" if variant else "-", "markerfacecolor": "none" if variant else None}
+        style = {
+            "color": palette[bases.index(mine[0]["base"]) % len(palette)],
+            "marker": "o",
+            "linestyle": "--" if variant else "-",
+            "markerfacecolor": "none" if variant else None,
+        }
         for ax, measure in zip(axes, ("tvd_2", "tvd_3")):
             ax.plot([r["epsilon"] for r in shown], [r[measure] for r in shown], label=tool + missing(mine), **style)
     epsilons = sorted({row["epsilon"] for row in rows})

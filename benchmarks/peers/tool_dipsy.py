@@ -6,7 +6,6 @@ import json
 
 import numpy as np
 import pandas as pd
-
 from child import versions as _versions
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 
 import numpy as np
-
 from child import versions as _versions
 
 #: MST needs one change to run at all, see ``back_off_selection``; AIM runs as shipped.

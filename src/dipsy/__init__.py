@@ -10,7 +10,7 @@ import importlib.util
 import sys
 import types
 
-__version__ = "0.1.0"
+from .version import __version__
 
 #: What ``import dipsy`` offers, each imported from its module on first use, so that the command
 #: line (:mod:`dipsy.__main__`) starts, and answers Ctrl-C, before NumPy, pandas and JAX load.

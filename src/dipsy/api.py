@@ -1,5 +1,9 @@
 """The Python API, mirroring the ``dipsy`` command line.
 
+:func:`synthesize` takes a release's choices as keywords, builds the
+:class:`~dipsy.request.Request` that ``dipsy synth`` builds from its flags, and hands it to
+:func:`run`, the release path both share.
+
 >>> import dipsy, pandas as pd
 >>> domain = dipsy.Domain.from_sizes({"x": 3})
 >>> data = pd.DataFrame({"x": [0, 1, 1, 2, 2, 2]})
@@ -19,9 +23,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import pandas as pd
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-from . import __version__
 from .domain import Domain, decode
 from .engine import engine_for
 from .engine.fingerprint import fingerprint
@@ -39,8 +42,10 @@ from .privacy.ledger import take_back
 from .privacy.measurement import Measurement
 from .privacy.rng import Randomness
 from .privacy.session import Session
-from .release import ROOM_FLOOR, Release, check_room, check_writable_folder
+from .release import ROOM_FLOOR, Output, Release, check_room, check_writable_folder
 from .release_sets import ChunkedSet
+from .request import Request
+from .version import __version__
 
 
 def synthesize(
@@ -162,12 +167,19 @@ def synthesize(
     -------
     Release
         ``.tables`` (m DataFrames), ``.statement``, ``.save(folder)``, ``.forecast``.
+
+    The arguments that say what the release is become a :class:`~dipsy.request.Request`, which
+    :func:`run` carries out and the release records (``release.json``'s ``request``); the rest
+    (``progress``, ``on_release``, ``check_output``, an opened ``ledger``) are how it is run.
     """
-    return _release(data, domain, method, epsilon, sets, delta=delta, rho=rho, columns=columns, seed=seed,
-                    options=options, ledger=ledger, dataset_id=dataset_id, budget_cap=budget_cap,
-                    raise_cap=raise_cap, on_invalid=on_invalid, neighbouring=neighbouring, release=release,
-                    progress=progress, on_release=on_release, accept_noise=accept_noise, rows=rows, stream=stream,
-                    engine=engine, check_output=check_output)
+    # As Request.__post_init__ would convert them: a domain or ledger file's path to a Path, the columns to a tuple.
+    domain = Path(domain) if isinstance(domain, str) else domain
+    ledger_path = ledger.path if isinstance(ledger, Ledger) else None if ledger is None else Path(ledger)
+    request = Request(data, domain, method, epsilon, delta, rho, sets, None if columns is None else tuple(columns), options or {},
+                      neighbouring, release, seed, on_invalid, accept_noise, rows, stream, engine, ledger=ledger_path,
+                      dataset_id=dataset_id, budget_cap=budget_cap, raise_cap=raise_cap)
+    return run(request, ledger=ledger if isinstance(ledger, Ledger) else None, progress=progress, on_release=on_release,
+               check_output=check_output)
 
 
 def plan_forecast(
@@ -227,33 +239,51 @@ def _refuse_noise(method: str, outlook: Forecast) -> None:
                      "change the release as the forecast suggests, or pass --accept-noise (accept_noise=True) to release it anyway")
 
 
-def _release(data, domain, method, epsilon, sets, *, delta, rho, columns, seed, options, ledger, dataset_id,
-             budget_cap, raise_cap=False, on_invalid="error", neighbouring=None, release="records", progress=False,
-             on_release=None, tamper: Callable[[Measurement], Measurement] | None = None, accept_noise=False, rows=None,
-             stream=False, engine=None, check_output=None) -> Release:
-    """The release path. ``tamper`` is for the privacy audit only (:mod:`dipsy.audit`): the session
-    hands it every measurement after the charge and runs what it returns — the measurement
-    recorded, replayed from another data set's answers, or with its noise weakened while the plan
-    still states the original cost. A tampered release says it is not private
-    (:data:`dipsy.methods.base.BROKEN`) and is recorded as a test release."""
-    check_declared_rows(rows)
-    synthesizer, budget, delta, scope = _configure(method, epsilon, sets, delta, rho, options, neighbouring, release, domain,
-                                                   columns, seed)
-    if stream and (on_release is None or release == "table"):
+def run(request: Request, *, ledger: Ledger | None = None, progress: bool = False,
+        on_release: Callable[[Release], Any] | None = None, check_output: Callable[..., Any] | None = None,
+        work: RunFolder | None = None, tamper: Callable[[Measurement], Measurement] | None = None) -> Release:
+    """Carry out ``request``: validate, plan, forecast and charge before anything is measured, then
+    fit, draw, state, save and confirm (what :func:`synthesize` and ``dipsy synth`` run).
+
+    Parameters
+    ----------
+    request
+        The release asked for (:class:`~dipsy.request.Request`).
+    ledger
+        The opened ledger to record in (the command line's notes what it records); default
+        ``Ledger(request.ledger)`` when the request names one, else nothing is recorded.
+    progress, on_release, check_output
+        As :func:`synthesize` takes them. When the request has an ``output`` and no
+        ``on_release`` is given, the release is written there (:class:`~dipsy.release.Output`,
+        whose ``check`` runs before the charge), its temporary files in ``work``.
+    tamper
+        For the privacy audit only (:mod:`dipsy.audit`): the session hands it every measurement
+        after the charge and runs what it returns — the measurement recorded, replayed from another
+        data set's answers, or with its noise weakened while the plan still states the original
+        cost. A tampered release says it is not private (:data:`dipsy.methods.base.BROKEN`) and is
+        recorded as a test release.
+    """
+    r = request
+    check_declared_rows(r.rows)
+    synthesizer, budget, delta, scope = _configure(r.method, r.epsilon, r.sets, r.delta, r.rho, r.options, r.neighbouring,
+                                                   r.release, r.domain, r.columns, r.seed)
+    if on_release is None and r.output is not None:
+        out = r.output
+        output = Output(out.folder, out.format, out.overwrite, out.partition_by, r.engine, work=work)
+        on_release, check_output = output, output.check if check_output is None else check_output
+    if r.stream and (on_release is None or r.release == "table"):
         raise DipsyError("a streamed release is drawn as it is written: it needs records and an on_release that saves it",
                          "pass on_release=lambda r: r.save(folder), or leave stream off")
-    if dataset_id is not None and (not isinstance(dataset_id, str) or not dataset_id.strip()):
-        raise DipsyError(f"the data set id {dataset_id!r} is empty (a script's variable that expanded to nothing?): every "
-                         "release of a data set must count under one name", "pass --dataset-id with the data set's name, or leave it out")
-    if ledger is not None and not isinstance(ledger, Ledger):
-        ledger = Ledger(ledger)
+    if ledger is None and r.ledger is not None:
+        ledger = Ledger(r.ledger)
+    data, method, seed, dataset_id, release = r.data, r.method, r.seed, r.dataset_id, r.release
     synthesizer.check_roles(scope)  # before any read: a column leaves a release unchanged only if declared public
-    engine = engine_for(data, scope, on_invalid, engine)
+    engine = engine_for(data, scope, r.on_invalid, r.engine)
     # The one read before the charge: rows are checked against the public domain (a bad row stops
     # the run on the operator's terminal; nothing is released). n reaches the plan only when the
     # relation fixes it (substitution); under add/remove the plan never sees it.
     report = engine.ensure_valid()
-    plan = _narrowed(synthesizer.plan(report.valid_rows if synthesizer.relation.fixes_n else None, scope), on_invalid)
+    plan = _narrowed(synthesizer.plan(report.valid_rows if synthesizer.relation.fixes_n else None, scope), r.on_invalid)
     synthesizer.check_roles(scope, plan)
     _check_discovered(scope, ledger, dataset_id, seed)
     _check_not_public_source(scope, data)
@@ -262,29 +292,29 @@ def _release(data, domain, method, epsilon, sets, *, delta, rho, columns, seed, 
     # operator gave, and its ledger record is written once it is known. It never counts against a DP
     # cap: a data set with one needs a cap for local releases too (checked here, before any measurement).
     local = synthesizer.definition == "local"
-    cap = None if budget_cap is None else parse_cap(budget_cap)
+    cap = None if r.budget_cap is None else parse_cap(r.budget_cap)
     if cap is not None and isinstance(cap, LocalDP) != local:
         raise BudgetError(f"{method}'s guarantee is {'local (not worst-case DP)' if local else 'worst-case DP'}, and the cap "
                           f"{cap} is {'a local' if isinstance(cap, LocalDP) else 'a DP'} one",
                           "give a local-guarantee release --budget-cap local=ε, and a DP release a DP cap (ε, 'ε,δ' or 'rho=ρ')")
     total = plan.declared(budget)  # the accountant refuses a plan that declares more than the budget
-    outlook = forecast(plan, scope, rows=rows, method=method)  # public inputs only: refused before any charge
-    if outlook.noise and not accept_noise:
+    outlook = forecast(plan, scope, rows=r.rows, method=method)  # public inputs only: refused before any charge
+    if outlook.noise and not r.accept_noise:
         _refuse_noise(method, outlook)
     seeded, broken = seed is not None, tamper is not None
     guarantee = "test" if seeded or broken else "local" if local else "dp"
     release_id = uuid.uuid4().hex
-    data_id = None if ledger is None else dataset_id or fingerprint(data)
+    data_id = "" if ledger is None else dataset_id or fingerprint(data)  # read only when there is a ledger
     if ledger is not None and local:  # refused now, before any measurement, if it could never be recorded
         ledger.check(data_id, release_id, [Spend(f"{method}: a local ε_x, measured once it has run", LocalDP(0.0))],
-                     plan.relation, cap=cap, raise_cap=raise_cap, guarantee=guarantee, dataset_id_given=dataset_id is not None)
+                     plan.relation, cap=cap, raise_cap=r.raise_cap, guarantee=guarantee, dataset_id_given=dataset_id is not None)
     if check_output is not None:  # what would fail after the charge is refused before it
         check_output(scope, kind=release, sets=synthesizer.sets, rows=report.valid_rows)
     charged = drawn = False
     try:
         if ledger is not None and not local:  # committed before any measurement: a killed run may over-count, never under-count
             with held():  # the charge and the note of it: an interruption comes after both or neither
-                ledger.reserve(data_id, release_id, method, plan.spends, plan.relation, cap=cap, raise_cap=raise_cap,
+                ledger.reserve(data_id, release_id, method, plan.spends, plan.relation, cap=cap, raise_cap=r.raise_cap,
                                stated_delta=delta, guarantee=guarantee, dataset_id_given=dataset_id is not None)
                 charged = True
         rand = Randomness.from_seed(seed)
@@ -293,12 +323,12 @@ def _release(data, domain, method, epsilon, sets, *, delta, rho, columns, seed, 
             session.reporter = bar.step if progress else None
             model = synthesizer.fit(session, plan)
             session.close()
-            tables = _draw(model, synthesizer.sets, release, scope, rand, bar if progress else None, stream)
+            tables = _draw(model, synthesizer.sets, release, scope, rand, bar if progress else None, r.stream)
         result = Release(
             tables=tables,
             statement=build_statement(synthesizer, plan, session, delta, seeded=seeded, broken=broken),
             method=method,
-            options=_public_options(synthesizer, options),
+            options=public_options(synthesizer, r.options),
             parameters={**plan.parameters, **model.choices()},
             domain=scope,
             spends=session.spends,
@@ -307,20 +337,21 @@ def _release(data, domain, method, epsilon, sets, *, delta, rho, columns, seed, 
             release_id=release_id,
             dipsy_version=__version__,
             kind=release,
-            on_invalid=on_invalid,
+            on_invalid=r.on_invalid,
             dropped_rows=report.invalid_rows,
             forecast=outlook.to_dict() | {"accepted_noise": outlook.noise},
+            request=r.public(public_options(synthesizer, r.options)),
         )
         if ledger is not None and local:
             with held():
-                ledger.reserve(data_id, release_id, method, session.spends, plan.relation, cap=cap, raise_cap=raise_cap,
+                ledger.reserve(data_id, release_id, method, session.spends, plan.relation, cap=cap, raise_cap=r.raise_cap,
                                guarantee=guarantee, dataset_id_given=dataset_id is not None)
                 charged = True
         drawn = True  # from here on_release may make it visible: its ``visible`` says (without one, it may have)
         if on_release is not None:
             on_release(result)
     except BaseException as e:
-        if charged and not (drawn and getattr(on_release, "visible", True)):
+        if charged and ledger is not None and not (drawn and getattr(on_release, "visible", True)):  # charged: ledger is set
             take_back(ledger, release_id, e)
         raise
     finally:
@@ -439,14 +470,14 @@ def _draw(model: Model, sets: int, release: str, scope: Domain, rand: Randomness
     return tables
 
 
-def _public_options(synthesizer: Synthesizer, given: Mapping[str, Any] | None) -> dict[str, Any]:
+def public_options(synthesizer: Synthesizer, given: Mapping[str, Any] | None) -> dict[str, Any]:
     """The options as release.json records them: a public input file by its name and SHA-256
     (public content), never the operator's local path."""
     files = {o.name for o in synthesizer.options if o.public_file}
     out = {}
     for name, value in dict(given or {}).items():
         setting = synthesizer.settings.get(name)
-        if hasattr(setting, "public"):  # e.g. a user's model file: by name, SHA-256 and attribute
+        if setting is not None and hasattr(setting, "public"):  # e.g. a user's model file: by name, SHA-256 and attribute
             out[name] = setting.public()
         elif name in files and isinstance(setting, Path):  # not e.g. rdt's structure=random
             path = Path(str(value))
@@ -471,7 +502,7 @@ class _progress:
             disable=not enabled,
         )
         self.total = total
-        self.step_task = None
+        self.step_task: TaskID | None = None
 
     def __enter__(self) -> "_progress":
         self.bar.start()
@@ -513,7 +544,7 @@ def discover_domain(
 
     The opt-in exception to "the domain is public input" (DESIGN rule 1): a DP measurement charged
     to the data set's ledger, stated in the written domain's ``discovered:`` block and by every
-    release that uses it. See :mod:`dipsy.domain.discovery` for the mechanisms and their proofs.
+    release that uses it. See :mod:`dipsy.methods.discovery` for the mechanisms and their proofs.
 
     Parameters
     ----------
@@ -553,21 +584,23 @@ def discover_domain(
         The command's :class:`~dipsy.engine.owner.RunFolder` beside ``out``, where the file is
         written before it is renamed into place (its ``placed`` then names ``out``).
 
+    Notes
+    -----
     ``out``'s folder must be writable with :data:`~dipsy.release.ROOM_FLOOR` (1 MiB) free, checked
     before anything is charged (a domain file is a few kilobytes of public values). A failure
     before the file is in place takes the spend back.
 
     Returns
     -------
-    dipsy.domain.discovery_run.DiscoveryResult
+    dipsy.discovery_run.DiscoveryResult
         The released categories and bins, the domain (text, and :class:`Domain` when no TODO is left),
         the spends and their total.
     """
-    from .domain.authoring import DomainFile, check_target
-    from .domain.discovery import plan_discovery
-    from .domain.discovery_run import run_discovery
+    from .authoring import DomainFile, check_target
+    from .discovery_run import run_discovery
     from .domain.domain import read_spec
     from .errors import DipsyError
+    from .methods.discovery import plan_discovery
 
     if not isinstance(dataset_id, str) or not dataset_id.strip():
         raise DipsyError("a discovery needs the data set's name in the ledger (--dataset-id)",

@@ -30,6 +30,7 @@ import sqlite3
 import sys
 import tempfile
 import traceback
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
@@ -39,8 +40,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from . import __version__
-from .api import synthesize
+from .api import run
 from .domain import Domain
 from .engine import ENGINES, engine_for
 from .engine.owner import RunFolder
@@ -50,13 +50,16 @@ from .methods import NEIGHBOURINGS
 from .methods import methods as list_methods
 from .methods.base import MAX_ROWS, MAX_SETS
 from .privacy.budget import EPSILON_RANGE, RHO_RANGE
-from .paths import check_outputs
+from .paths import Paths, check_outputs
+from .permissions import umask
 from .privacy import Ledger, default_ledger_path
 from .privacy.known import check_not_lost, forget, protected_ledgers
 from .privacy.composition import composed_total, parse_cap
-from .release import FORMATS, Output, check_target, check_writable_folder
+from .release import FORMATS, check_target, check_writable_folder
 from .release_sets import check_partition_columns
+from .request import Destination, Request
 from .terminal import printable
+from .version import __version__
 
 
 class _Terminal(Console):
@@ -110,13 +113,15 @@ def main(argv: list[str] | None = None) -> int:
     _undo.clear()
     _doing[0] = "running the command"
     _run.reset()
-    code, message, caught = 0, None, None
+    code, message = 0, ""  # on a failure, _usage or _failure gives the message
+    caught: BaseException | None = None
     with terminate_as_interrupt():
         try:
             cli.main(args=argv, prog_name="dipsy", standalone_mode=False)
             sys.stdout.flush()  # a terminal that cannot be written fails here, not at exit
         except click.ClickException as e:
-            if type(e).__name__ == "NoArgsIsHelpError":  # 'dipsy' or 'dipsy domain' alone: show the help
+            # 'dipsy' or 'dipsy domain' alone: show the help (a NoArgsIsHelpError, a UsageError with its context)
+            if type(e).__name__ == "NoArgsIsHelpError" and isinstance(e, click.UsageError) and e.ctx is not None:
                 click.echo(e.ctx.get_help())
                 return 0
             code, message, caught = 2, _usage(e), e
@@ -130,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise e
             caught = e
         if code:
+            assert caught is not None  # both except clauses that set a code set caught too (the other raises)
             with ignored():  # the run is saying how it ended: a second Ctrl-C must not tear that
                 code, line = _run.ending(code, message, caught)
                 # What the failed run still holds (a DuckDB engine and its spill folder of confidential
@@ -177,7 +183,8 @@ def _failure(e: BaseException) -> tuple[int, str]:
     if number is None and not isinstance(e, OSError):  # DuckDB and others name the error in their message only
         number = next((n for n in ENVIRONMENT if os.strerror(n) in str(e)), None)
     if number is not None:
-        where = f" ({e.filename})" if getattr(e, "filename", None) else ""
+        filename = getattr(e, "filename", None)
+        where = f" ({filename})" if filename else ""
         return 2, f"{os.strerror(number).lower()}{where} while {_doing[0]}; {ENVIRONMENT[number]}"
     return 1, (f"internal error: {type(e).__name__}: {_one_line(str(e)) or 'no message'}{_where(e)}; this is a bug in dipsy: "
                "please report it with the command (DIPSY_TRACEBACK=1 shows the traceback)")
@@ -215,6 +222,11 @@ class _Run:
     def placed(self) -> Path | None:
         return None if self.work is None else self.work.placed
 
+    @property
+    def ledger_path(self) -> str:
+        """The ledger's file, for the last line (the ledger is set with ``release_id``, by :meth:`charged`)."""
+        return "(none)" if self.ledger is None else str(self.ledger.path)
+
     def charged(self, ledger: Ledger, dataset_id: str, release_id: str, spends: Any, relation: Any, guarantee: str) -> None:
         budgets = [s.budget for s in spends]
         try:
@@ -230,7 +242,8 @@ class _Run:
         """The exit code and the last line of a command that failed with ``error`` (``code`` and
         ``message`` from :func:`_failure`)."""
         if self.placed is not None:
-            if self.release_id is not None and not self.confirmed:  # interrupted between the rename and the record of it
+            # Interrupted between the rename and the record of it (the ledger is set with release_id).
+            if self.release_id is not None and self.ledger is not None and not self.confirmed:
                 try:
                     self.ledger.confirm(self.release_id)
                 except Exception:  # noqa: BLE001 - it stays pending, counted, and the line says so
@@ -238,14 +251,14 @@ class _Run:
             recorded = "recorded" if self.confirmed else "recorded as pending (counted)"
             what = message if code == 130 else f"{type(error).__name__}: {_one_line(str(error))}"
             return 0, (f"warning: released to {self.placed} (release {self.release_id}): {self.spent}, {recorded} in the ledger "
-                       f"{self.ledger.path}; after that: {what}")
+                       f"{self.ledger_path}; after that: {what}")
         if self.release_id is None:
             if isinstance(error, BrokenPipeError):  # the reader chose to stop reading: nothing to say, and no one to say it to
                 return BROKEN_PIPE, ""
             return code, f"error: {message}" + ("; nothing was charged or released" if code == 130 else "")
         if self.pending:
             return code, (f"error: {message}; nothing was released, but its spend ({self.spent}; release {self.release_id}) "
-                          f"stays pending in the ledger {self.ledger.path}, counted against the data set")
+                          f"stays pending in the ledger {self.ledger_path}, counted against the data set")
         return code, f"error: {message}; nothing was released, and its spend ({self.spent}) was taken back"
 
 
@@ -371,10 +384,11 @@ def _number(flag: str, value: str | None, allowed: tuple[float, float] | None = 
         return x
     if not math.isfinite(x) or x <= 0:
         raise DipsyError(f"{name} must be a finite number > 0, got {value!r}", f"pass {flag} with a positive number, e.g. 1.0")
-    lo, hi = allowed
-    if not lo <= x <= hi:
-        raise DipsyError(f"{name} must lie between {lo:g} and {hi:g}, got {value}",
-                         f"pass {flag} within that range (a smaller ε or ρ gives noise that swamps the data, a larger one no privacy)")
+    if allowed is not None:
+        lo, hi = allowed
+        if not lo <= x <= hi:
+            raise DipsyError(f"{name} must lie between {lo:g} and {hi:g}, got {value}",
+                             f"pass {flag} within that range (a smaller ε or ρ gives noise that swamps the data, a larger one no privacy)")
     return x
 
 
@@ -487,7 +501,7 @@ def domain_init(data: Path, out_path: Path, public: Path | None, overwrite: bool
     No value of DATA is read or written: every category list, bound and bin (and every kind of a
     CSV file) is TODO, to fill from public knowledge; dipsy refuses the file until none is left.
     """
-    from .domain.authoring import check_target, init_domain, write_skeleton
+    from .authoring import check_target, init_domain, write_skeleton
 
     check_target(out_path, overwrite)  # every output check before any work
     _check_output_file(out_path, "--out")
@@ -529,9 +543,9 @@ def domain_discover(data: Path, domain_path: Path, out_path: Path, epsilon: str,
     the discovery, and every release that uses it states it.
     """
     from .api import discover_domain
-    from .domain.authoring import check_target
+    from .authoring import check_target
     from .domain.domain import read_spec
-    from .domain.discovery import plan_discovery
+    from .methods.discovery import plan_discovery
 
     _number("--epsilon", epsilon, EPSILON_RANGE)
     _number("--delta", delta)
@@ -654,9 +668,7 @@ def synth(
 ) -> None:
     """Synthesize DATA (CSV or Parquet) under differential privacy and write a release to --out."""
     # Everything that can be checked before any work is checked here, in this order.
-    _number("--epsilon", epsilon, EPSILON_RANGE)
-    _number("--delta", delta)
-    _number("--rho", rho, RHO_RANGE)
+    given_budget = _number("--epsilon", epsilon, EPSILON_RANGE), _number("--delta", delta), _number("--rho", rho, RHO_RANGE)
     if sets > MAX_SETS:
         raise DipsyError(f"sets must be at most {MAX_SETS}, got {sets}", "each set costs ε/m: a few sets (5–50) serve inference")
     if budget_cap is not None:
@@ -665,7 +677,7 @@ def synth(
     parsed = _options(options)
     check_target(out_dir, overwrite)
     ledger_path = Path(ledger or default_ledger_path())
-    reads = {"the data": data, "the --domain file": domain_path, **_option_files(method, parsed)}
+    reads: Paths = {"the data": data, "the --domain file": domain_path, **_option_files(method, parsed)}
     check_outputs({}, reads, ledgers=protected_ledgers(ledger_path), out_folder=("--out", out_dir))
     check_outputs({"--ledger": ledger_path}, reads)
     _check_ledger_path(ledger_path)
@@ -678,38 +690,18 @@ def synth(
     _keep_no_new_folders(out_dir.parent)
     _keep_no_new_ledger(ledger_path)
     _doing[0] = f"synthesizing from {data}"
+    named = None if chosen is None else tuple(chosen)
+    request = Request(data, domain, method, *given_budget, sets, named, parsed, neighbouring, kind, seed, on_invalid, accept_noise, rows,
+                      stream, engine, output=Destination(out_dir, fmt, overwrite, partitions), ledger=ledger_path,
+                      dataset_id=dataset_id, budget_cap=budget_cap, raise_cap=raise_cap)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     # Every temporary file of the run (the release being written, the engine's scratch) in one
     # folder beside --out, removed on every way out; the printing below comes after it is gone.
     with RunFolder(out_dir.parent, out_dir.name) as work:
         _run.work = work
-        output = Output(out_dir, fmt, overwrite, partitions, engine, work=work)
-        release = synthesize(
-            data,
-            domain,
-            method=method,
-            epsilon=epsilon,
-            delta=delta,
-            rho=rho,
-            sets=sets,
-            columns=chosen,
-            seed=seed,
-            options=parsed,
-            ledger=_Recording(ledger_path),
-            dataset_id=dataset_id,
-            budget_cap=budget_cap,
-            raise_cap=raise_cap,
-            on_invalid=on_invalid,
-            neighbouring=neighbouring,
-            release=kind,
-            progress=sys.stderr.isatty(),  # a progress bar only for a person at a terminal, never in a log
-            on_release=output,
-            accept_noise=accept_noise,
-            rows=rows,
-            stream=stream,
-            engine=engine,
-            check_output=output.check,  # the folder, its room, the categories' format: before the charge
-        )
+        # The release is written to the request's output (checked before the charge: the folder,
+        # its room, the categories' format); a progress bar only for a person at a terminal, never in a log.
+        release = run(request, ledger=_Recording(ledger_path), progress=sys.stderr.isatty(), work=work)
     _print_forecast(release.forecast)
     for note in _domain_notes(release.domain):
         out.print(f"note: {note}")
@@ -767,9 +759,8 @@ def plan_command(data: Path | None, domain_path: Path, method: str, epsilon: str
     """
     from .api import plan_forecast
 
-    _number("--epsilon", epsilon, EPSILON_RANGE)
-    _number("--delta", delta)
-    _number("--rho", rho, RHO_RANGE)
+    budget = {"epsilon": _number("--epsilon", epsilon, EPSILON_RANGE), "delta": _number("--delta", delta),
+              "rho": _number("--rho", rho, RHO_RANGE)}
     if json_path is not None:
         _check_output_file(json_path, "--json")
         check_outputs({"--json": json_path}, {"the data": data, "the --domain file": domain_path,
@@ -778,8 +769,8 @@ def plan_command(data: Path | None, domain_path: Path, method: str, epsilon: str
     chosen = _columns(columns)
     domain.project(chosen)
     _doing[0] = "forecasting the release"
-    result = plan_forecast(data, domain, method, epsilon, sets, delta=delta, rho=rho, columns=chosen, options=_options(options),
-                           on_invalid=on_invalid, neighbouring=neighbouring, rows=rows)
+    result = plan_forecast(data, domain, method, budget["epsilon"], sets, delta=budget["delta"], rho=budget["rho"], columns=chosen,
+                           options=_options(options), on_invalid=on_invalid, neighbouring=neighbouring, rows=rows)
     table = Table("part", "verdict", "what the numbers say", title=f"forecast for {method}: {result.verdict.upper()}")
     for part in result.parts:
         table.add_row(part["what"] + (f" (×{part['sets']})" if part.get("sets") else ""), part["verdict"], part["text"])
@@ -955,7 +946,7 @@ def evaluate_command(data: Path, release_dir: Path, domain_path: Path | None, re
         _undo.append(lambda: pending.unlink(missing_ok=True))
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(json.dumps(jsonable(metrics), indent=1, allow_nan=False) + "\n")
-        pending.chmod(0o666 & ~_umask())
+        pending.chmod(0o666 & ~umask())
     if report_path:
         _keep_no_new_folders(report_path.parent)
         existed = report_path.exists()
@@ -964,7 +955,7 @@ def evaluate_command(data: Path, release_dir: Path, domain_path: Path | None, re
         write_report(metrics, read_original(data, domain), tables, domain, report_path)
         if not existed:
             _undo.append(lambda: report_path.unlink(missing_ok=True))
-    if pending is not None:
+    if pending is not None and json_path is not None:  # pending is made for a json_path only
         os.replace(pending, json_path)
         out.print(f"wrote {json_path}")
     if report_path:
@@ -1007,7 +998,7 @@ def compare_command(data: Path, release_dirs: tuple[Path, ...], column: str, rep
             path.parent.mkdir(parents=True, exist_ok=True)
             write(path)
             if not existed:
-                _undo.append(lambda p=path: p.unlink(missing_ok=True))
+                _undo.append(partial(path.unlink, missing_ok=True))
             out.print(f"wrote {path}")
 
 
@@ -1019,12 +1010,6 @@ def _check_output_file(path: Path, flag: str) -> None:
         check_writable_folder(path.parent, flag)
     except ReleaseError as e:
         raise DipsyError(f"cannot write {flag} {str(path)!r}: {e.problem}", f"pass {flag} with a writable path") from None
-
-
-def _umask() -> int:
-    from .release import _umask as umask
-
-    return umask()
 
 
 @cli.group()

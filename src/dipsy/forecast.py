@@ -124,7 +124,7 @@ def check_declared_rows(rows: Any) -> None:
     """
     if rows is None:
         return
-    if isinstance(rows, bool) or not isinstance(rows, numbers.Integral) or not 1 <= rows <= MAX_ROWS:
+    if isinstance(rows, bool) or not isinstance(rows, numbers.Integral) or not 1 <= int(rows) <= MAX_ROWS:
         shown = repr(rows) if len(repr(rows)) <= 40 else repr(rows)[:37] + "..."
         raise DipsyError(f"the declared row count must be a whole number from 1 to {MAX_ROWS:,}, got {shown}",
                          "pass --rows (rows=) with the number of rows you declare public, e.g. 1000, or leave it out")
@@ -191,7 +191,10 @@ def _cells(query: Any, domain: Domain) -> int | None:
     if not isinstance(query, Table):
         return None
     source = query.domain or domain
-    return math.prod(source[c].size for c in query.columns) if all(c in source for c in query.columns) else None
+    if not all(c in source for c in query.columns):
+        return None
+    sizes = [source[c].size for c in query.columns]
+    return math.prod(s for s in sizes if s is not None) if None not in sizes else None  # None: a column without cells
 
 
 def _part(m: Any, domain: Domain, n: int | None) -> dict | None:
@@ -270,8 +273,8 @@ def _ratio(share: float) -> str:
     """``share`` as 'prior : data' in whole percent, e.g. '97 : 3'."""
     a = min(100, max(0, round(100 * share)))
     if a in (0, 100) and 0 < share < 1:  # say 99.8 : 0.2, not 100 : 0, while the other side is not nil
-        a = round(100 * share, 1)
-        return f"{a:g} : {round(100 - a, 1):g}"
+        tenths = round(100 * share, 1)
+        return f"{tenths:g} : {round(100 - tenths, 1):g}"
     return f"{a} : {100 - a}"
 
 
@@ -333,11 +336,15 @@ def _sanitization(what: str, mech: Any, domain: Domain, n: int | None) -> dict |
         elif column is None:
             continue
         else:
+            assert column.lower is not None and column.upper is not None, "Column checks every numeric column's bounds"
             width = float(column.upper) - float(column.lower)
             per_record = not any(w in name for w in ("sum", "cross"))
-            if not per_record and n is None:
+            if per_record:
+                noise = sd
+            elif n is None:
                 continue
-            noise = sd if per_record else sd / n
+            else:
+                noise = sd / n
             if any(w in name for w in ("variance", "squares", "cross")):
                 spread = math.sqrt(noise)
                 ratio = spread / width

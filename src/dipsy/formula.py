@@ -180,6 +180,7 @@ def _tokens(text: str) -> list[_Token]:
                 what = repr(char)
             raise DipsyError(f"cannot read the formula {text!r}: at character {at + 1}, {what}", _WHAT_TO_WRITE)
         if m.lastgroup != "space":
+            assert m.lastgroup is not None, "every alternative of _TOKEN is a named group"
             tokens.append(_Token(m.lastgroup, m.group(), at))
         at = m.end()
     tokens.append(_Token("end", "", len(text)))
@@ -566,6 +567,7 @@ def _evaluate(formula: Formula, factor: Factor, data: "pd.DataFrame") -> np.ndar
     if factor.coding == "numeric":
         with np.errstate(all="ignore"):  # log(0), x / 0: -inf and NaN (left out), as NumPy gives them
             return np.asarray(_arithmetic(formula, factor, factor.expression, data), dtype=float)
+    assert isinstance(factor.expression, Column), "the parser codes only a bare column or C(column) as categorical or guess"
     series = _series(formula, data, factor.expression.name)
     categorical = isinstance(series.dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(series) \
         or not pd.api.types.is_numeric_dtype(series)

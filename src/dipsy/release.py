@@ -50,12 +50,13 @@ import numpy as np
 import pandas as pd
 
 from .domain import Domain, encode_frame
-from .domain.codec import _as_text, decode_column
+from .domain.codec import as_text, decode_column
 from .engine.owner import OWNER_SUFFIX, RunFolder, owner_of
 from .errors import ReleaseError
 from .interrupts import held
 from .methods import Statement
 from .methods.counts import describe_cells
+from .permissions import umask
 from .privacy import Spend
 from .release_sets import ChunkedSet, check_partition_columns, is_set_folder, write_set
 
@@ -109,6 +110,8 @@ class Release:
     dropped_rows: int = 0
     #: The expected error forecast from the plan before any measurement (:mod:`dipsy.forecast`): public inputs only.
     forecast: dict[str, Any] | None = None
+    #: The request's public fields (:meth:`dipsy.request.Request.public`): what was asked for, as given.
+    request: dict[str, Any] | None = None
 
     def metadata(self) -> dict[str, Any]:
         """The content of ``release.json``."""
@@ -142,6 +145,8 @@ class Release:
         }
         if self.forecast is not None:
             meta["forecast"] = self.forecast
+        if self.request is not None:
+            meta["request"] = self.request
         if self.kind == "table":
             meta["cells"] = describe_cells(self.domain)
             meta["files"] = [f"{self.stem}_{k}" for k in range(1, len(self.tables) + 1)]
@@ -172,7 +177,9 @@ class Release:
             sweep_stale(out)
             if work is None:
                 run = RunFolder(out.parent, out.name)
-            tmp = Path(work if work is not None else run.path) / "release"
+                tmp = Path(run.path) / "release"
+            else:
+                tmp = Path(work) / "release"
             tmp.mkdir()
         except OSError as e:
             if run is not None:
@@ -190,7 +197,7 @@ class Release:
                     table.to_csv(target, index=False)
             self.domain.save(tmp / "domain.yaml")
             (tmp / "release.json").write_text(json.dumps(self.metadata(), indent=2, default=str) + "\n", encoding="utf-8")
-            tmp.chmod(0o777 & ~_umask())
+            tmp.chmod(0o777 & ~umask())
             _move_into_place(tmp, out, overwrite, on_placed)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)  # at once: on a full device its room is wanted back
@@ -286,9 +293,9 @@ def estimate_bytes(domain: Domain, kind: str, sets: int, rows: int, format: str)
             elif sum(len(t) for t in texts) > PARQUET_DICTIONARY:
                 width += longest + 4
             else:
-                width += max(1, math.ceil(math.log2(max(c.size, 2)) / 8))
+                width += max(1, math.ceil(math.log2(max(c.n_codes, 2)) / 8))
         elif c.kind == "integer" and c.bins is None and format == "csv":
-            width += max(len(str(int(c.lower))), len(str(int(c.upper)))) + 1
+            width += max(len(str(int(b))) for b in c.bounds) + 1
         else:
             width += 25 if format == "csv" else 8
     records = rows
@@ -314,7 +321,7 @@ def check_room(folder: str | Path, need: int) -> None:
                            "free some space there, or choose an --out on a device with room")
 
 
-def _bytes(n: int) -> str:
+def _bytes(n: float) -> str:
     for unit in ("bytes", "KiB", "MiB", "GiB"):
         if n < 1024 or unit == "GiB":
             return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
@@ -346,15 +353,15 @@ def check_storable(domain: Domain, format: str, partition_by: tuple[str, ...] = 
         if not column.is_categorical:
             continue
         if column.name in partition_by:
-            names = [f"{column.name}={quote(str(v), safe='')}" for v in column.categories]
+            names = [f"{column.name}={quote(str(v), safe='')}" for v in column.levels]
             long = [n for n in names if len(n.encode("utf-8")) > longest]
             if long:
                 raise ReleaseError(f"partition column {column.name!r}: the folder name {long[0][:60]!r}… is longer than the "
                                    f"{longest} bytes a name may have here", "partition by a column with shorter categories")
             continue
-        codes = np.arange(len(column.categories))
+        codes = np.arange(len(column.levels))
         frame = pd.DataFrame({column.name: decode_column(codes, column, np.random.default_rng(0))})
-        shown = ", ".join(map(repr, column.categories[:3])) + (", …" if len(column.categories) > 3 else "")
+        shown = ", ".join(map(repr, column.levels[:3])) + (", …" if len(column.levels) > 3 else "")
         try:
             back = _written_and_read(frame, format)
         except Exception as e:  # noqa: BLE001 - the writer's own refusal (e.g. pyarrow: values of mixed types)
@@ -366,9 +373,9 @@ def check_storable(domain: Domain, format: str, partition_by: tuple[str, ...] = 
         wrong = np.flatnonzero(encoded[column.name].codes != codes) if encoded else codes
         if len(wrong):
             value = back[column.name].iloc[[wrong[0]]]
-            seen = value.iloc[0] if column.numeric_categories else _as_text(value)[0]  # as the codec matches it
+            seen = value.iloc[0] if column.numeric_categories else as_text(value)[0]  # as the codec matches it
             seen = "a missing value" if value.isna().iloc[0] else repr(seen)
-            raise ReleaseError(f"column {column.name!r}: the category {column.categories[wrong[0]]!r} does not read back from "
+            raise ReleaseError(f"column {column.name!r}: the category {column.levels[wrong[0]]!r} does not read back from "
                                f"{_FORMAT_NAMES[format]} as itself (read back, it is {seen})",
                                "quote the categories in the domain file so that they are text, or choose the other --format")
 
@@ -474,7 +481,7 @@ def sweep_stale(out: Path) -> list[Path]:
     targets or without a marker are left alone. (Run folders are swept by
     :func:`~dipsy.engine.owner.sweep_runs`.)"""
     out = Path(out)
-    removed = []
+    removed: list[Path] = []
     try:
         markers = sorted(out.parent.glob(f".{glob.escape(out.name)}.*{OWNER_SUFFIX}"))
     except OSError:
@@ -515,20 +522,6 @@ def _with_transformations(privacy: dict[str, Any], domain: Domain) -> dict[str, 
     if claim is privacy:
         return stated
     return {**privacy, "if_unseeded": stated}
-
-
-def _umask() -> int:
-    """The process's umask (read without changing it where /proc allows)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 def _move_into_place(tmp: Path, out: Path, overwrite: bool, on_placed: Callable[[], None] | None) -> None:

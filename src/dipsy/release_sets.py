@@ -85,15 +85,15 @@ def write_set(chunks: Iterable[pd.DataFrame], folder: Path, format: str, domain:
             raise ReleaseError("Spark writes a release as Parquet", "use --format parquet with --engine spark")
         from .engine.spark_engine import write_parquet
 
-        rows = [0]
+        written = [0]
 
         def counted():
             for chunk in chunks:
-                rows[0] += len(chunk)
+                written[0] += len(chunk)
                 yield chunk
 
         write_parquet(counted(), folder, partition_by)
-        return rows[0]
+        return written[0]
     folder.mkdir()
     rows = 0
     for i, chunk in enumerate(chunks):

@@ -124,6 +124,7 @@ def checks(record: Recorded, draws: int = DRAWS, seed: int = 0) -> list[Check]:
     m = record.measurement
     out = [check(m.label, m.cost, record.ran, record.answer, record.neighbour, draws, seed)]
     if isinstance(m.mechanism, Composed):
+        assert isinstance(record.ran, Composed), "a Composed measurement runs a Composed mechanism (weakened or not)"
         for k, (label, stated, ran) in enumerate(zip(m.mechanism.labels, m.mechanism.parts, record.ran.parts)):
             out.append(check(f"{m.label} / {label}", stated.cost, ran, record.answer[k], record.neighbour[k], draws, seed + k + 1))
     return out
@@ -191,7 +192,8 @@ def _bound(first: np.ndarray, second: np.ndarray, delta: float) -> tuple[float, 
     """Pick the event and its direction on the first half of the draws, bound it on the second."""
     half = len(first) // 2
     n, m = half, len(first) - half
-    best, choice = -math.inf, None
+    best = -math.inf
+    choice: tuple[str, str, float, str] | None = None
     for (name, fa), (_, fb) in zip(_features(first[:half]), _features(second[:half])):
         pooled = np.concatenate([fa, fb])
         thresholds = np.unique(pooled)
@@ -204,12 +206,14 @@ def _bound(first: np.ndarray, second: np.ndarray, delta: float) -> tuple[float, 
                 i = int(np.argmax(bounds))
                 if choice is None or bounds[i] > best:
                     best, choice = bounds[i], (name, op, thresholds[i], direction)
+    if choice is None:
+        raise ValueError("the draws have no output to compare")
     name, op, t, direction = choice
     index = [f for f, _ in _features(first[:1])].index(name)
     fa, fb = _features(first[half:])[index][1], _features(second[half:])[index][1]
-    ka, kb = (int((fa >= t).sum()), int((fb >= t).sum())) if op == ">=" else (int((fa <= t).sum()), int((fb <= t).sum()))
-    k1, k0 = (ka, kb) if direction == "D over D'" else (kb, ka)
-    return lower_bound(k1, k0, m, delta), f"{name} {op} {t:g} ({direction})"
+    hits_a, hits_b = (int((fa >= t).sum()), int((fb >= t).sum())) if op == ">=" else (int((fa <= t).sum()), int((fb <= t).sum()))
+    top, bottom = (hits_a, hits_b) if direction == "D over D'" else (hits_b, hits_a)
+    return lower_bound(top, bottom, m, delta), f"{name} {op} {t:g} ({direction})"
 
 
 def composed(records: list[Recorded], found: list[list[Check]], total: Budget) -> Check:

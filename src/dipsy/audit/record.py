@@ -1,6 +1,6 @@
 r"""The release path, run for the audit: once on D recording every measurement, once on D' replaying D's answers.
 
-Both runs are :func:`dipsy.api._release` — validation, plan, session, fit, draw, statement —
+Both runs are :func:`dipsy.api.run` — validation, plan, session, fit, draw, statement —
 with its ``tamper`` hook, which :class:`~dipsy.privacy.session.Session` applies to every
 measurement just before it runs (after the charge), and nothing else changed:
 
@@ -26,11 +26,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from ..api import _release
+from ..api import run
 from ..engine import engine_for
 from ..privacy.measurement import Measurement, Mechanism, Query
 from ..privacy.rng import Randomness
 from ..release import Release
+from ..request import Request
 from .cases import Case
 
 #: The broken variant's factor on every noise scale (or prior strength).
@@ -89,10 +90,10 @@ def release(case: Case, data: Any, seed: int, folder: Path, tamper: Callable[[Me
     quiet = logging.getLogger("dipsy")
     level, quiet.level = quiet.level, logging.ERROR  # tiny data make the marginal methods warn on every run
     try:
-        return _release(data, case.domain, case.method, kwargs.get("epsilon"), 1, delta=kwargs.get("delta"),
-                        rho=kwargs.get("rho"), columns=None, seed=seed, options=options, ledger=None, dataset_id=None,
-                        budget_cap=None, release=kwargs.get("release", "records"), neighbouring=kwargs.get("neighbouring"),
-                        tamper=tamper, accept_noise=True)  # the audit tests the guarantee, not the utility
+        request = Request(data, case.domain, case.method, kwargs.get("epsilon"), kwargs.get("delta"), kwargs.get("rho"),
+                          options=options, release=kwargs.get("release", "records"), neighbouring=kwargs.get("neighbouring"),
+                          seed=seed, accept_noise=True)  # the audit tests the guarantee, not the utility
+        return run(request, tamper=tamper)
     finally:
         quiet.setLevel(level)
 

@@ -2,8 +2,8 @@
 
 from .codec import decode, encode_column, encode_frame, valid_rows
 from .columns import Column
-from .domain import Domain
-from .limits import CELL_LIMIT, MAX_CODES, check_cells
+from .domain import Domain, check_cells
+from .limits import CELL_LIMIT, MAX_CODES
 from .validation import ColumnIssue, ValidationReport
 
 __all__ = ["CELL_LIMIT", "Column", "ColumnIssue", "Domain", "MAX_CODES", "ValidationReport", "check_cells", "decode",

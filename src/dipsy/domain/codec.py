@@ -50,7 +50,7 @@ def encode_column(values: pd.Series, column: Column) -> EncodedColumn:
     """
     missing = values.isna().to_numpy()
     if column.is_categorical and not column.numeric_categories:
-        text = _as_text(values)
+        text = as_text(values)
         codes = pd.Index(column.category_texts).get_indexer(text).astype(np.int64)
         wrong = np.zeros_like(missing)
         outside = ~missing & (codes < 0)
@@ -92,7 +92,8 @@ def clipped(v: np.ndarray, column: Column) -> np.ndarray:
     """
     if not column.clip:
         return v
-    return np.clip(v, float(column.lower), float(column.upper))
+    lower, upper = column.bounds
+    return np.clip(v, float(lower), float(upper))
 
 
 def numbers(values: pd.Series, column: Column) -> np.ndarray:
@@ -143,7 +144,7 @@ def decode_column(codes: np.ndarray, column: Column, rng: np.random.Generator) -
         table = np.asarray(cats, dtype=object if not column.numeric_categories else None)
         return table[codes]
     if column.bins is None:
-        return (int(column.lower) + codes).astype(np.int64)
+        return (int(column.bounds[0]) + codes).astype(np.int64)
     if column.kind == "integer":
         low, high = column.integer_bin_ranges()
         return rng.integers(low[codes], high[codes], endpoint=True)
@@ -155,7 +156,7 @@ def decode_column(codes: np.ndarray, column: Column, rng: np.random.Generator) -
     return np.where(last, np.minimum(x, hi), np.minimum(x, np.nextafter(hi, lo)))
 
 
-def _as_text(values: pd.Series) -> np.ndarray:
+def as_text(values: pd.Series) -> np.ndarray:
     """Values as text, whole-number floats without their '.0' (as the DuckDB engine does)."""
     if pd.api.types.is_float_dtype(values.dtype):
         v = values.to_numpy(dtype=float, na_value=np.nan)

@@ -106,7 +106,7 @@ class Column:
 
     @classmethod
     def from_dict(cls, name: str, spec: Mapping[str, Any]) -> "Column":
-        """Build a column from its entry in a domain file (see the README for the format)."""
+        """Build a column from its entry in a domain file (see docs/guides/domain.md for the format)."""
         if not isinstance(spec, Mapping):
             raise DomainError(f"column {name!r} is not a mapping", "give it a kind and its categories or bounds")
         unknown = set(spec) - _FIELDS
@@ -147,7 +147,7 @@ class Column:
         """The column's entry in a domain file (bins as edges)."""
         out: dict[str, Any] = {"kind": self.kind}
         if self.is_categorical:
-            out["categories"] = list(self.categories)
+            out["categories"] = list(self.levels)
             if self.labels is not None:
                 out["labels"] = list(self.labels)
         else:
@@ -168,14 +168,39 @@ class Column:
         return self.kind in ("categorical", "ordinal")
 
     @property
+    def levels(self) -> tuple:
+        """The categories of a categorical or ordinal column; a DomainError for any other kind.
+
+        >>> Column("Race", "categorical", categories=(1, 2, 3)).levels
+        (1, 2, 3)
+        """
+        if self.categories is None:  # __post_init__ requires categories exactly when the kind is categorical
+            raise DomainError(f"column {self.name!r} is {self.kind} and has no categories",
+                              "use its bounds, or make it categorical or ordinal")
+        return self.categories
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """The public ``(lower, upper)`` of an integer or numeric column, as declared; a DomainError for
+        a categorical or ordinal one.
+
+        >>> Column("Age", "integer", lower=0, upper=99).bounds
+        (0, 99)
+        """
+        if self.lower is None or self.upper is None:  # __post_init__ requires both for integer and numeric kinds
+            raise DomainError(f"column {self.name!r} is {self.kind} and has no bounds",
+                              "use its categories, or make it integer or numeric")
+        return self.lower, self.upper
+
+    @property
     def numeric_categories(self) -> bool:
         """Categories are all numbers, so data values are matched as numbers (1 == 1.0)."""
-        return self.is_categorical and all(_is_number(c) for c in self.categories)
+        return self.is_categorical and all(_is_number(c) for c in self.levels)
 
     @property
     def category_texts(self) -> tuple[str, ...]:
         """Categories as the text data values are matched against (whole floats without '.0')."""
-        return tuple(str(int(c)) if isinstance(c, float) and c.is_integer() else str(c) for c in self.categories)
+        return tuple(str(int(c)) if isinstance(c, float) and c.is_integer() else str(c) for c in self.levels)
 
     @property
     def encodable(self) -> bool:
@@ -186,18 +211,33 @@ class Column:
     def size(self) -> int | None:
         """Number of codes, or None for a numeric column without bins."""
         if self.is_categorical:
-            return len(self.categories)
+            return len(self.levels)
         if self.bins is not None:
             return len(self.bins) - 1
         if self.kind == "integer":
-            return int(self.upper) - int(self.lower) + 1
+            lower, upper = self.bounds
+            return int(upper) - int(lower) + 1
         return None
+
+    @property
+    def n_codes(self) -> int:
+        """Number of codes of an encodable column; a DomainError for a numeric column without bins.
+
+        >>> Column("Age", "integer", lower=0, upper=99).n_codes
+        100
+        """
+        size = self.size
+        if size is None:
+            raise DomainError(f"column {self.name!r} is numeric without bins, so it has no codes",
+                              "give it 'bins:' in the domain file, or leave it out with --columns")
+        return size
 
     def clip_statement(self) -> str | None:
         """The release's line for a clipped column (from the domain alone), or None."""
         if not self.clip:
             return None
-        return (f"{self.name}: values outside [{_number_text(self.lower)}, {_number_text(self.upper)}] set to the "
+        lower, upper = self.bounds
+        return (f"{self.name}: values outside [{_number_text(lower)}, {_number_text(upper)}] set to the "
                 "nearest bound (top/bottom-coding declared in the domain)")
 
     def integer_bin_ranges(self) -> tuple[np.ndarray, np.ndarray]:
@@ -250,14 +290,15 @@ class Column:
             raise DomainError(f"{where} is {self.kind} but has bounds or bins", "remove them or change the kind")
 
     def _check_bounds(self, where: str) -> None:
-        if not (_is_number(self.lower) and _is_number(self.upper)):
+        lower, upper = self.lower, self.upper
+        if lower is None or upper is None or not (_is_number(lower) and _is_number(upper)):
             raise DomainError(
                 f"{where} ({self.kind}) needs numeric public bounds 'lower' and 'upper'",
                 "declare them from public knowledge, never from the confidential data",
             )
-        if not (math.isfinite(self.lower) and math.isfinite(self.upper)) or self.lower >= self.upper:
-            raise DomainError(f"{where} has bounds [{self.lower}, {self.upper}]", "give finite bounds with lower < upper")
-        if self.kind == "integer" and not (float(self.lower).is_integer() and float(self.upper).is_integer()):
+        if not (math.isfinite(lower) and math.isfinite(upper)) or lower >= upper:
+            raise DomainError(f"{where} has bounds [{lower}, {upper}]", "give finite bounds with lower < upper")
+        if self.kind == "integer" and not (float(lower).is_integer() and float(upper).is_integer()):
             raise DomainError(f"{where} is integer with non-integer bounds", "give whole-number bounds")
         if self.categories is not None or self.labels is not None:
             raise DomainError(f"{where} is {self.kind} but lists categories", "remove them or make it categorical")

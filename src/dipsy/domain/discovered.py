@@ -1,6 +1,6 @@
 """What a domain says of the values a DP measurement of the confidential data gave it.
 
-``dipsy domain discover`` (:mod:`dipsy.domain.discovery`) fills some of a skeleton's category lists
+``dipsy domain discover`` (:mod:`dipsy.methods.discovery`) fills some of a skeleton's category lists
 and bins by a differentially private measurement charged to the data set's ledger, and writes a
 top-level ``discovered:`` block into the domain file::
 

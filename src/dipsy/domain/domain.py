@@ -3,7 +3,7 @@
 The domain is public input (design rule 1): the categories and bounds of every column come from
 the user's file, never from the confidential data.
 
-A domain file looks like this (see the README for the full format)::
+A domain file looks like this (see docs/guides/domain.md for the full format)::
 
     name: ce
     columns:
@@ -49,9 +49,9 @@ import yaml
 from ..errors import DomainError
 from .columns import Column
 from .discovered import Discovery
-from .limits import MAX_CODES, MAX_COLUMNS, MAX_DOMAIN_BYTES, too_many_codes
+from .limits import CELL_LIMIT, MAX_CODES, MAX_COLUMNS, MAX_DOMAIN_BYTES, too_many_codes
 
-#: What refuses a YAML anchor or alias (see :func:`_load_yaml`).
+#: What refuses a YAML anchor or alias (see :func:`load_yaml`).
 ANCHOR_FIX = "write the domain without YAML anchors (&) and aliases (*): spell each entry out"
 #: The placeholder ``dipsy domain init`` writes for what the steward must declare.
 TODO = "TODO"
@@ -135,7 +135,7 @@ class Domain:
                     f"column {c.name!r} is numeric without bins, so it has no cells to count",
                     "give it 'bins:' in the domain file, or leave it out with --columns",
                 )
-        return tuple(c.size for c in cols)
+        return tuple(c.n_codes for c in cols)
 
     def cells(self, names: Iterable[str] | None = None) -> int:
         """Number of cells of the full cross-tabulation (a Python int: it may pass 2**63)."""
@@ -163,7 +163,7 @@ class Domain:
     @classmethod
     def from_dict(cls, spec: Mapping[str, Any]) -> "Domain":
         if not isinstance(spec, Mapping):
-            raise DomainError("the domain file is not a mapping", "start it with 'columns:' (see the README)")
+            raise DomainError("the domain file is not a mapping", "start it with 'columns:' (see docs/guides/domain.md)")
         if "columns" not in spec:
             if spec and all(isinstance(v, int) and not isinstance(v, bool) for v in spec.values()):
                 return cls.from_sizes(spec)
@@ -253,13 +253,13 @@ def read_spec(path: str | Path) -> Any:
             "save it as UTF-8 (e.g. iconv -f latin1 -t utf-8 FILE > NEW); a domain file is YAML or JSON text",
         ) from None
     try:
-        spec = json.loads(text, object_pairs_hook=_unique_keys(path)) if path.suffix.lower() == ".json" else _load_yaml(text, path)
+        spec = json.loads(text, object_pairs_hook=_unique_keys(path)) if path.suffix.lower() == ".json" else load_yaml(text, path)
     except (yaml.YAMLError, ValueError) as e:  # JSONDecodeError is a ValueError; so is a bad YAML date
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise DomainError(f"domain file {str(path)!r} is malformed: {first}", "fix its syntax (see the README)") from None
+        raise DomainError(f"domain file {str(path)!r} is malformed: {first}", "fix its syntax (see docs/guides/domain.md)") from None
     except RecursionError:
         raise DomainError(f"domain file {str(path)!r} is nested too deeply to be a domain",
-                          "write it as in the README: columns, each with its kind and categories or bounds") from None
+                          "write it as in docs/guides/domain.md: columns, each with its kind and categories or bounds") from None
     return spec
 
 
@@ -267,7 +267,7 @@ class _DomainLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ign
     """The safe loader (C-accelerated where libyaml is present)."""
 
 
-def _load_yaml(text: str, path: Path) -> Any:
+def load_yaml(text: str, path: Path) -> Any:
     """YAML without anchors or aliases: a few hundred bytes of nested aliases expand to billions of
     characters (a "billion laughs"), so a domain file may not use them. The events are checked
     before anything is built; only a text holding '&' or '*' needs the check."""
@@ -340,14 +340,14 @@ def _refuse_placeholders(columns: Mapping[Any, Any]) -> None:
     if found:
         count = sum(len(fields) for fields in found.values())
         shown = list(found.items())[:TODO_SHOWN]  # one line: a skeleton of thousands of columns names the first few
-        listed = "; ".join(f"{name} ({', '.join(fields)})" for name, fields in shown)
+        where = "; ".join(f"{name} ({', '.join(fields)})" for name, fields in shown)
         if len(found) > TODO_SHOWN:
-            listed += f"; and {len(found) - TODO_SHOWN:,} more column(s)"
+            where += f"; and {len(found) - TODO_SHOWN:,} more column(s)"
         raise DomainError(
-            f"the domain still has {count} TODO placeholder{'s' if count != 1 else ''} to fill: {listed}",
+            f"the domain still has {count} TODO placeholder{'s' if count != 1 else ''} to fill: {where}",
             "declare each from public knowledge (a codebook, a previous public release; 'dipsy domain init DATA "
             "--from-public FILE' fills categories and bounds from a public file), never from the confidential data, "
-            "and delete the fields that do not apply to a column's kind (see 'Writing a domain' in the README)",
+            "and delete the fields that do not apply to a column's kind (see 'Writing a domain' in docs/guides/domain.md)",
         )
 
 
@@ -434,3 +434,32 @@ def _refuse_mixed_numbers(items: list[yaml.ScalarNode], column: str, path: Path)
             "quote every category to match them as text (e.g. ['01', '02', '08']), or write them without leading "
             "zeros to match them as numbers (e.g. [1, 2, 8])",
         )
+
+
+def check_cells(domain: Domain, limit: int = CELL_LIMIT, names: Iterable[str] | None = None) -> int:
+    """The number of cells of the cross-tabulation of ``names`` (default all columns of ``domain``),
+    or a :class:`DomainError` naming the columns when they are more than ``limit``.
+
+    Computed from the declared sizes only (Python integers: no overflow, nothing allocated); a
+    method that holds the full table calls it before it counts or allocates anything.
+
+    >>> from dipsy.domain import Domain
+    >>> check_cells(Domain.from_sizes({"a": 10, "b": 20}))
+    200
+    >>> check_cells(Domain.from_sizes({"a": 100_000, "b": 100_000}))
+    Traceback (most recent call last):
+    ...
+    dipsy.errors.DomainError: the cross-tabulation of a × b has 10,000,000,000 cells (100,000 × 100,000), more than the 268,435,456 that fit in memory; choose fewer columns (--columns), coarser bins in the domain file, or a method that works on marginals (e.g. privsyn; see 'dipsy methods')
+    """
+    scope = domain.project(names)
+    shape = scope.shape()  # refuses a numeric column without bins
+    cells = math.prod(shape)
+    if cells > limit:
+        sizes = " × ".join(f"{s:,}" for s in shape)
+        raise DomainError(
+            f"the cross-tabulation of {' × '.join(scope.names)} has {cells:,} cells ({sizes}), more than the "
+            f"{limit:,} that fit in memory",
+            "choose fewer columns (--columns), coarser bins in the domain file, or a method that works on "
+            "marginals (e.g. privsyn; see 'dipsy methods')",
+        )
+    return cells

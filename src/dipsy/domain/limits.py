@@ -4,18 +4,15 @@ A domain is public and small; what it declares decides how much memory a run nee
 10⁹ bins, or a cross-tabulation of 10¹² cells, would otherwise be discovered minutes and
 gigabytes later as a ``MemoryError`` (or a misleading parse error). These limits turn such a
 declaration into a clear error the moment the domain is read (:data:`MAX_CODES`) or a method
-asks for the full cross-tabulation (:func:`check_cells`).
+asks for the full cross-tabulation (:func:`~dipsy.domain.domain.check_cells`, beside the
+:class:`~dipsy.domain.Domain` whose sizes it multiplies).
 """
 
 from __future__ import annotations
 
-import math
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import Sequence
 
 from ..errors import DataError, DomainError
-
-if TYPE_CHECKING:
-    from .domain import Domain
 
 #: The most categories, or bins, one column may declare (one million).
 MAX_CODES = 10**6
@@ -51,32 +48,3 @@ def check_width(names: Sequence[str], where: str) -> None:
 def too_many_codes(where: str, count: int, unit: str, fix: str) -> DomainError:
     """The error for a column that declares more than :data:`MAX_CODES` ``unit`` (categories, bins)."""
     return DomainError(f"{where} declares {count:,} {unit}, more than the {MAX_CODES:,} a column may have", fix)
-
-
-def check_cells(domain: "Domain", limit: int = CELL_LIMIT, names: Iterable[str] | None = None) -> int:
-    """The number of cells of the cross-tabulation of ``names`` (default all columns of ``domain``),
-    or a :class:`DomainError` naming the columns when they are more than ``limit``.
-
-    Computed from the declared sizes only (Python integers: no overflow, nothing allocated); a
-    method that holds the full table calls it before it counts or allocates anything.
-
-    >>> from dipsy.domain import Domain
-    >>> check_cells(Domain.from_sizes({"a": 10, "b": 20}))
-    200
-    >>> check_cells(Domain.from_sizes({"a": 100_000, "b": 100_000}))
-    Traceback (most recent call last):
-    ...
-    dipsy.errors.DomainError: the cross-tabulation of a × b has 10,000,000,000 cells (100,000 × 100,000), more than the 268,435,456 that fit in memory; choose fewer columns (--columns), coarser bins in the domain file, or a method that works on marginals (e.g. privsyn; see 'dipsy methods')
-    """
-    scope = domain.project(names)
-    shape = scope.shape()  # refuses a numeric column without bins
-    cells = math.prod(shape)
-    if cells > limit:
-        sizes = " × ".join(f"{s:,}" for s in shape)
-        raise DomainError(
-            f"the cross-tabulation of {' × '.join(scope.names)} has {cells:,} cells ({sizes}), more than the "
-            f"{limit:,} that fit in memory",
-            "choose fewer columns (--columns), coarser bins in the domain file, or a method that works on "
-            "marginals (e.g. privsyn; see 'dipsy methods')",
-        )
-    return cells

@@ -56,12 +56,12 @@ def type_hint(column: "Column", problem: str, examples: tuple[str, ...]) -> str:
                 "if the data write the categories as text, list them as the data write them, quoted")
     if column.numeric_categories or problem != OUTSIDE or not all(_reads_as_number(e) for e in examples):
         return ""
-    number_texts = [c for c in column.categories if isinstance(c, str) and _reads_as_number(c)]
+    number_texts = [c for c in column.levels if isinstance(c, str) and _reads_as_number(c)]
     if number_texts:
         return (f"the domain lists {_shown(number_texts)} as text, matched as written, and these values are numbers "
                 "(read without leading zeros or '.0'): list such categories as numbers, unquoted, if the data hold numbers")
-    if all(isinstance(c, str) for c in column.categories):
-        return (f"the domain's categories are text ({_shown(column.categories)}) and these values are numbers: if the "
+    if all(isinstance(c, str) for c in column.levels):
+        return (f"the domain's categories are text ({_shown(column.levels)}) and these values are numbers: if the "
                 "data hold codes, list the codes as the categories and the words under labels:")
     return ""
 

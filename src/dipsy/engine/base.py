@@ -86,7 +86,7 @@ class CountTable:
 
     def sparse(self) -> tuple[np.ndarray, np.ndarray]:
         """Flat indices of the non-empty cells, sorted, and their counts."""
-        if self.is_sparse:
+        if self.cells is not None:  # is_sparse
             keep = self.counts != 0
             return self.cells[keep], self.counts[keep]
         cells = np.flatnonzero(self.counts)
@@ -149,7 +149,7 @@ def merge_raw_counts(column: str, texts, text_counts, numbers, number_counts) ->
     with its count of rows. A record's value is a function of its own raw value only — never of
     the column's inferred type, which depends on the other records — so that one record changes
     the count of exactly one value (what the DP partition selection of
-    :mod:`dipsy.domain.discovery` relies on):
+    :mod:`dipsy.methods.discovery` relies on):
 
     - a text that reads as a number by pandas' syntax (``pandas.to_numeric``: ``01``, `` 1 ``,
       ``1.0``, ``1e3``) is that number; the boolean spellings pandas reads (``TRUE``, ``true``)
@@ -255,7 +255,7 @@ class Engine(ABC):
 
         Missing values are not counted. A record's value is a function of its own raw value only
         (see :func:`merge_raw_counts`), and both backends agree exactly. This is a confidential
-        statistic: only a charged measurement reads it (:class:`dipsy.domain.discovery.ValueCountsQuery`).
+        statistic: only a charged measurement reads it (:class:`dipsy.methods.discovery.ValueCountsQuery`).
         """
         if not self._has_column(column):
             raise DataError(f"the data have no column {column!r}", "check the column's name against the data's header")

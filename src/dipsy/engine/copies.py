@@ -74,7 +74,8 @@ def _same_rows(public: Path, data: Path, rows: int) -> bool:
             columns = [r[0] for r in pub if not r[0].startswith("__index_level_")]  # pandas' stored index is no column
             if not columns or not set(columns) <= dat:
                 return False
-            if con.execute(f"SELECT count(*) FROM {_source(public)}").fetchone()[0] != rows:
+            counted = con.execute(f"SELECT count(*) FROM {_source(public)}").fetchone()
+            if counted is None or counted[0] != rows:  # (count(*) always has its row)
                 return False
             values = ", ".join(_normalised(c) for c in columns)
             differ = (f"SELECT count(*) FROM (SELECT {values} FROM {_source(public)} EXCEPT ALL SELECT {values} FROM {_source(data)})"

@@ -22,6 +22,7 @@ import shutil
 import tempfile
 import weakref
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -30,15 +31,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..domain import Column, ColumnIssue, Domain, ValidationReport
-from ..domain.codec import _as_text
+from ..domain.codec import as_text
 from ..domain.limits import check_width
 from ..domain.validation import EXAMPLES, MISSING, OUTSIDE, WRONG_TYPE
 from ..errors import DataError
 from .base import PANDAS_FALSE, PANDAS_TRUE, Engine
+from .files import dedup_names, error_reason, file_format, refuse_repeated, unreadable_fix
 from .owner import mark, scratch_folder, sweep
 
-CSV_SUFFIXES = (".csv", ".csv.gz")
-PARQUET_SUFFIXES = (".parquet", ".pq")
 #: The strings :func:`pandas.read_csv` reads as missing by default (``keep_default_na=True``).
 PANDAS_NA = (
     "", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
@@ -108,7 +108,7 @@ class DuckDBEngine(Engine):
         super().__init__(domain, on_invalid)
         self.path = Path(path)
         self.memory_limit = memory_limit
-        self.format = _file_format(self.path)
+        self.format = file_format(self.path)
         if not self.path.exists():
             raise DataError(f"data file {str(self.path)!r} does not exist", "check the path of the data file")
         if not self.path.is_file():
@@ -170,7 +170,7 @@ class DuckDBEngine(Engine):
         if self._materialized:
             return True
         width = sum(_CODE_BYTES[_code_type(c.size)] if c.encodable and c.size else 4 for c in self.domain.columns)
-        limit = self._run("SELECT value FROM duckdb_settings() WHERE name = 'memory_limit'").fetchone()[0]
+        limit = self._row("SELECT value FROM duckdb_settings() WHERE name = 'memory_limit'")[0]
         return self.report.valid_rows * width <= _bytes(limit) / 2
 
     def _values(self, names: tuple[str, ...]) -> dict[str, np.ndarray]:
@@ -219,8 +219,8 @@ class DuckDBEngine(Engine):
     def _open_csv(self) -> None:
         skip, header = self._csv_header()
         check_width(header, f"the header of {str(self.path)!r}")
-        _refuse_repeated(header, self.domain, f"the header of {str(self.path)!r}")
-        names = _dedup_names(header)
+        refuse_repeated(header, self.domain, f"the header of {str(self.path)!r}")
+        names = dedup_names(header)
         inner = [f"c{i}" for i in range(len(names))]
         self._csv_skip, self._csv_columns = skip, "{" + ", ".join(f"'{c}': 'VARCHAR'" for c in inner) + "}"
         self._csv_read = self.path
@@ -289,7 +289,7 @@ class DuckDBEngine(Engine):
                         return skip, next(csv.reader(itertools.chain([line], f)))
                     skip += 1
         except (OSError, UnicodeDecodeError, csv.Error) as e:
-            raise DataError(f"cannot read CSV file {str(self.path)!r}: {_reason(e)}", _fix("csv")) from None
+            raise DataError(f"cannot read CSV file {str(self.path)!r}: {error_reason(e)}", unreadable_fix("csv")) from None
         raise DataError(f"CSV file {str(self.path)!r} has no header row", "write the column names on its first line")
 
     def _open_parquet(self) -> None:
@@ -297,9 +297,9 @@ class DuckDBEngine(Engine):
         try:
             schema = pq.read_schema(self.path)
         except (OSError, pa.ArrowException) as e:
-            raise DataError(f"cannot read Parquet file {str(self.path)!r}: {_reason(e)}", _fix("parquet")) from None
+            raise DataError(f"cannot read Parquet file {str(self.path)!r}: {error_reason(e)}", unreadable_fix("parquet")) from None
         check_width(schema.names, f"the schema of {str(self.path)!r}")
-        _refuse_repeated(schema.names, self.domain, f"the columns of {str(self.path)!r}")
+        refuse_repeated(schema.names, self.domain, f"the columns of {str(self.path)!r}")
         self._metadata = schema.pandas_metadata or {}
         # pandas.read_parquet turns the stored index back into the index, not a column.
         index = {c for c in self._metadata.get("index_columns", []) if isinstance(c, str)}
@@ -316,22 +316,30 @@ class DuckDBEngine(Engine):
             try:
                 return self._con.execute(sql)
             except duckdb.OutOfMemoryException as e:
-                raise DataError(f"out of memory while reading {str(self.path)!r} ({_reason(e)})",
+                raise DataError(f"out of memory while reading {str(self.path)!r} ({error_reason(e)})",
                                 "choose fewer columns (--columns) or coarser bins, or free memory for the run") from None
             except duckdb.Error as e:
                 if self._next_csv_mode(str(e)):
                     continue
                 kind = "CSV" if self.format == "csv" else "Parquet"
-                raise DataError(f"cannot read {kind} file {str(self.path)!r}: {_reason(e)}", _fix(self.format)) from None
+                raise DataError(f"cannot read {kind} file {str(self.path)!r}: {error_reason(e)}", unreadable_fix(self.format)) from None
+
+    def _row(self, sql: str) -> tuple[Any, ...]:
+        """The one row of an aggregate query (which always has one)."""
+        row = self._run(sql).fetchone()
+        if row is None:
+            raise DataError(f"internal error: DuckDB returned no row for {sql!r}", "report this bug")
+        return row
 
     # -- validation -----------------------------------------------------------------------------
 
     def _validate(self) -> ValidationReport:
         absent = tuple(n for n in self.domain.names if n not in self._sql)
         if absent:
-            rows = int(self._run("SELECT count(*) FROM src").fetchone()[0])
+            rows = int(self._row("SELECT count(*) FROM src")[0])
             return ValidationReport(rows, rows, (), absent)
         columns = self.domain.columns
+        counts: list[int] | None
         if self.format == "csv":
             # Guess each column's pandas type, check the guess in the same pass, and pass again
             # in the rare case a wrong guess changes the codes (text read as numbers or booleans).
@@ -371,7 +379,7 @@ class DuckDBEngine(Engine):
         for c in columns:
             grouped = f"SELECT {self._sql[c.name]}, count(*) AS n FROM src GROUP BY ALL"
             sql = f"SELECT min(k0), CAST(sum(n) AS BIGINT) FROM ({self._codes_sql((c,), source=grouped, carry=('n',))})"
-            least, rows = self._run(sql).fetchone()
+            least, rows = self._row(sql)
             if least is not None and least < 0:
                 return None
         return [int(rows or 0), 0] + [0] * (3 * len(columns))
@@ -384,11 +392,11 @@ class DuckDBEngine(Engine):
         if infer:
             # x is NULL where m is true, and no missing-value marker is a boolean.
             for j, c in enumerate(columns):
-                bools = _any_of(f"r{j}", PANDAS_TRUE + PANDAS_FALSE)
-                ints = f"x{j} IS NOT NULL AND NOT {_has_any(f'r{j}', '.eEiI')}" if _text_categories(c) else "false"
-                aggs += [f"count(x{j})", f"count(*) FILTER (WHERE {ints})", f"count(*) FILTER (WHERE x{j} IS NULL AND {bools})"]
+                is_bool = _any_of(f"r{j}", PANDAS_TRUE + PANDAS_FALSE)
+                is_int = f"x{j} IS NOT NULL AND NOT {_has_any(f'r{j}', '.eEiI')}" if _text_categories(c) else "false"
+                aggs += [f"count(x{j})", f"count(*) FILTER (WHERE {is_int})", f"count(*) FILTER (WHERE x{j} IS NULL AND {is_bool})"]
         sql = f"SELECT {', '.join(aggs)} FROM ({self._codes_sql(columns, keep=infer)})"
-        counts = [int(n) for n in self._run(sql).fetchone()]
+        counts = [int(n) for n in self._row(sql)]
         kinds = dict(self._kinds)
         if infer:
             base = 2 + 3 * len(columns)
@@ -425,12 +433,12 @@ class DuckDBEngine(Engine):
     def _int_or_float(self, column: Column) -> str:
         """For a CSV column of numbers: int64 if all are whole-number text and none is missing."""
         sql = f"SELECT count(*) FILTER (WHERE m0 OR {_has_any('r0', '.eEiI')}) FROM ({self._codes_sql((column,), keep=True)})"
-        return "float" if self._run(sql).fetchone()[0] else "int"
+        return "float" if self._row(sql)[0] else "int"
 
     def _parquet_int_as_float(self, name: str) -> bool:
         """pandas reads an integer column with nulls as float64, unless its metadata says Int64."""
         if name not in self._nulls:
-            self._nulls[name] = bool(self._run(f"SELECT count(*) > count({self._sql[name]}) FROM src").fetchone()[0])
+            self._nulls[name] = bool(self._row(f"SELECT count(*) > count({self._sql[name]}) FROM src")[0])
         if not self._nulls[name]:
             return False
         for entry in self._metadata.get("columns", []):
@@ -520,7 +528,7 @@ class DuckDBEngine(Engine):
             if not keep and self._whole_range(c):
                 first += [m, r]
                 seen += [m, r]
-                lo, hi = int(c.lower), int(c.upper)
+                lo, hi = (int(b) for b in _bounds(c))
                 coded.append(f"CASE WHEN {m} THEN {_MISSING} WHEN {r} >= {lo} AND {r} <= {hi} THEN CAST({r} AS BIGINT) - {lo} "
                              f"ELSE {_OUTSIDE} END AS k{j}")
                 continue
@@ -569,6 +577,7 @@ class DuckDBEngine(Engine):
     def _edges_table(self, column: Column) -> str:
         """A one-row table holding the interior bin edges of ``column`` as a DOUBLE list."""
         key = ("edges", column.name, column.bins)
+        assert column.bins is not None, "called for binned columns only"
         if key not in self._tables:
             name = f"dipsy_edges_{len(self._tables)}"
             self._create(name, pa.table({"edges": pa.array([list(column.bins[1:-1])], type=pa.list_(pa.float64()))}))
@@ -626,7 +635,7 @@ class DuckDBEngine(Engine):
         return f"CASE WHEN isnan({y}) OR ({inf}) THEN NULL ELSE {y} END"
 
     def _as_text(self, kind: str, r: str) -> str:
-        """The value as the codec's ``_as_text`` gives it, for any kind but floats."""
+        """The value as the codec's ``as_text`` gives it, for any kind but floats."""
         if kind == "bool":
             true = _any_of(r, PANDAS_TRUE) if self.format == "csv" else r
             return f"CASE WHEN {true} THEN 'True' ELSE 'False' END"
@@ -646,12 +655,12 @@ class DuckDBEngine(Engine):
             kind = self._kinds[column.name]
             if kind in ("float", "float32"):
                 # A float reads as text without a whole number's '.0': match each category's number.
-                arms = [(k, d) for k, d in ((k, _float_for_text(c, kind)) for k, c in enumerate(cats)) if d is not None]
-                if len(arms) > LOOKUP_FROM:
-                    table = self._lookup(column, [d for _, d in arms], [k for k, _ in arms], pa.float64())
+                numbered = [(k, d) for k, d in ((k, _float_for_text(c, kind)) for k, c in enumerate(cats)) if d is not None]
+                if len(numbered) > LOOKUP_FROM:
+                    table = self._lookup(column, [d for _, d in numbered], [k for k, _ in numbered], pa.float64())
                     found = f"(SELECT code FROM {table} WHERE key = {v})"
                 else:
-                    match = " ".join(f"WHEN {_double(d)} THEN {k}" for k, d in arms)
+                    match = " ".join(f"WHEN {_double(d)} THEN {k}" for k, d in numbered)
                     found = f"CASE {v} {match} END" if match else "NULL"
             elif len(cats) > LOOKUP_FROM:
                 table = self._lookup(column, cats, list(range(len(cats))), pa.string())
@@ -665,6 +674,7 @@ class DuckDBEngine(Engine):
         if column.kind == "integer":
             arms.append(f"WHEN {v} <> floor({v}) THEN {_WRONG}")
         if column.is_categorical:
+            assert column.categories is not None, "Column checks every categorical column's categories"
             keys = [(k, float(c)) for k, c in enumerate(column.categories) if not math.isnan(float(c))]
             if len(keys) > LOOKUP_FROM:
                 table = self._lookup(column, [d for _, d in keys], [k for k, _ in keys], pa.float64())
@@ -678,14 +688,15 @@ class DuckDBEngine(Engine):
                 # bin found by search (``binned``) already is: below lower is bin 0, above upper the last.
                 v = _clipped(column, v)
             else:
-                arms.append(f"WHEN NOT ({v} >= {_double(column.lower)} AND {v} <= {_double(column.upper)}) THEN {_OUTSIDE}")
+                lower, upper = _bounds(column)
+                arms.append(f"WHEN NOT ({v} >= {_double(lower)} AND {v} <= {_double(upper)}) THEN {_OUTSIDE}")
             if binned is not None:
                 code = binned
             elif column.bins is not None:
                 # k = #{interior edges <= v}
                 code = " + ".join(f"CAST({v} >= {_double(e)} AS BIGINT)" for e in column.bins[1:-1]) or "0"
             elif column.kind == "integer":
-                code = f"{v} - {_double(column.lower)}"
+                code = f"{v} - {_double(_bounds(column)[0])}"
             else:
                 code = "0"  # valid, but a numeric column without bins has no cells
             arms.append(f"ELSE {code}")
@@ -693,6 +704,12 @@ class DuckDBEngine(Engine):
 
 
 # -- helpers --------------------------------------------------------------------------------------
+
+
+def _bounds(column: Column) -> tuple[float, float]:
+    """A numeric or integer column's public bounds, as declared (the domain requires both)."""
+    assert column.lower is not None and column.upper is not None, "Column checks every non-categorical column's bounds"
+    return column.lower, column.upper
 
 
 def _few_values(column: Column) -> bool:
@@ -712,7 +729,10 @@ def _bytes(text: str) -> float:
     >>> _bytes("244.1 MiB"), _bytes("2GB")
     (255957401.6, 2000000000.0)
     """
-    number, unit = re.fullmatch(r"\s*([0-9.]+)\s*([A-Za-z]*)\s*", text).groups()
+    found = re.fullmatch(r"\s*([0-9.]+)\s*([A-Za-z]*)\s*", text)
+    if found is None:
+        raise DataError(f"cannot read DuckDB's memory limit {text!r}", "report this bug")
+    number, unit = found.groups()
     return float(number) * _UNITS[unit.upper()]
 
 
@@ -723,33 +743,6 @@ def _code_type(size: int) -> str:
     ('UTINYINT', 'UTINYINT', 'USMALLINT', 'UINTEGER')
     """
     return "UTINYINT" if size <= 2**8 else "USMALLINT" if size <= 2**16 else "UINTEGER" if size <= 2**32 else "UBIGINT"
-
-
-def _file_format(path: Path) -> str:
-    name = path.name.lower()
-    if name.endswith(CSV_SUFFIXES):
-        return "csv"
-    if name.endswith(PARQUET_SUFFIXES):
-        return "parquet"
-    raise DataError(
-        f"data file {str(path)!r} is neither CSV nor Parquet",
-        f"give it one of the extensions {', '.join(CSV_SUFFIXES + PARQUET_SUFFIXES)}",
-    )
-
-
-def _fix(fmt: str) -> str:
-    if fmt == "csv":
-        return "check that it is a comma-separated UTF-8 file with a header row and no line longer than the header"
-    return "check that it is a complete Parquet file"
-
-
-def _reason(e: BaseException) -> str:
-    """The first line of an error, with the line saying what is wrong when DuckDB gives one."""
-    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
-    if not lines:
-        return type(e).__name__
-    detail = [line for line in lines[1:] if re.search(r"Expected Number of Columns|unterminated quote|[Uu]nicode|UTF-8", line)]
-    return f"{lines[0]} ({detail[0]})" if detail else lines[0]
 
 
 def _parquet_kind(dtype: str) -> str:
@@ -772,16 +765,6 @@ def _parquet_kind(dtype: str) -> str:
 def _text_categories(column: Column) -> bool:
     """Whether the codec matches the column's values as text."""
     return column.is_categorical and not column.numeric_categories
-
-
-def _refuse_repeated(names: list[str], domain: Domain, where: str) -> None:
-    """Refuse a column of ``domain`` that the file names more than once (which one would be read?)."""
-    seen: set[str] = set()
-    for name in names:
-        if name in seen and name in domain.names:
-            raise DataError(f"{where} names the column {name!r} more than once",
-                            "give each column of the data a distinct name")
-        seen.add(name)
 
 
 def _normalize_line_ends(source: Path, target: Path) -> None:
@@ -810,22 +793,6 @@ def _normalize_line_ends(source: Path, target: Path) -> None:
             out.write(held if quoted else b"\n")
 
 
-def _dedup_names(names: list[str]) -> list[str]:
-    """Column names as pandas.read_csv makes them: 'Unnamed: i' for blanks, 'a.1' for repeats."""
-    names = [n if n != "" else f"Unnamed: {i}" for i, n in enumerate(names)]
-    counts: dict[str, int] = {}
-    out = []
-    for name in names:
-        count = counts.get(name, 0)
-        while count > 0:
-            counts[name] = count + 1
-            name = f"{name}.{count}"
-            count = counts.get(name, 0)
-        out.append(name)
-        counts[name] = count + 1
-    return out
-
-
 def _csv_values(texts: np.ndarray, kind: str) -> np.ndarray:
     """CSV fields as the values pandas would hold in a column of ``kind``."""
     if kind == "int":
@@ -843,7 +810,7 @@ def _cleanup(con: duckdb.DuckDBPyConnection, spill: str) -> None:
 
 
 def _float_for_text(text: str, kind: str) -> float | None:
-    """The float whose text (the codec's ``_as_text``) is ``text``, or None if there is none."""
+    """The float whose text (the codec's ``as_text``) is ``text``, or None if there is none."""
     try:
         d = float(text)
     except ValueError:
@@ -853,7 +820,7 @@ def _float_for_text(text: str, kind: str) -> float | None:
     dtype = np.float32 if kind == "float32" else np.float64
     with np.errstate(over="ignore", invalid="ignore"):
         value = dtype(d)
-        same = _as_text(pd.Series([value], dtype=dtype))[0] == text
+        same = as_text(pd.Series([value], dtype=dtype))[0] == text
     return float(value) if same else None
 
 
@@ -875,7 +842,8 @@ def _clipped(column: Column, x: str) -> str:
     bound when the column is clipped, as the codec's ``clipped`` does; otherwise ``x``."""
     if not column.clip:
         return x
-    return f"least(greatest({x}, {_double(column.lower)}), {_double(column.upper)})"
+    lower, upper = _bounds(column)
+    return f"least(greatest({x}, {_double(lower)}), {_double(upper)})"
 
 
 def _double(x: float) -> str:

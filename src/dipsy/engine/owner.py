@@ -20,7 +20,7 @@ import secrets
 import shutil
 import socket
 import tempfile
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +59,7 @@ def owner_of(folder: Path, marker: Path | None = None) -> dict | None:
 
 def sweep(parent: Path, pattern: str) -> list[Path]:
     """Remove the folders under ``parent`` matching ``pattern`` whose owning process is gone."""
-    removed = []
+    removed: list[Path] = []
     try:
         candidates = sorted(Path(parent).glob(pattern))
     except OSError:
@@ -132,7 +132,7 @@ class RunFolder:
         except BaseException:
             self.remove()
             raise
-        self._scratch = None
+        self._scratch: Token[Path | None] | None = None
         #: The output this run put in place, set by its writer at the rename (signals held).
         self.placed: Path | None = None
 
@@ -141,6 +141,7 @@ class RunFolder:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        assert self._scratch is not None, "__enter__ set it"
         _SCRATCH.reset(self._scratch)
         self.remove()
 

@@ -73,7 +73,8 @@ from ..domain.limits import check_width
 from ..domain.validation import EXAMPLES, MISSING, OUTSIDE, WRONG_TYPE
 from ..errors import DataError, ReleaseError
 from .base import PANDAS_FALSE, PANDAS_TRUE, Engine
-from .duckdb_engine import EXAMPLE_ROWS, NUMBER_RE, PANDAS_NA, _dedup_names, _file_format, _fix, _refuse_repeated
+from .duckdb_engine import EXAMPLE_ROWS, NUMBER_RE, PANDAS_NA
+from .files import dedup_names, file_format, refuse_repeated, unreadable_fix
 from .numpy_engine import NumpyEngine
 from .owner import mark, sweep
 
@@ -179,9 +180,10 @@ def stop_session() -> None:
                 # The JVM goes too (it exits when its stdin closes): Spark keeps its first local
                 # folder for the JVM's life, so the next session needs a new JVM.
                 gateway, SparkContext._gateway, SparkContext._jvm = SparkContext._gateway, None, None
-                gateway.shutdown()
-                gateway.proc.stdin.close()
-                gateway.proc.wait(timeout=30)
+                if gateway is not None:
+                    gateway.shutdown()
+                    gateway.proc.stdin.close()
+                    gateway.proc.wait(timeout=30)
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
 
@@ -243,7 +245,7 @@ class SparkEngine(Engine):
         super().__init__(domain, on_invalid)
         require_spark()
         self.path, self.master = Path(path), master
-        self.format = "parquet" if self.path.is_dir() else _file_format(self.path)
+        self.format = "parquet" if self.path.is_dir() else file_format(self.path)
         if not self.path.exists():
             raise DataError(f"data file {str(self.path)!r} does not exist", "check the path of the data file")
         self._kinds: dict[str, str] | None = None  # CSV: how pandas types each domain column
@@ -252,7 +254,7 @@ class SparkEngine(Engine):
         self._state: dict = {}  # the cached codes and the rewritten CSV, released by close()
         self._finalizer = weakref.finalize(self, _release, self._state)
         if self.format == "csv":
-            names = _dedup_names(self._csv_header())
+            names = dedup_names(self._csv_header())
             self._schema = None
         else:
             names = self._parquet_schema()
@@ -270,7 +272,7 @@ class SparkEngine(Engine):
                 for row in csv.reader(f):
                     if row and not (len(row) == 1 and _BLANK.fullmatch(row[0])):  # pandas skips blank lines
                         check_width(row, f"the header of {str(self.path)!r}")
-                        _refuse_repeated(row, self.domain, f"the header of {str(self.path)!r}")
+                        refuse_repeated(row, self.domain, f"the header of {str(self.path)!r}")
                         return row
         except (OSError, UnicodeDecodeError, csv.Error) as e:
             raise self._csv_error(e) from None
@@ -284,10 +286,10 @@ class SparkEngine(Engine):
         try:
             dataset = pq.ParquetDataset(self.path)  # as pandas.read_parquet reads it
         except (OSError, pa.ArrowException) as e:
-            raise DataError(f"cannot read Parquet data {str(self.path)!r}: {_first_line(e)}", _fix("parquet")) from None
+            raise DataError(f"cannot read Parquet data {str(self.path)!r}: {_first_line(e)}", unreadable_fix("parquet")) from None
         schema = dataset.schema
         check_width(schema.names, f"the schema of {str(self.path)!r}")
-        _refuse_repeated(schema.names, self.domain, f"the columns of {str(self.path)!r}")
+        refuse_repeated(schema.names, self.domain, f"the columns of {str(self.path)!r}")
         meta = schema.pandas_metadata or {}
         index = {c for c in meta.get("index_columns", []) if isinstance(c, str)}  # pandas makes these the index
         if meta:  # keep the column dtypes (Int64, categories, time zones); batches get a default index
@@ -320,7 +322,7 @@ class SparkEngine(Engine):
             if found:
                 raise DataError(found[1], found[2]) from None
             raise DataError(f"cannot read {self.format.upper() if self.format == 'csv' else 'Parquet'} data "
-                            f"{str(self.path)!r}: {_first_line(e)}", _fix(self.format)) from None
+                            f"{str(self.path)!r}: {_first_line(e)}", unreadable_fix(self.format)) from None
 
     def _source(self):
         """The records: columns ``c{i}`` (CSV: strings), and the file split each comes from."""
@@ -333,7 +335,7 @@ class SparkEngine(Engine):
             df = self._run(lambda: spark.read.parquet(path))  # reads the footers: errors are the file's
             missing = [n for n in self._inner if n not in df.columns]
             if missing:
-                raise DataError(f"Spark does not see the column(s) {missing} of {str(self.path)!r}", _fix("parquet"))
+                raise DataError(f"Spark does not see the column(s) {missing} of {str(self.path)!r}", unreadable_fix("parquet"))
             return df.select(*[F.col(_quoted(n)).alias(c) for n, c in self._inner.items()], *split)
         if self._multiline is None:
             # A quoted line break leaves an odd number of quotes on its first line (one quick scan,
@@ -365,7 +367,7 @@ class SparkEngine(Engine):
         return opener(self.path, mode) if mode == "rb" else opener(self.path, mode, encoding="utf-8-sig", newline="")
 
     def _csv_error(self, e: BaseException) -> DataError:
-        return DataError(f"cannot read CSV file {str(self.path)!r}: {_first_line(e)}", _fix("csv"))
+        return DataError(f"cannot read CSV file {str(self.path)!r}: {_first_line(e)}", unreadable_fix("csv"))
 
     def _has_quotes(self) -> bool:
         try:
@@ -426,8 +428,8 @@ class SparkEngine(Engine):
         if self.format == "csv" and self._kinds is None:
             sums = self._mapped(_infer_partition, "col int, counts array<long>", self.domain.names).toArrow
             totals = np.zeros((len(columns), 5), np.int64)
-            for j, counts in zip(*self._run(sums).to_pydict().values()):
-                totals[j] += counts
+            for j, part in zip(*self._run(sums).to_pydict().values()):
+                totals[j] += part
             self._kinds = {c.name: _csv_kind(*totals[j]) for j, c in enumerate(columns)}
         checked = self._checked()
         rows = self._run(checked.where(checked["col"].isNotNull()).select(*[n for n, _ in _CHECKED]).collect)
@@ -589,7 +591,7 @@ def _refuse_long_rows(bad: pa.Array, plan: dict) -> None:
     for raw in pc.drop_null(bad).to_pylist():  # short rows (padded) and long ones: tell them apart
         if len(next(csv.reader([raw]), [])) > plan["width"]:
             problem = f"cannot read CSV file {plan['where']!r}: a row has more fields than the header"
-            raise ValueError(f"{_WORKER_ERROR}: {problem} || {_fix('csv')}")  # a DataError on the driver (SparkEngine._run)
+            raise ValueError(f"{_WORKER_ERROR}: {problem} || {unreadable_fix('csv')}")  # a DataError on the driver (SparkEngine._run)
 
 
 def _cast(array: pa.Array, dtype: pa.DataType) -> pa.Array:
@@ -692,7 +694,7 @@ def _raw_partition(batches, plan, name):
 def _runs(batch: pa.RecordBatch):
     """The batch's rows by file split, ``((path, start), first row, row after the last)``, in order."""
     paths, starts = batch.column("_path"), batch.column("_start")
-    ends = set()
+    ends: set[int] = set()
     for col in (paths, starts):
         ends.update(pc.run_end_encode(col).run_ends.to_pylist() if len(col) else [])
     lo = 0

@@ -19,14 +19,13 @@ from ..domain import Domain
 from ..domain.codec import numbers
 from ..errors import DataError, DipsyError
 from ..formula import parse
-from .. import inference
-from ..inference import fit, interval_overlap
 from ..release import Release
 from ..release_sets import read_set
 from .groups import grouped_kmarginal
 from .marginals import encode_valid, kway_marginals
 from .numeric import numeric_summary
 from .propensity import pmse_all
+from .regressions import regression
 from .relationships import indicator_relationships, numeric_correlations
 from .sensitive import sensitive_utility
 from .verdicts import verdicts as section_verdicts  # the name "verdicts" stays the module
@@ -199,7 +198,8 @@ def evaluate(
 def _sensitive(orig: pd.DataFrame, tables: list[pd.DataFrame], domain: Domain, meta: dict,
                sensitive: list[str] | str | None, seed: int) -> dict | None:
     """The sensitive-attribute section, for the columns asked or the release's own sensitive ones."""
-    params = meta.get("parameters") if isinstance(meta.get("parameters"), dict) else {}
+    given = meta.get("parameters")
+    params = given if isinstance(given, dict) else {}
     asked = _names(sensitive)
     # the release's own, as far as the evaluated domain holds them (--domain may leave some out)
     chosen = asked or [c for c in _names(params.get("sensitive")) if c.partition("=")[0] in domain]
@@ -227,37 +227,6 @@ def _names(value: Any) -> list[str]:
     if not isinstance(value, (list, tuple)):
         return []
     return [str(v).strip() for v in value if str(v).strip()]
-
-
-def regression(formula: str, original: pd.DataFrame, tables: list[pd.DataFrame], rule: str | None, model: str = "ols") -> dict:
-    """The same regression on the original and on each set, combined by the release's rule.
-
-    Per term: the original estimate with its interval; the combined synthetic estimate, variance,
-    degrees of freedom and interval; the interval overlap of Karr et al. (2006); and the
-    standardised difference (q̄ - β) / se(β).
-    """
-    base = fit(formula, original, model)
-    n_ratio = float(np.mean([len(t) for t in tables])) / len(original)
-    synthetic = inference.regression(tables, formula, rule or "reiter2003-partial", model, n_ratio=n_ratio)
-    combined = synthetic.combined
-    terms = list(base.params.index)
-    if list(synthetic.terms) != terms:
-        raise DipsyError(f"the synthetic sets give terms {list(synthetic.terms)}, the original {terms}",
-                         "use categories present in every set, or a simpler formula")
-    ci = base.conf_int(0.05)
-    overlap = interval_overlap(ci[0].to_numpy(), ci[1].to_numpy(), combined.lower, combined.upper)
-    rows = []
-    for k, term in enumerate(terms):
-        rows.append({
-            "term": term,
-            "original": {"estimate": float(base.params.iloc[k]), "se": float(base.bse.iloc[k]),
-                         "lower": float(ci.iloc[k, 0]), "upper": float(ci.iloc[k, 1])},
-            "synthetic": {"estimate": float(combined.estimate[k]), "variance": float(combined.variance[k]),
-                          "df": float(combined.df[k]), "lower": float(combined.lower[k]), "upper": float(combined.upper[k])},
-            "ci_overlap": float(overlap[k]),
-            "std_diff": float((combined.estimate[k] - base.params.iloc[k]) / base.bse.iloc[k]),
-        })
-    return {"formula": formula, "model": model, "rule": combined.rule, "coefficients": rows}
 
 
 def jsonable(value: Any) -> Any:

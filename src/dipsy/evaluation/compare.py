@@ -130,7 +130,7 @@ def write_comparison(result: Mapping[str, Any], x: np.ndarray, loaded: Sequence[
                      path: str | Path) -> Path:
     """Write the comparison page (table and overlaid ECDFs) to ``path`` atomically, from
     :func:`load_column`'s values and :func:`summarise`'s numbers."""
-    from .report import _figure, _page, _table, _write_atomic, esc, fmt
+    from .report import esc, fmt, html_figure, html_page, html_table, write_atomic
 
     name = result["column"]
     curves = [(f"{r['method']} ({Path(r['folder']).name})", ys) for r, (_, _, ys) in zip(result["releases"], loaded)]
@@ -152,9 +152,9 @@ def write_comparison(result: Mapping[str, Any], x: np.ndarray, loaded: Sequence[
         body.append('<blockquote class="caveat"><strong>Guarantees of different kinds.</strong> A local ε_x bounds the '
                     "privacy loss for the records of this data set and its stated neighbours only; a DP ε bounds it for "
                     "every data set. The numbers are not on one scale: read each release's statement before comparing.</blockquote>")
-    body.append(_table(["release", "guarantee", "sets", "U_m", "U_a", "mean", f"quantiles {levels}"], rows, numeric=range(2, 7)))
-    body.append(_figure(plots.release_ecdfs(x, curves, name), f"ECDF of {name}: the original (black, dashed) and each release, "
+    body.append(html_table(["release", "guarantee", "sets", "U_m", "U_a", "mean", f"quantiles {levels}"], rows, numeric=range(2, 7)))
+    body.append(html_figure(plots.release_ecdfs(x, curves, name), f"ECDF of {name}: the original (black, dashed) and each release, "
                         "its first set bold and its other sets thin.", f"ECDFs of {name} in the original and each release"))
-    page = _page(f"Releases of {name} compared", f"<header><h1>Releases of {esc(name)} compared</h1></header>",
+    page = html_page(f"Releases of {name} compared", f"<header><h1>Releases of {esc(name)} compared</h1></header>",
                  "<section>" + "".join(body) + "</section>")
-    return _write_atomic(Path(path), page)
+    return write_atomic(Path(path), page)

@@ -29,7 +29,7 @@ import pandas as pd
 
 from ..domain import Domain
 from ..errors import DataError, DipsyError
-from .marginals import _nth_combination, encode_valid, shared_domain
+from .marginals import encode_valid, nth_combination, shared_domain
 from .plots import code_labels
 
 #: Groups listed by name in the result, worst first.
@@ -100,7 +100,7 @@ def grouped_kmarginal(original: pd.DataFrame, tables: Sequence[pd.DataFrame], do
     available = math.comb(len(rest), k)
     rng = np.random.default_rng(seed)
     pick = np.sort(rng.choice(available, size=min(marginals, available), replace=False))
-    chosen = [tuple(rest[i] for i in _nth_combination(len(rest), k, int(j))) for j in pick]
+    chosen = [tuple(rest[i] for i in nth_combination(len(rest), k, int(j))) for j in pick]
 
     tvd = np.zeros((len(tables), scored.size))
     for columns in chosen:

@@ -143,9 +143,9 @@ def kway_marginals(
 
     rng = np.random.default_rng(seed)
     available = math.comb(len(names), 3)
-    pick = np.sort(rng.choice(available, size=min(three_way, available), replace=False)) if available else []
+    pick = np.sort(rng.choice(available, size=min(three_way, available), replace=False)) if available else np.empty(0, dtype=np.int64)
     # The i-th triple of the sorted list, found without listing all C(K, 3) of them.
-    chosen = [tuple(names[k] for k in _nth_combination(len(names), 3, int(i))) for i in pick]
+    chosen = [tuple(names[k] for k in nth_combination(len(names), 3, int(i))) for i in pick]
     # Baseline subsamples are appended as extra groups of rows of the original, so one bincount
     # per pair counts the original, every set and every subsample.
     subs = [rng.choice(n_orig, size=max(1, round(f * n_orig)), replace=False) for f in BASELINE_FRACTIONS]
@@ -193,11 +193,11 @@ def _group_counts(codes: list[np.ndarray], sizes: list[int], group: np.ndarray, 
     return np.bincount(group * cells + flat, minlength=groups * cells).reshape(groups, cells).astype(float)
 
 
-def _nth_combination(n: int, k: int, index: int) -> list[int]:
+def nth_combination(n: int, k: int, index: int) -> list[int]:
     """The ``index``-th k-subset of ``range(n)`` in lexicographic order (as itertools lists them).
 
     >>> from itertools import combinations
-    >>> all(_nth_combination(5, 3, i) == list(c) for i, c in enumerate(combinations(range(5), 3)))
+    >>> all(nth_combination(5, 3, i) == list(c) for i, c in enumerate(combinations(range(5), 3)))
     True
     """
     out, first = [], 0
@@ -216,7 +216,7 @@ def _compress(flat: np.ndarray) -> tuple[np.ndarray, int]:
     return inverse.ravel().astype(np.int64), max(len(cells), 1)
 
 
-def _summary(columns: list[tuple[str, ...]], tvd: list[np.ndarray]) -> dict[str, Any]:
+def _summary(columns: Sequence[tuple[str, ...]], tvd: list[np.ndarray]) -> dict[str, Any]:
     """Mean, worst and per-marginal TVDs of one order of marginals."""
     if not columns:
         return {"mean_tvd": math.nan, "worst_tvd": math.nan, "worst_columns": [], "count": 0, "marginals": []}

@@ -18,7 +18,7 @@ import base64
 import io
 import math
 from contextlib import contextmanager
-from typing import Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence, TypeGuard
 
 import matplotlib
 import matplotlib.ticker as ticker
@@ -27,6 +27,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ..domain import Column, Domain, encode_column
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
 
 ORIGINAL = "#222222"
 SETS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")
@@ -40,7 +43,7 @@ MAX_TERMS = 24  # panels in the coefficient plot; the table lists every term
 DPI = 96
 WIDTH = 8.0  # inches: 768 px, scaled to the page width in print
 
-_STYLE = {
+_STYLE: dict[RcKeyType, Any] = {
     "font.size": 8.5,
     "axes.titlesize": 9,
     "axes.labelsize": 8.5,
@@ -110,22 +113,30 @@ def column_codes(values: pd.Series, column: Column, n_bins: int = 10) -> tuple[n
     wide_integer = column.kind == "integer" and column.bins is None and (column.size or 0) > 64 * MAX_LEVELS
     if (column.kind == "numeric" and column.bins is None) or wide_integer:
         # Cut before labelling: one label per value of a wide integer range would not fit in memory.
-        edges = np.linspace(float(column.lower), float(column.upper), (MAX_LEVELS if wide_integer else n_bins) + 1)
+        lower, upper = _bounds(column)
+        edges = np.linspace(float(lower), float(upper), (MAX_LEVELS if wide_integer else n_bins) + 1)
         column = Column(column.name, column.kind, lower=column.lower, upper=column.upper, bins=tuple(edges))
     codes = encode_column(values.reset_index(drop=True), column).codes
     return codes, code_labels(column)
+
+
+def _bounds(column: Column) -> tuple[float, float]:
+    """A numeric or integer column's public bounds, as declared (the domain requires both)."""
+    assert column.lower is not None and column.upper is not None, "Column checks every non-categorical column's bounds"
+    return column.lower, column.upper
 
 
 def code_labels(column: Column) -> list[str]:
     """Human-readable label of each code of an encodable column."""
     if column.is_categorical:
         return list(column.labels) if column.labels is not None else list(column.category_texts)
+    lower, upper = _bounds(column)
     if column.bins is None:  # integer, one code per value
-        return [str(v) for v in range(int(column.lower), int(column.upper) + 1)]
+        return [str(v) for v in range(int(lower), int(upper) + 1)]
     if column.kind == "integer":
         low, high = column.integer_bin_ranges()
         # Wide ranges (a cut of a 10^9-value column) read better short; exact integers otherwise.
-        text = short_number if max(abs(float(column.lower)), abs(float(column.upper))) >= 100_000 else str
+        text = short_number if max(abs(float(lower)), abs(float(upper))) >= 100_000 else str
         return [text(int(a)) if a == b else f"{text(int(a))}–{text(int(b))}" for a, b in zip(low, high)]
     edges = column.bins
     return [f"{short_number(a)}–{short_number(b)}" for a, b in zip(edges[:-1], edges[1:])]
@@ -161,7 +172,7 @@ def cap_levels(codes: Sequence[np.ndarray], labels: list[str], column: Column, r
             return list(codes), labels
         run = _nice_run(size)
         # An integer column with one code per value groups by value (0–9, 10–19), else by code.
-        start = int(column.lower) if column.kind == "integer" and column.bins is None else 0
+        start = int(_bounds(column)[0]) if column.kind == "integer" and column.bins is None else 0
         group = (np.arange(size) + start) // run
         mapping = group - group[0]
         groups = int(mapping[-1]) + 1
@@ -318,7 +329,7 @@ def subsample_baselines(score: Mapping[str, Any]) -> list[tuple[str, float, Any]
     return sorted((b for b in out if math.isfinite(b[1])), key=lambda b: b[1])
 
 
-def _number(x: Any) -> bool:
+def _number(x: Any) -> TypeGuard[int | float | np.integer | np.floating]:
     return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool) and math.isfinite(float(x))
 
 
@@ -392,7 +403,8 @@ def histogram_edges(values: np.ndarray, column: Column | None) -> tuple[np.ndarr
         return edges, code_labels(column)
     lo, hi = (float(values.min()), float(values.max())) if values.size else (0.0, 1.0)
     if column is not None and not column.is_categorical:
-        lo, hi = max(lo, float(column.lower)), min(hi, float(column.upper))
+        lower, upper = _bounds(column)
+        lo, hi = max(lo, float(lower)), min(hi, float(upper))
     if hi <= lo:
         hi = lo + 1.0
     whole = column is not None and column.kind == "integer" or (values.size and np.all(values == np.round(values)))
@@ -505,7 +517,7 @@ def _ecdf(ax: Any, values: np.ndarray, colour: str, label: str | None, lw: float
 # -- relationships and inference -----------------------------------------------------------------
 
 
-def relationship_scatter(pairs: Sequence[Mapping[str, Any]], kind: str = "indicator", r: Mapping[str, Sequence[float]] | None = None) -> str | None:
+def relationship_scatter(pairs: Sequence[Mapping[str, Any]], kind: str = "indicator", r: Mapping[str, Sequence[float] | None] | None = None) -> str | None:
     """Original (x) against synthetic (y) correlations and slopes of pairs, with the 45° line.
 
     ``r``, if given, maps ``"corr"`` and ``"slope"`` to a correlation per set shown in the

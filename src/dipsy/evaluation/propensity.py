@@ -253,8 +253,8 @@ def _features(
     features = []
     for column in domain.columns:
         if column.is_categorical:
-            codes = np.concatenate([p[1][column.name] for p in parts])
-            levels, inverse = np.unique(codes, return_inverse=True)
+            stacked = np.concatenate([p[1][column.name] for p in parts])
+            levels, inverse = np.unique(stacked, return_inverse=True)
             inverse = inverse.ravel()
             if len(levels) > 1:
                 # Levels by frequency in the stacked data (ties: domain order); the most common is
@@ -284,7 +284,7 @@ class _Column:
 
     def interaction(self, indicators: int) -> np.ndarray:
         """The column's features in interactions: up to ``indicators`` category indicators, or z."""
-        if self.levels is None:
+        if self.levels is None or self.common is None:  # both or neither
             return self.main
         return (self.levels[:, None] == self.common[:indicators]).astype(float)
 

@@ -90,7 +90,9 @@ def indicator_relationships(
     codes += [encode_valid(t, domain, f"synthetic set {k}")[0] for k, t in enumerate(tables, 1)]
 
     n = len(codes[0][cats[0]])
-    col_of, code_of, mirrors = [], [], 0
+    col_list: list[int] = []
+    code_list: list[int] = []
+    mirrors = 0
     for k, name in enumerate(cats):
         counts = np.bincount(codes[0][name], minlength=sizes[name])
         keep = np.flatnonzero((counts > 0) & (counts < n))
@@ -98,9 +100,9 @@ def indicator_relationships(
             # Two categories share every record: the rarer one's indicator (the later on a tie).
             keep = keep[[0]] if counts[keep[0]] < counts[keep[1]] else keep[[1]]
             mirrors += 1
-        col_of += [k] * len(keep)
-        code_of += keep.tolist()
-    col_of, code_of = np.array(col_of, dtype=np.int64), np.array(code_of, dtype=np.int64)
+        col_list += [k] * len(keep)
+        code_list += keep.tolist()
+    col_of, code_of = np.array(col_list, dtype=np.int64), np.array(code_list, dtype=np.int64)
     i, j = np.triu_indices(len(col_of), 1)
     different = col_of[i] != col_of[j]
     i, j = i[different], j[different]

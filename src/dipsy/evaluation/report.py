@@ -84,7 +84,7 @@ def write_report(evaluation: Mapping[str, Any], original: pd.DataFrame, tables: 
         ``path``, once the complete file is in place (written to a temporary file beside it,
         then renamed, so a reader never sees half a report).
     """
-    return _write_atomic(Path(path), render(evaluation, original, tables, domain))
+    return write_atomic(Path(path), render(evaluation, original, tables, domain))
 
 
 def render(evaluation: Mapping[str, Any], original: pd.DataFrame, tables: Sequence[pd.DataFrame], domain: Domain) -> str:
@@ -107,7 +107,7 @@ def render(evaluation: Mapping[str, Any], original: pd.DataFrame, tables: Sequen
     body = [_section(i, key, title, _verdict_box(found.get(key)) + builders[key]()) for i, (key, title) in enumerate(SECTIONS, start=1)]
     method = release.get("method", "unknown method")
     title = f"dipsy evaluation — {method} — release {str(release.get('release_id', ''))[:12]}"
-    return _page(title, _header(release) + BANNER, "".join(body))
+    return html_page(title, _header(release) + BANNER, "".join(body))
 
 
 # -- text helpers --------------------------------------------------------------------------------
@@ -169,7 +169,7 @@ def _p(text: str, cls: str = "") -> str:
     return f'<p class="{cls}">{esc(text)}</p>' if cls else f"<p>{esc(text)}</p>"
 
 
-def _table(header: Sequence[str], rows: Iterable[Sequence[Any]], numeric: Container[int] = range(1, 99), caption: str = "", compact: bool = False) -> str:
+def html_table(header: Sequence[str], rows: Iterable[Sequence[Any]], numeric: Container[int] = range(1, 99), caption: str = "", compact: bool = False) -> str:
     """A table of escaped text; the ``numeric`` columns are right-aligned."""
     cls = lambda j: ' class="num"' if j in numeric else ""
     head = "".join(f"<th{cls(j)}>{esc(h)}</th>" for j, h in enumerate(header))
@@ -179,7 +179,7 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[Any]], numeric: Contai
     return f'<div class="scroll">{table}{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
-def _figure(uri: str | None, caption: str, alt: str, missing: str = "there is nothing to plot") -> str:
+def html_figure(uri: str | None, caption: str, alt: str, missing: str = "there is nothing to plot") -> str:
     if uri is None:
         return _na(missing)
     return f'<figure><img src="{esc(uri)}" alt="{esc(alt)}"><figcaption>{esc(caption)}</figcaption></figure>'
@@ -328,7 +328,7 @@ def _privacy(privacy: Mapping[str, Any], release: Mapping[str, Any], dataset: Ma
                    + str(privacy.get("if_unseeded", {}).get("definition", "—"))}
     out.append(f'<p class="guarantee">{esc(_guarantee(privacy))}</p>')
     out.append(_statement_list(privacy))
-    out.append("<h3>Release facts</h3>" + _table(["fact", "value"], _release_facts(release, dataset), numeric=()))
+    out.append("<h3>Release facts</h3>" + html_table(["fact", "value"], _release_facts(release, dataset), numeric=()))
     out.append(_forecast(release.get("forecast")))
     out.append(_parameters(release.get("parameters")))
     return "".join(out)
@@ -343,7 +343,7 @@ def _forecast(forecast: Any) -> str:
     rows = [[str(p.get("what", "")), str(p.get("verdict", "")), str(p.get("text", ""))] for p in forecast.get("parts") or []]
     return ("<h3>Forecast before any measurement</h3>"
             f"<blockquote{cls}><strong>{esc(str(forecast.get('verdict', '')).upper())}</strong>: {esc(forecast['summary'])}.{esc(accepted)}</blockquote>"
-            + (_table(["measurement", "verdict", "what the numbers say"], rows, numeric=()) if rows else "")
+            + (html_table(["measurement", "verdict", "what the numbers say"], rows, numeric=()) if rows else "")
             + _p(f"Thresholds: {forecast.get('thresholds', '')}. Public inputs: {'; '.join(forecast.get('public_inputs') or [])}."))
 
 
@@ -429,7 +429,7 @@ def _summary(ev: Mapping[str, Any], found: Mapping[str, Verdict] | None = None, 
                    f"<tbody>{items}</tbody></table></div>")
     rows = [[r[0], r[1] if isinstance(r[1], Html) else value_cell(r[1]), *r[2:]] for r in rows]
     out.append("<h3>Headline numbers</h3>" + _p("Averaged over the synthetic sets. Each row says what the measure is and which direction is better."))
-    return "".join(out) + _table(["measure", "value", "what it means", "better"], rows, numeric=())
+    return "".join(out) + html_table(["measure", "value", "what it means", "better"], rows, numeric=())
 
 
 def _marginal_rows(marginals: Mapping[str, Any]) -> list[list[str]]:
@@ -557,10 +557,10 @@ def _marginals(marginals: Mapping[str, Any], original: pd.DataFrame, tables: Seq
     out = [_p("The total variation distance (TVD) of a marginal is half the sum of the absolute differences between the original and the synthetic share of each cell: the share of rows that would have to move to turn one table into the other.")]
     if kway:
         rows = [[k, fmt(p.get("count")), fmt(p.get("mean_tvd")), fmt(p.get("worst_tvd")), " × ".join(map(str, p.get("worst_columns") or [])) or "—"] for k, p in kway]
-        out.append(_table(["marginals", "count", "mean TVD", "worst TVD", "worst columns"], rows, numeric=range(1, 4)))
+        out.append(html_table(["marginals", "count", "mean TVD", "worst TVD", "worst columns"], rows, numeric=range(1, 4)))
     out.append("<h3>One-way marginals</h3>")
     one = _mapping(marginals.get("1-way"))
-    out.append(_figure(plots.tvd_bars(one) if one else None, "TVD of each column's distribution: bar = mean over the synthetic sets, dots = each set. Lower is better.", "bar chart of one-way TVD per column", "no one-way marginals were evaluated"))
+    out.append(html_figure(plots.tvd_bars(one) if one else None, "TVD of each column's distribution: bar = mean over the synthetic sets, dots = each set. Lower is better.", "bar chart of one-way TVD per column", "no one-way marginals were evaluated"))
     out.append("<h3>Worst two-way marginals</h3>" + _heatmaps(_mapping(marginals.get("2-way")), original, tables, domain))
     out.append("<h3>k-marginal score</h3>" + _kscore(_mapping(marginals.get("k_marginal_score"))))
     if marginals.get("by_group"):
@@ -579,12 +579,12 @@ def _by_group(g: Mapping[str, Any]) -> str:
             "NIST 2020 challenge's view: a release can match the whole file's marginals and still get each area wrong.")
     outside = [r for r in g.get("rows_outside") or [] if r]
     if outside:
-        text += f" Synthetic rows in groups the original does not hold (not scored): {', '.join(map(fmt, g.get('rows_outside')))}."
+        text += f" Synthetic rows in groups the original does not hold (not scored): {', '.join(map(fmt, g.get('rows_outside') or []))}."
     rows = [[", ".join(f"{k} = {v}" for k, v in _mapping(w.get("group")).items()), fmt(w.get("rows_original")),
              fmt_sets(w.get("rows_synthetic")), fmt(w.get("score"), 4)] for w in g.get("worst") or []]
-    fig = _figure(plots.group_score_plot(g), "Each group's score (dots; one colour per synthetic set), worst first, and the mean over groups (dashed).",
+    fig = html_figure(plots.group_score_plot(g), "Each group's score (dots; one colour per synthetic set), worst first, and the mean over groups (dashed).",
                   "per-group k-marginal scores")
-    return _p(text) + fig + _table(["worst groups", "original rows", "synthetic rows", "score"], rows, numeric=range(1, 4))
+    return _p(text) + fig + html_table(["worst groups", "original rows", "synthetic rows", "score"], rows, numeric=range(1, 4))
 
 
 def _heatmaps(two_way: Mapping[str, Any], original: pd.DataFrame, tables: Sequence[pd.DataFrame], domain: Domain) -> str:
@@ -596,7 +596,7 @@ def _heatmaps(two_way: Mapping[str, Any], original: pd.DataFrame, tables: Sequen
     for m in items:
         cols = [str(c) for c in m["columns"]]
         uri = plots.marginal_heatmaps(original, tables[0], cols, domain, nanmean(m.get("tvd")))
-        figs.append(_figure(uri, f"{cols[0]} × {cols[1]}: cell shares in the original and in synthetic set 1, and their difference (red = more in the synthetic set). Long category lists are shown in at most {plots.MAX_LEVELS} groups.", f"heat maps of {cols[0]} by {cols[1]}", f"{cols[0]} × {cols[1]} cannot be drawn (a column is missing from the data or the domain)"))
+        figs.append(html_figure(uri, f"{cols[0]} × {cols[1]}: cell shares in the original and in synthetic set 1, and their difference (red = more in the synthetic set). Long category lists are shown in at most {plots.MAX_LEVELS} groups.", f"heat maps of {cols[0]} by {cols[1]}", f"{cols[0]} × {cols[1]} cannot be drawn (a column is missing from the data or the domain)"))
     return "".join(figs)
 
 
@@ -610,8 +610,8 @@ def _kscore(score: Mapping[str, Any]) -> str:
     text = f"Score {fmt(score.get('score'), 4)}{_baseline_phrase(score)}. "
     rows = [[f"random {label} subsample of the original" + (f" ({fmt(n)} rows)" if n is not None else ""), fmt(v, 4)] for label, v, n in plots.subsample_baselines(score)]
     rows += [[f"synthetic set {i}", fmt(v, 4)] for i, v in enumerate(score.get("per_set") or [], start=1)]
-    fig = _figure(plots.kmarginal_plot(score), "Score of each synthetic set (dots) and their mean (dashed) against the scores of random subsamples of the original data (grey lines). A synthetic set that scores like a p% subsample is about as faithful to the marginals as p% of the real rows.", "k-marginal score against subsample baselines")
-    return _p(text + "Higher is better; 1000 means identical marginals.") + fig + _table(["data", "score"], rows, compact=True)
+    fig = html_figure(plots.kmarginal_plot(score), "Score of each synthetic set (dots) and their mean (dashed) against the scores of random subsamples of the original data (grey lines). A synthetic set that scores like a p% subsample is about as faithful to the marginals as p% of the real rows.", "k-marginal score against subsample baselines")
+    return _p(text + "Higher is better; 1000 means identical marginals.") + fig + html_table(["data", "score"], rows, compact=True)
 
 
 # -- 4. numeric columns --------------------------------------------------------------------------
@@ -640,7 +640,7 @@ def _numeric(numeric: Mapping[str, Any], original: pd.DataFrame, tables: Sequenc
     header = ["column", "U_m", "U_a", "KS", "U_m (binning floor)", "mean (original)", "mean (binning floor)", "mean (synthetic)"]
     if not any(floors.values()):
         header, rows = [h for h in header if "floor" not in h], [[v for j, v in enumerate(r) if j not in (4, 6)] for r in rows]
-    out.append(_table(header, rows, caption="Means over the synthetic sets; the table under each column's plots lists every set."))
+    out.append(html_table(header, rows, caption="Means over the synthetic sets; the table under each column's plots lists every set."))
     for c in columns:
         out.append(_numeric_column(c, numeric[c], original, tables, domain[c] if c in domain else None, domain))
     return "".join(out)
@@ -678,10 +678,10 @@ def _numeric_column(name: str, stats: Mapping[str, Any], original: pd.DataFrame,
     if floor and column is not None and domain is not None and name in original:
         # The evaluation's own redraw (same seed, same rows), for the plot.
         redrawn = plots.finite(redraw_in_bins(original, domain.project([name]), int(floor.get("seed") or 0))[name].to_numpy(float))
-    hist = _figure(plots.numeric_histograms(original, tables, name, column), "Share of rows per bin (the domain's bins when it has them): original filled, synthetic sets as lines.", f"histograms of {name}", f"{name} has no values to plot")
+    hist = html_figure(plots.numeric_histograms(original, tables, name, column), "Share of rows per bin (the domain's bins when it has them): original filled, synthetic sets as lines.", f"histograms of {name}", f"{name} has no values to plot")
     ecdf_caption = "Empirical CDFs; U_m is the largest vertical gap between the black and a coloured line." + (
         " Grey dotted: the binning floor, the original redrawn inside its bins." if redrawn is not None else "")
-    ecdf = _figure(plots.numeric_ecdfs(original, tables, name, redrawn), ecdf_caption, f"empirical CDFs of {name}", f"{name} has no values to plot")
+    ecdf = html_figure(plots.numeric_ecdfs(original, tables, name, redrawn), ecdf_caption, f"empirical CDFs of {name}", f"{name} has no values to plot")
     # Heading and plots kept on one printed page; the table may follow on the next.
     return (f'<div class="keep"><h3>{esc(name)}</h3><div class="pair">{hist}{ecdf}</div></div>'
             + _floor_note(name, floor, stats, column) + _quantile_table(stats))
@@ -739,7 +739,7 @@ def _quantile_table(stats: Mapping[str, Any]) -> str:
             rows.append([label, ""] + f_cell + [fmt(v) for v in _pad(stats.get(key), m)])
     caption = ("Binning floor: the original with each value redrawn uniformly inside its own bin; its U_m, U_a and KS are "
                "against the original, the least a synthesizer of these bins can reach.") if floor else ""
-    return _table(header, rows, caption=caption)
+    return html_table(header, rows, caption=caption)
 
 
 def _pad(values: Any, m: int, fill: Any = None) -> list[Any]:
@@ -776,7 +776,7 @@ def _propensity(propensity: Mapping[str, Any]) -> str:
         part = _mapping(propensity.get(key))
         if part:
             rows.append([f"{headline or 'logistic'} (yardstick)", label] + [fmt(part.get(k)) for k, _ in keys])
-    out.append(_table(["model", "set"] + [label for _, label in keys], rows, numeric=range(2, 99)))
+    out.append(html_table(["model", "set"] + [label for _, label in keys], rows, numeric=range(2, 99)))
     if any(_mapping(propensity.get(k)) for k in ("independent", "floor")):
         out.append(_p("Yardsticks, scored by the headline model against the original: the original with each column shuffled on "
                       "its own (every marginal kept, every relationship broken: what a release that learnt only the one-way "
@@ -823,9 +823,9 @@ def _pairs_block(part: Mapping[str, Any], kind: str, missing: str) -> str:
         out.append(_p("Each column's categories become 0/1 indicators (column = category); for pairs of indicators from different columns, the correlation and the slope of one regressed on the other are computed in the original and in each synthetic set. Points on the 45° line are reproduced exactly. "
                       "A column with two categories enters by one indicator, its rarer category: the other is its mirror image (the same slopes and correlations with the sign flipped), which would count every relationship twice."))
     if scalars:
-        out.append(_table(["measure", "value"], scalars, compact=True))
+        out.append(html_table(["measure", "value"], scalars, compact=True))
     if pairs:
-        out.append(_figure(plots.relationship_scatter(pairs, kind), "Original (x) against synthetic (y), one dot per pair and set; the grey line is y = x.", f"scatter of original against synthetic {kind} correlations", "the pairs carry no finite values"))
+        out.append(html_figure(plots.relationship_scatter(pairs, kind), "Original (x) against synthetic (y), one dot per pair and set; the grey line is y = x.", f"scatter of original against synthetic {kind} correlations", "the pairs carry no finite values"))
         out.append(_pairs_table(pairs))
     return "".join(out)
 
@@ -852,7 +852,7 @@ def _pairs_table(pairs: Sequence[Mapping[str, Any]]) -> str:
         header += ["slope original", "slope synthetic"]
         rows = [r + [fmt(p.get("slope_original")), fmt(nanmean(p.get("slope_synthetic")))] for r, p in zip(rows, worst)]
     which = f"The {len(worst)} pairs (of {len(pairs)}) whose correlation is reproduced worst" if len(worst) < len(pairs) else "Every pair, the worst reproduced first"
-    return _table(header, rows, numeric=range(2, 99), caption=f"{which}; synthetic values are means over the sets.")
+    return html_table(header, rows, numeric=range(2, 99), caption=f"{which}; synthetic values are means over the sets.")
 
 
 # -- 7. sensitive attributes ---------------------------------------------------------------------
@@ -875,7 +875,7 @@ def _sensitive(part: Mapping[str, Any], sets: Any = None) -> str:
     cells = [c for c in props.get("cells") or [] if isinstance(c, (int, np.integer))]
     groups = [f"{len(t.split(' × '))}-way" for t, n in zip(tables, cells) for _ in range(int(n))] if len(cells) == len(tables) else None
     by_way = "; ".join(f"{k} cells r = {fmt_sets(v)}" for k, v in _mapping(props.get("r_by_way")).items())
-    out.append(_figure(plots.agreement_scatter(props.get("original") or [], props.get("synthetic") or [], "joint proportion", props.get("r"), groups),
+    out.append(html_figure(plots.agreement_scatter(props.get("original") or [], props.get("synthetic") or [], "joint proportion", props.get("r"), groups),
                        f"Every cell of the tables {'; '.join(tables)}: its share of the original (x) and of each synthetic set (y); "
                        f"the grey line is y = x. The correlation r over the cells is S-004's Fig. 3b measure ({by_way}).",
                        "scatter of joint proportions, original against synthetic"))
@@ -884,7 +884,7 @@ def _sensitive(part: Mapping[str, Any], sets: Any = None) -> str:
     if rows:
         mean_text = "; ".join(f"{k} tables {fmt(v)}" for k, v in _mapping(part.get("tvd_mean")).items())
         shown = f"The {len(rows)} of {len(worst)} tables" if len(rows) < len(worst) else "Every table"
-        out.append(_table(["table", "TVD, mean over sets", "per set"], rows,
+        out.append(html_table(["table", "TVD, mean over sets", "per set"], rows,
                           caption=f"{shown}, reproduced worst first: total variation distance ½Σ|p − q| of the proportions (0 = identical). Mean: {mean_text}."))
     out.append("<h3>Indicator slopes and correlations</h3>")
     ind = _mapping(part.get("indicators"))
@@ -895,8 +895,8 @@ def _sensitive(part: Mapping[str, Any], sets: Any = None) -> str:
                  ["correlation of correlations, synthetic with original", fmt_sets(ind.get("corr_r"))],
                  ["mean |difference| of slopes", fmt_sets(ind.get("slope_mean_abs_diff"))],
                  ["mean |difference| of correlations", fmt_sets(ind.get("corr_mean_abs_diff"))]]
-        out.append(_table(["measure", "per set"], facts, compact=True))
-        out.append(_figure(plots.relationship_scatter(pairs, "indicator", {"slope": ind.get("slope_r"), "corr": ind.get("corr_r")}),
+        out.append(html_table(["measure", "per set"], facts, compact=True))
+        out.append(html_figure(plots.relationship_scatter(pairs, "indicator", {"slope": ind.get("slope_r"), "corr": ind.get("corr_r")}),
                            "Each pair of a sensitive category's indicator x = 1[S = s] with another column's y = 1[B = b] (S-004 Figs. 3c, 3d), "
                            "original (x axis) against each synthetic set (y axis), the grey line y = x: the slope of y on x, "
                            "β₁ = P(y | x) − P(y | not x), and the correlation r = β₁ · sqrt(P(x)(1 − P(x)) / (P(y)(1 − P(y)))).",
@@ -937,11 +937,11 @@ def _logit_block(column: str, model: Mapping[str, Any], sets: Any = None) -> str
     more = f" The first {shown} of {len(coefs)} terms are drawn; the table lists all." if shown < len(coefs) else ""
     synthetic = (" to the one synthetic set (blue; its interval ignores synthesis and noise variance)" if one
                  else ", combined over the sets, to the synthetic data (blue)")
-    out.append(_figure(plots.coefficient_forest(coefs, f"1[{response}]: coefficients, original and synthetic"),
+    out.append(html_figure(plots.coefficient_forest(coefs, f"1[{response}]: coefficients, original and synthetic"),
                        "Each coefficient (log odds ratio against the reference level) with its 95% interval: fitted to the original (black) and"
                        f"{synthetic}, as in S-004 Figs. 10–14." + more,
                        f"coefficient plot of the logistic regression of {response}", "the coefficients carry no finite estimates"))
-    out.append(_table(_coef_header(one), [_coef_row(c) for c in coefs]))
+    out.append(html_table(_coef_header(one), [_coef_row(c) for c in coefs]))
     return "".join(out)
 
 
@@ -970,9 +970,9 @@ def _inference(inference: Mapping[str, Any], sets: Any = None) -> str:
     shown = min(len(coefs), plots.MAX_TERMS)
     more = f" The first {shown} of {len(coefs)} terms are drawn; the table lists all." if shown < len(coefs) else ""
     synthetic = "synthetic from one set, ignoring synthesis and noise variance" if one else "synthetic"
-    out.append(_figure(plots.coefficient_plot(coefs), f"95% intervals per term: original (black) and {synthetic} (blue), each term on its own scale." + more, "coefficient intervals, original and synthetic", "the coefficients carry no finite estimates"))
+    out.append(html_figure(plots.coefficient_plot(coefs), f"95% intervals per term: original (black) and {synthetic} (blue), each term on its own scale." + more, "coefficient intervals, original and synthetic", "the coefficients carry no finite estimates"))
     rows = [_coef_row(c) for c in coefs]
-    out.append(_table(_coef_header(one), rows))
+    out.append(html_table(_coef_header(one), rows))
     out.append(_p("CI overlap: the average share of each interval covered by their intersection (1 = identical, 0 or less = disjoint; higher is better). Standardised difference: (synthetic − original estimate) / original standard error (closer to 0 is better).", "note"))
     return "".join(out)
 
@@ -1084,8 +1084,8 @@ footer { margin-top: 3rem; color: var(--muted); font-size: .85rem; }
 """
 
 
-def _page(title: str, header: str, body: str) -> str:
-    from .. import __version__
+def html_page(title: str, header: str, body: str) -> str:
+    from ..version import __version__
 
     footer = f"<footer>Written by dipsy {esc(__version__)}. Figures and tables compare the original data with the synthetic sets; this report itself contains statistics of the original data and is not covered by the release's privacy guarantee: do not publish it.</footer>"
     return (
@@ -1102,7 +1102,7 @@ def _umask() -> int:
     return mask
 
 
-def _write_atomic(path: Path, text: str) -> Path:
+def write_atomic(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

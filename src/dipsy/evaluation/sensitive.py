@@ -136,10 +136,12 @@ def sensitive_utility(original: pd.DataFrame, tables: Sequence[pd.DataFrame], do
     codes, labelled, view = _coded([original, *tables], domain.project(names))
     sizes = dict(zip(names, view.shape(names)))
 
-    groups = [(s, p) for s in sensitive for p in public] + list(combinations(sensitive, 2))
+    groups: list[tuple[str, ...]] = [(s, p) for s in sensitive for p in public]
+    groups += combinations(sensitive, 2)
     if len(sensitive) > 1:
         groups += [(*sensitive, p) for p in public]
-    out_tables, cells = [], {}
+    out_tables: list[dict[str, Any]] = []
+    cells: dict[tuple[str, ...], list[np.ndarray]] = {}
     for cols in groups:
         shares = [joint_shares(c, cols, sizes) for c in codes]
         out_tables.append({"columns": list(cols), "way": len(cols),
@@ -233,10 +235,10 @@ def _indicators(frames: list[pd.DataFrame], view: Domain, sensitive: list[str], 
     for key in ("slope", "corr"):
         o = np.array([p[f"{key}_original"] for p in pairs], dtype=float)
         for k in range(len(frames) - 1):
-            s = np.array([p[f"{key}_synthetic"][k] for p in pairs], dtype=float)
-            ok = np.isfinite(o) & np.isfinite(s)
-            out.setdefault(f"{key}_r", []).append(_pearson(o[ok], s[ok]) if ok.sum() > 2 else math.nan)
-            out.setdefault(f"{key}_mean_abs_diff", []).append(float(np.abs(o[ok] - s[ok]).mean()) if ok.any() else math.nan)
+            syn = np.array([p[f"{key}_synthetic"][k] for p in pairs], dtype=float)
+            ok = np.isfinite(o) & np.isfinite(syn)
+            out.setdefault(f"{key}_r", []).append(_pearson(o[ok], syn[ok]) if ok.sum() > 2 else math.nan)
+            out.setdefault(f"{key}_mean_abs_diff", []).append(float(np.abs(o[ok] - syn[ok]).mean()) if ok.any() else math.nan)
     return out
 
 
@@ -277,7 +279,7 @@ def _logit(frames: list[pd.DataFrame], view: Domain, column: str, public: list[s
     gives the same terms. The reference is the most common level. A model that still cannot be
     compared (the response constant in a set, a failed fit) is reported, not raised.
     """
-    from . import regression  # the evaluation's own comparison of one model on both
+    from .regressions import regression  # the evaluation's own comparison of one model on both
 
     level, why = response_level(frames[0][column], view[column], named)
     response = f"{column} = {level}"

@@ -54,6 +54,8 @@ def get(name: str) -> type[Synthesizer]:
 def methods() -> list[MethodInfo]:
     """Every registered method.
 
+    Examples
+    --------
     >>> [m.name for m in methods()][:2]
     ['dirichlet-multinomial', 'beta-binomial']
     """

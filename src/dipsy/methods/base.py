@@ -23,6 +23,7 @@ import pandas as pd
 from ..domain import Domain
 from ..errors import DipsyError, PrivacyError
 from ..privacy import Budget, Spend
+from ..privacy.budget import ZCDP, of_kind
 from ..privacy.composition import statement_epsilon, total_as
 from ..privacy.measurement import Measurement
 from ..privacy.relation import ADD_REMOVE, SUBSTITUTE, Relation
@@ -192,7 +193,7 @@ class Statement:
         """(ε, δ) implied by a zCDP total at :attr:`delta` (Canonne, Kamath & Steinke 2020)."""
         if self.definition != "zCDP" or self.delta is None:
             return None
-        return statement_epsilon(self.total.rho, self.delta), self.delta
+        return statement_epsilon(of_kind(self.total, ZCDP).rho, self.delta), self.delta
 
     def claim(self) -> dict[str, Any]:
         """The guarantee as an unseeded run of the same release states it."""

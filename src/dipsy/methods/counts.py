@@ -109,7 +109,8 @@ def cell_labels(column: Column) -> np.ndarray:
     """What each code of a column stands for: the category, the integer, or its bin ``[lo, hi)``."""
     if column.is_categorical:
         return np.asarray(column.categories, dtype=None if column.numeric_categories else object)
-    if column.bins is None:
+    if column.bins is None:  # an integer column (a numeric one without bins has no codes)
+        assert column.lower is not None and column.upper is not None, "Column checks every integer column's bounds"
         return np.arange(int(column.lower), int(column.upper) + 1)
     edges = column.bins
     last = len(edges) - 2

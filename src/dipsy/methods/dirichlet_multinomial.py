@@ -52,6 +52,7 @@ import numpy as np
 
 from ..domain import Domain, check_cells
 from ..errors import DipsyError
+from ..privacy.budget import PureDP
 from ..privacy.measurement import Measurement, PosteriorDraw, Table
 from ..privacy.session import Session
 from .base import MAX_PRIOR, Option, Plan, Synthesizer, real
@@ -134,6 +135,7 @@ class DirichletMultinomial(Synthesizer):
     6.742953
     """
 
+    budget: PureDP  # Synthesizer.__init__ refuses a budget of another definition
     name = "dirichlet-multinomial"
     summary = "Dirichlet-multinomial posterior predictive over the full cross-tabulation (Abowd & Vilhuber 2008); ε-DP, n public"
     definition = "pure-DP"
@@ -148,6 +150,8 @@ class DirichletMultinomial(Synthesizer):
         self.check_domain(domain)
         check_cells(domain)
         self.require_rows(n)
+        if n is None:
+            raise DipsyError(f"{self.name} treats n as public and was planned without it", "plan it under substitution, with n given")
         epsilon = self.budget.epsilon / self.sets
         alpha = self.at_least("alpha", minimum_alpha(n, epsilon), "n/(e^(ε/m) - 1)")
         query = Table(domain.names)
@@ -157,7 +161,7 @@ class DirichletMultinomial(Synthesizer):
                     {"alpha": alpha, "n": n, "cells": domain.cells()})
 
     def fit(self, session: Session, plan: Plan) -> "CountModel":
-        return CountModel(plan.measurements[0].query.columns, session.domain.shape(),
+        return CountModel(plan.measurements[0].query_as(Table).columns, session.domain.shape(),
                           tuple(session.measure(m) for m in plan.measurements))
 
 

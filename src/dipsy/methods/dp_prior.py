@@ -38,6 +38,8 @@ import math
 import numpy as np
 
 from ..domain import Domain, check_cells
+from ..privacy.budget import PureDP
+from ..errors import DipsyError
 from ..privacy.measurement import Measurement, PosteriorDraw, Table
 from ..privacy.rng import Randomness
 from ..privacy.session import Session
@@ -75,6 +77,7 @@ class DPPrior(Synthesizer):
     99.501
     """
 
+    budget: PureDP  # Synthesizer.__init__ refuses a budget of another definition
     name = "dp-prior"
     summary = "Multinomial draw from the posterior mean with a prior of 1/(e^(ε/n) - 1) per cell (McClure & Reiter 2012); ε-DP, one set"
     definition = "pure-DP"
@@ -85,6 +88,8 @@ class DPPrior(Synthesizer):
     def plan(self, n: int | None, domain: Domain) -> Plan:
         check_cells(domain)
         self.require_rows(n)
+        if n is None:
+            raise DipsyError(f"{self.name} treats n as public and was planned without it", "plan it under substitution, with n given")
         epsilon = self.budget.epsilon
         prior = self.at_least("prior", minimum_prior(n, epsilon), "1/(e^(ε/n) - 1)")
         mechanism = (
@@ -100,7 +105,7 @@ class DPPrior(Synthesizer):
 
     def fit(self, session: Session, plan: Plan) -> CountModel:
         m = plan.measurements[0]
-        return CountModel(m.query.columns, session.domain.shape(), (session.measure(m),))
+        return CountModel(m.query_as(Table).columns, session.domain.shape(), (session.measure(m),))
 
 
 def draw_from_mean(y: np.ndarray, a: float, rand: Randomness) -> np.ndarray:

@@ -112,16 +112,24 @@ def grid_points(column: Column, points: int | None) -> np.ndarray:
             raise DipsyError(f"{where} has no bins to take the grid from", "give the grid size, e.g. --option grid=5")
         grid = np.asarray(column.bins, dtype=float)
     else:
-        grid = np.linspace(float(column.lower), float(column.upper), points)
+        lower, upper = _bounds(column)
+        grid = np.linspace(float(lower), float(upper), points)
     if column.kind == "integer":
         if points is not None:
             grid = np.unique(np.round(grid))
             if grid.size < points:
-                raise DipsyError(f"{where} holds only {int(column.upper - column.lower) + 1} whole numbers, fewer than grid={points}",
+                lower, upper = _bounds(column)
+                raise DipsyError(f"{where} holds only {int(upper - lower) + 1} whole numbers, fewer than grid={points}",
                                  f"use grid={grid.size} or less")
         elif np.any(grid != np.round(grid)):
             raise DipsyError(f"{where} is integer but its bin edges are not all whole numbers", "give the grid size, e.g. --option grid=5")
     return grid
+
+
+def _bounds(column: Column) -> tuple[float, float]:
+    """A numeric or integer column's public bounds, as declared (the domain requires both)."""
+    assert column.lower is not None and column.upper is not None, "Column checks every non-categorical column's bounds"
+    return column.lower, column.upper
 
 
 def ecdf_cells(column: Column, grid: np.ndarray) -> Column:
@@ -135,7 +143,8 @@ def ecdf_cells(column: Column, grid: np.ndarray) -> Column:
     (True, True)
     """
     inner = [float(np.nextafter(t, np.inf)) for t in grid[:-1]]
-    return replace(column, bins=(float(column.lower), *inner, float(column.upper)))
+    lower, upper = _bounds(column)
+    return replace(column, bins=(float(lower), *inner, float(upper)))
 
 
 def candidate_paths(n: int, points: int) -> np.ndarray:
@@ -262,16 +271,19 @@ class ExponentialECDF(Synthesizer):
     15
     """
 
+    budget: PureDP  # Synthesizer.__init__ refuses a budget of another definition
     name = "exponential-ecdf"
     summary = "Exponential mechanism over all ECDFs of n points on a public grid, KS utility (Wasserman & Zhou 2010); one column, small n; ε-DP, n public"
     definition = "pure-DP"
     options = (Option("grid", whole("grid", 2, MAX_GRID, 11), "G equally spaced grid points over the bounds, instead of the column's bin edges"),)
 
-    def plan(self, n: int, domain: Domain) -> Plan:
+    def plan(self, n: int | None, domain: Domain) -> Plan:
         if len(domain) != 1 or domain.columns[0].kind not in ("numeric", "integer"):
             raise DipsyError(f"{self.name} synthesizes one numeric or integer column, got {', '.join(domain.names)}",
                              "choose one such column with --columns")
         self.require_rows(n)
+        if n is None:
+            raise DipsyError(f"{self.name} treats n as public and was planned without it", "plan it under substitution, with n given")
         column = domain.columns[0]
         grid = grid_points(column, self.settings.get("grid"))
         points = grid.size

@@ -48,6 +48,7 @@ import pandas as pd
 
 from ..domain import Domain, check_cells, encode_frame
 from ..errors import DipsyError
+from ..privacy.budget import PureDP
 from ..privacy.measurement import Measurement, PosteriorDraw, Table
 from ..privacy.rng import Randomness
 from ..privacy.session import Session
@@ -90,6 +91,7 @@ def least_strength(n: int, epsilon: float, rate: float, exposures: np.ndarray) -
 class GammaPoisson(Synthesizer):
     """Gamma-Poisson synthesizer with public exposures; ε-DP given the public total ``n``."""
 
+    budget: PureDP  # Synthesizer.__init__ refuses a budget of another definition
     name = "gamma-poisson"
     summary = "Gamma-Poisson posterior predictive for counts with public exposures, given the total (after Quick 2019); ε-DP, n public"
     definition = "pure-DP"
@@ -105,6 +107,8 @@ class GammaPoisson(Synthesizer):
             raise DipsyError(f"{self.name} needs the public exposures of the cells", "pass --option exposures=FILE.csv")
         check_cells(domain)
         self.require_rows(n)
+        if n is None:
+            raise DipsyError(f"{self.name} treats n as public and was planned without it", "plan it under substitution, with n given")
         exposures = read_exposures(self.settings["exposures"], domain)
         rate = self.settings.get("rate", n / float(exposures.sum()))
         epsilon = self.budget.epsilon / self.sets
@@ -127,7 +131,7 @@ class GammaPoisson(Synthesizer):
         return Plan(draws, self.relation, public, mechanism, self.composition(), params)
 
     def fit(self, session: Session, plan: Plan) -> CountModel:
-        return CountModel(plan.measurements[0].query.columns, session.domain.shape(),
+        return CountModel(plan.measurements[0].query_as(Table).columns, session.domain.shape(),
                           tuple(session.measure(m) for m in plan.measurements))
 
 

@@ -54,7 +54,7 @@ from ..privacy.samplers import to_fraction
 from ..privacy.session import Session
 from .base import Option, Plan, Synthesizer, whole
 from .counts import CountModel
-from .laplace_sanitizer import _share
+from .laplace_sanitizer import total_share_option
 
 #: The most cells a histogram method works over: 2**26 (67 million; 512 MiB per vector of int64
 #: counts or float64 masses, of which a measurement holds a few at once).
@@ -78,10 +78,16 @@ def equal_bins(domain: Domain, k: int | None) -> Domain:
     if k > MAX_CODES:  # before np.linspace allocates k + 1 edges
         raise too_many_codes("option bins", k, "bins", "give fewer bins, e.g. --option bins=50")
     columns = tuple(
-        replace(c, bins=tuple(float(e) for e in np.linspace(c.lower, c.upper, k + 1))) if c.kind == "numeric" else c
+        replace(c, bins=tuple(float(e) for e in np.linspace(*_bounds(c), k + 1))) if c.kind == "numeric" else c
         for c in domain.columns
     )
     return Domain(columns, domain.name, domain.description)
+
+
+def _bounds(column: Column) -> tuple[float, float]:
+    """A numeric or integer column's public bounds, as declared (the domain requires both)."""
+    assert column.lower is not None and column.upper is not None, "Column checks every non-categorical column's bounds"
+    return column.lower, column.upper
 
 
 def cells_of(domain: Domain, k: int | None, sets: int = 1) -> Domain:
@@ -136,15 +142,17 @@ def column_shares(column: Column) -> np.ndarray:
     [0.3, 0.7]
     """
     if column.is_categorical:
+        assert column.categories is not None, "Column checks every categorical column's categories"
         return np.full(len(column.categories), 1 / len(column.categories))
+    lower, upper = _bounds(column)
     if column.kind == "integer":
         if column.bins is None:
-            size = int(column.upper) - int(column.lower) + 1
+            size = int(upper) - int(lower) + 1
             return np.full(size, 1 / size)
         low, high = column.integer_bin_ranges()
-        return (high - low + 1) / (int(column.upper) - int(column.lower) + 1)
+        return (high - low + 1) / (int(upper) - int(lower) + 1)
     edges = np.asarray(column.bins, dtype=float)
-    return np.diff(edges) / (column.upper - column.lower)
+    return np.diff(edges) / (upper - lower)
 
 
 def cell_shares(domain: Domain) -> np.ndarray:
@@ -216,13 +224,14 @@ class PerturbedHistogram(Synthesizer):
     sanitizer's ``--release table``).
     """
 
+    budget: PureDP  # Synthesizer.__init__ refuses a budget of another definition
     name = "perturbed-histogram"
     summary = "Exact discrete Laplace noise on the counts of the bins, negatives to 0, records uniform inside bins (Wasserman & Zhou 2010); ε-DP, m sets of ε/m"
     definition = "pure-DP"
     relations = (ADD_REMOVE, SUBSTITUTE)
     options = (
         Option("bins", whole("bins", 1, MAX_CODES), "K equal-width bins over the public bounds of every numeric column, instead of the domain's"),
-        Option("total_share", _share, "share of each set's ε for its noisy total n under add/remove (default 0.1)"),
+        Option("total_share", total_share_option, "share of each set's ε for its noisy total n under add/remove (default 0.1)"),
     )
 
     def plan(self, n: int | None, domain: Domain) -> Plan:
@@ -259,7 +268,7 @@ class PerturbedHistogram(Synthesizer):
 
     def fit(self, session: Session, plan: Plan) -> "PerturbedHistogramModel":
         outputs = [session.measure(m) for m in plan.measurements]
-        query = plan.measurements[0].query
+        query = plan.measurements[0].query_as(Table)
         cells = query.domain or session.domain
         if self.relation == ADD_REMOVE:  # (table, total) per set; a noisy total below 0 releases no records
             tables, totals = outputs[0::2], tuple(max(int(t[0]), 0) for t in outputs[1::2])
@@ -447,6 +456,7 @@ class SmoothedHistogram(Synthesizer):
     (the caveat of the Dirichlet-multinomial module applies).
     """
 
+    budget: PureDP  # Synthesizer.__init__ refuses a budget of another definition
     name = "smoothed-histogram"
     summary = "Histogram mixed with the uniform on the public box, δ the least weight for ε-DP, n draws (Wasserman & Zhou 2010); ε-DP, one set, n public"
     definition = "pure-DP"
@@ -458,6 +468,8 @@ class SmoothedHistogram(Synthesizer):
 
     def plan(self, n: int | None, domain: Domain) -> Plan:
         self.require_rows(n)
+        if n is None:
+            raise DipsyError(f"{self.name} treats n as public and was planned without it", "plan it under substitution, with n given")
         cells = cells_of(domain, self.settings.get("bins"))
         v_min = smallest_share(cells)
         least = least_delta(n, self.budget.epsilon, v_min)
@@ -474,8 +486,9 @@ class SmoothedHistogram(Synthesizer):
 
     def fit(self, session: Session, plan: Plan) -> "SmoothedHistogramModel":
         m = plan.measurements[0]
-        cells = m.query.domain or session.domain
-        return SmoothedHistogramModel(cells.names, cells.shape(), (session.measure(m),), m.query.domain)
+        query = m.query_as(Table)
+        cells = query.domain or session.domain
+        return SmoothedHistogramModel(cells.names, cells.shape(), (session.measure(m),), query.domain)
 
 
 @dataclass(frozen=True, eq=False)

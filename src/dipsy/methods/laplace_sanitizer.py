@@ -35,6 +35,7 @@ import numpy as np
 
 from ..domain import Domain, check_cells
 from ..errors import DipsyError
+from ..privacy.budget import PureDP
 from ..privacy.measurement import DiscreteLaplace, Measurement, Table, Total
 from ..privacy.relation import ADD_REMOVE, SUBSTITUTE
 from ..privacy.rng import Randomness
@@ -46,7 +47,8 @@ from .counts import CountModel
 POST = ("threshold", "raw")
 
 
-def _share(value: Any) -> float:
+def total_share_option(value: Any) -> float:
+    """The option ``total_share``: the share of ε spent on the noisy total n, strictly between 0 and 1."""
     try:
         x = float(value)
     except (TypeError, ValueError):
@@ -65,6 +67,7 @@ def _post(value: Any) -> str:
 class LaplaceSanitizer(Synthesizer):
     """Noisy contingency table with exact discrete Laplace noise; ε-DP, one release."""
 
+    budget: PureDP  # Synthesizer.__init__ refuses a budget of another definition
     name = "laplace-sanitizer"
     summary = "Exact discrete Laplace noise on every cell of the cross-tabulation, negatives to 0; a table or records; ε-DP, one release"
     definition = "pure-DP"
@@ -73,7 +76,7 @@ class LaplaceSanitizer(Synthesizer):
     multiple_sets = False
     options = (
         Option("post", _post, "post-processing of the noisy counts: threshold (negatives to 0, default) or raw (table release only)"),
-        Option("total_share", _share, "share of ε for the noisy total n under add/remove with a record release (default 0.1)"),
+        Option("total_share", total_share_option, "share of ε for the noisy total n under add/remove with a record release (default 0.1)"),
     )
 
     def plan(self, n: int | None, domain: Domain) -> Plan:
@@ -107,7 +110,7 @@ class LaplaceSanitizer(Synthesizer):
     def fit(self, session: Session, plan: Plan) -> "SanitizerModel":
         table, *total = (session.measure(m) for m in plan.measurements)
         n = max(int(total[0][0]), 0) if total else plan.parameters.get("n")
-        return SanitizerModel(plan.measurements[0].query.columns, session.domain.shape(), (table,),
+        return SanitizerModel(plan.measurements[0].query_as(Table).columns, session.domain.shape(), (table,),
                               n, self.settings.get("post", "threshold"))
 
 
@@ -126,4 +129,6 @@ class SanitizerModel(CountModel):
         table = np.maximum(self.outputs[k], 0)
         total = table.sum()
         p = table / total if total > 0 else np.full(table.size, 1 / table.size)
+        if self.n is None:
+            raise DipsyError("this model was fitted for a table release: it has no n to draw records with", "plan it with --release records")
         return rand.numpy.multinomial(self.n, p)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from ..errors import BudgetError, DipsyError
 
@@ -181,3 +181,17 @@ class LocalDP(Budget):
 
 
 BUDGET_TYPES: dict[str, type[Budget]] = {b.definition: b for b in (PureDP, ApproxDP, ZCDP, LocalDP)}
+
+_B = TypeVar("_B", bound=Budget)
+
+
+def of_kind(budget: Budget, kind: type[_B]) -> _B:
+    """``budget``, checked to be a ``kind``: how a method reads the amounts of its own definition
+    from a spent or remaining total.
+
+    >>> of_kind(ZCDP(0.5), ZCDP).rho
+    0.5
+    """
+    if not isinstance(budget, kind):
+        raise BudgetError(f"{budget} is not a {kind.definition} budget", "give the budget in the method's definition")
+    return budget

@@ -89,6 +89,13 @@ def requested_budget(definition: str, epsilon=None, delta=None, rho=None) -> tup
     raise DipsyError(f"unknown privacy definition {definition!r}", "use pure-DP, zCDP or approximate-DP")
 
 
+def _epsilon(b: Budget) -> float:
+    """The ε of an ε-DP, (ε, δ) or local budget (:func:`total_as` has refused the kinds it cannot add)."""
+    if not isinstance(b, (PureDP, ApproxDP, LocalDP)):
+        raise BudgetError(f"{b!r} states no ε to add", "report this bug")
+    return b.epsilon
+
+
 def total_as(cap: Budget, budgets: Iterable[Budget]) -> Budget:
     """The sum of ``budgets`` in the definition of ``cap`` (see the module's rules).
 
@@ -102,19 +109,19 @@ def total_as(cap: Budget, budgets: Iterable[Budget]) -> Budget:
             raise BudgetError("a local guarantee (ε_x for this data set only, e.g. the pseudo-posterior mechanism's) is not "
                               "worst-case differential privacy and never counts against a DP budget or cap",
                               "keep local-guarantee releases apart: the ledger records them without counting them")
-        return LocalDP(sum(b.epsilon for b in budgets))
+        return LocalDP(sum(_epsilon(b) for b in budgets))
     if isinstance(cap, PureDP):
         if kinds - {PureDP}:
             raise BudgetError("this data set's cap is pure ε-DP, and a zCDP or (ε, δ) release cannot count against it",
                               "set an (ε, δ) cap with --budget-cap EPSILON,DELTA")
-        return PureDP(sum(b.epsilon for b in budgets))
+        return PureDP(sum(_epsilon(b) for b in budgets))
     if isinstance(cap, ZCDP):
         if ApproxDP in kinds:
             raise BudgetError("this data set's cap is ρ-zCDP, and an (ε, δ) release cannot count against it",
                               "set an (ε, δ) cap with --budget-cap EPSILON,DELTA")
-        return ZCDP(sum(b.rho if isinstance(b, ZCDP) else b.epsilon**2 / 2 for b in budgets))
+        return ZCDP(sum(b.rho if isinstance(b, ZCDP) else _epsilon(b) ** 2 / 2 for b in budgets))
     if isinstance(cap, ApproxDP):
-        epsilon = sum(b.epsilon for b in budgets if not isinstance(b, ZCDP))
+        epsilon = sum(_epsilon(b) for b in budgets if not isinstance(b, ZCDP))
         delta = sum(b.delta for b in budgets if isinstance(b, ApproxDP))
         rho = sum(b.rho for b in budgets if isinstance(b, ZCDP))
         if rho == 0:
@@ -299,7 +306,7 @@ def format_conversion_table(rows: Iterable[ConversionRow] | None = None) -> str:
 def _short(b: Budget) -> str:
     if isinstance(b, ApproxDP):
         return f"({b.epsilon:.4g}, {b.delta:.4g})"
-    return f"ε = {b.epsilon:.4g}" if isinstance(b, PureDP) else f"ρ = {b.rho:.4g}"
+    return f"ρ = {b.rho:.4g}" if isinstance(b, ZCDP) else f"ε = {_epsilon(b):.4g}"
 
 
 def parse_cap(text: str | float | Budget) -> Budget:

@@ -31,6 +31,12 @@ import platformdirs
 from ..errors import DipsyError
 
 
+def default_ledger_path() -> Path:
+    """``$DIPSY_LEDGER``, or ``ledger.sqlite`` under the user's data directory."""
+    env = os.environ.get("DIPSY_LEDGER")
+    return Path(env) if env else Path(platformdirs.user_data_dir("dipsy")) / "ledger.sqlite"
+
+
 def record_path() -> Path:
     """The file that lists the ledgers dipsy created: ``$DIPSY_CONFIG_DIR/ledgers.txt`` or the user's config folder's."""
     folder = os.environ.get("DIPSY_CONFIG_DIR") or platformdirs.user_config_dir("dipsy")
@@ -90,6 +96,4 @@ def check_not_lost(ledger: str | Path) -> None:
 def protected_ledgers(*more: str | Path | None) -> list[Path]:
     """Every ledger no command's output may overwrite: ``more`` (the command's own), ``$DIPSY_LEDGER``
     or the default location, and every ledger dipsy has created here."""
-    from .ledger import default_ledger_path
-
     return [Path(p) for p in more if p is not None] + [default_ledger_path(), *known_ledgers()]

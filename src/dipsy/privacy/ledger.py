@@ -49,14 +49,11 @@ directory (e.g. ``~/.local/share/dipsy`` on Linux).
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from contextlib import closing, contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator, Sequence
-
-import platformdirs
 
 from ..errors import DipsyError
 from ..interrupts import held
@@ -66,16 +63,10 @@ from .ledger_records import (
     GUARANTEES, CapChange, DatasetTotal, Reservation, budget_of, cap_change, cap_change_of, cap_json, dataset_totals, decide,
     is_ledger, migrate, relation_columns, relation_of, rows_of,
 )
-from .known import check_not_lost, remember
+from .known import check_not_lost, default_ledger_path, remember
 from .relation import Relation, parse
 
 __all__ = ["GUARANTEES", "CapChange", "DatasetTotal", "Ledger", "Reservation", "default_ledger_path"]
-
-
-def default_ledger_path() -> Path:
-    """``$DIPSY_LEDGER``, or ``ledger.sqlite`` under the user's data directory."""
-    env = os.environ.get("DIPSY_LEDGER")
-    return Path(env) if env else Path(platformdirs.user_data_dir("dipsy")) / "ledger.sqlite"
 
 
 class Ledger:
@@ -91,6 +82,8 @@ class Ledger:
     timeout
         Seconds a write waits for another run's lock before a :class:`DipsyError`.
 
+    Examples
+    --------
     >>> import tempfile, pathlib
     >>> from dipsy.privacy.budget import PureDP
     >>> from dipsy.privacy.relation import SUBSTITUTE
@@ -250,7 +243,7 @@ class Ledger:
         now = _now()
         with self._transaction() as db:
             state = _state(db, dataset_id, release_id)
-            reservation, change, local = decide(*state, *ask)
+            reservation, change, local = decide(*(state + ask))
             if change is not None:
                 _write_cap(db, dataset_id, state[1 if local else 0], *change, now, "local_caps" if local else "caps")
             db.executemany(
@@ -273,7 +266,7 @@ class Ledger:
         ask = (dataset_id, release_id, list(spends), relation, cap, cap_relation, raise_cap, guarantee, dataset_id_given)
         with self._reading() as db:
             state = (None, None, [], False, False) if db is None else _state(db, dataset_id, release_id)
-        return decide(*state, *ask)[0]
+        return decide(*(state + ask))[0]
 
     def confirm(self, release_id: str) -> None:
         """Mark a reserved release as released (again: no change); :class:`DipsyError` if unknown."""
@@ -377,7 +370,7 @@ def take_back(ledger: Ledger, release_id: str, error: BaseException) -> None:
         error.add_note(f"its spend stays pending in the ledger {ledger.path} (release {release_id}): {e}")
 
 
-def _state(db: sqlite3.Connection, dataset_id: str, release_id: str) -> tuple:
+def _state(db: sqlite3.Connection, dataset_id: str, release_id: str) -> tuple[dict | None, dict | None, list[dict], bool, bool]:
     """What :func:`decide` needs of the ledger: the data set's DP cap and local cap rows, its spends,
     whether any data set has a cap, and whether ``release_id`` is taken."""
     stored = _one(rows_of(db.execute("SELECT * FROM caps WHERE dataset_id = ?", (dataset_id,))))

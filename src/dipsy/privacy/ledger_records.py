@@ -161,7 +161,7 @@ class CapChange:
     old: Budget | None
     old_relation: Relation | None
     new: Budget
-    new_relation: Relation
+    new_relation: Relation | None  # None: a change recorded before relations were kept
     when: str
     how: str  # "set", "lowered", "raised", "redefined", "relation recorded"
 
@@ -174,12 +174,11 @@ def cap_change_of(row) -> CapChange:
     old = json.loads(row["old"]) if row["old"] else None
     new = json.loads(row["new"])
 
-    def parts(d):
-        if d is None:
-            return None, None
+    def parts(d: dict) -> tuple[Budget, Relation | None]:
         return Budget.from_dict(d), Relation.from_dict(d["relation"]) if d["relation"] else None
 
-    return CapChange(row["dataset_id"], *parts(old), *parts(new), row["changed_at"], row["how"])
+    old_cap, old_relation = parts(old) if old is not None else (None, None)
+    return CapChange(row["dataset_id"], old_cap, old_relation, *parts(new), row["changed_at"], row["how"])
 
 
 @dataclass(frozen=True)
@@ -236,7 +235,7 @@ def dataset_totals(dataset_id: str, rows: list[dict], cap_row: dict | None, loca
     out, note = [], None
     if cap is not None and cap_relation is None:
         note = "the cap's relation is not recorded: the next release's becomes it"
-    elif cap is not None:
+    elif cap is not None and cap_relation is not None:
         try:
             spent = total_under(cap, cap_relation, [(budget_of(r), relation_of(r)) for r in dp])
             out.append(_line(dataset_id, spent, dp, cap, cap_relation, cap_relation))
@@ -302,7 +301,7 @@ def _releases(rows: list[dict]) -> str:
 
 def decide(stored: dict | None, stored_local: dict | None, earlier: list[dict], any_caps: bool, reused: bool, dataset_id: str,
            release_id: str, spends: list[Spend], relation: Relation, cap: Budget | None, cap_relation: Relation | None,
-           raise_cap: bool, guarantee: str, dataset_id_given: bool) -> tuple[Reservation, tuple | None, bool]:
+           raise_cap: bool, guarantee: str, dataset_id_given: bool) -> tuple[Reservation, tuple[Budget, Relation, str] | None, bool]:
     """What :meth:`.ledger.Ledger.reserve` does with a request: the reservation, the cap change
     (None: none) and whether that change is of the local cap — or the refusal.
 
@@ -347,6 +346,7 @@ def decide(stored: dict | None, stored_local: dict | None, earlier: list[dict], 
         deltas = [r["delta"] for r in mine if r["definition"] == "zCDP" and r["delta"]]
         total = composed_total([budget_of(r) for r in mine] + [b for b, _ in new], min(deltas) if deltas else None) if new else None
         return Reservation(release_id, dataset_id, relation, guarantee, total), change, False
+    assert limit_relation is not None, "a stored cap without a relation takes this release's (the change above)"
     after = _within(dataset_id, "cap", limit, limit_relation, dp_rows, new, relation,
                     "spend less, or raise the cap with --budget-cap if the data steward agrees")
     return Reservation(release_id, dataset_id, relation, guarantee, after, limit, limit_relation), change, False
@@ -359,7 +359,7 @@ def _within(dataset_id: str, what: str, limit: Budget, limit_relation: Relation,
     total past the cap."""
     _refuse_conflicts(dataset_id, rows, relation if new else None, limit_relation, what)
     old = [(budget_of(r), relation_of(r)) for r in rows]
-    before, after = total_under(limit, limit_relation, old), total_under(limit, limit_relation, old + new)
+    before, after = total_under(limit, limit_relation, old), total_under(limit, limit_relation, [*old, *new])
     if after.exceeds(limit):
         raise BudgetError(f"data set {dataset_id[:16]!r} has spent {before} of its {what} {limit} (under {limit_relation}); "
                           f"this release (under {relation}) would take it to {after}; nothing was spent", fix)
@@ -370,22 +370,23 @@ def _refuse_conflicts(dataset_id: str, rows: list[dict], relation: Relation | No
     """Refuse when this release's ``relation`` (None: it spends nothing here) or an earlier spend's
     cannot be converted into the ``what``'s relation, naming the releases that conflict."""
     if relation is not None and group_factor(relation, limit_relation) is None:
-        clash = [r for r in rows if relation_of(r) is not None and relation_of(r) != relation
-                 and group_factor(relation, relation_of(r)) is None]
+        clash = [r for r in rows if (spent := relation_of(r)) is not None and spent != relation
+                 and group_factor(relation, spent) is None]
         named = f"; it conflicts with {_releases(clash)}" if clash else ""
         raise BudgetError(f"this release is private under {relation}, which cannot count under the {what} of data set "
                           f"{dataset_id[:16]!r}, stated under {limit_relation} ({why_not(relation, limit_relation)}){named}; "
                           "nothing was spent",
                           fix_for(relation, limit_relation))
-    stuck = [r for r in rows if relation_of(r) is not None and group_factor(relation_of(r), limit_relation) is None]
+    stuck = [r for r in rows if (spent := relation_of(r)) is not None and group_factor(spent, limit_relation) is None]
     if stuck:
         raise BudgetError(f"the {what} of data set {dataset_id[:16]!r} would be stated under {limit_relation}, and earlier "
                           f"spends cannot count there: {_releases(stuck)}; nothing was spent",
                           "state the cap in a relation every release converts to")
 
 
-def _decide_local(stored, stored_local, earlier, dataset_id, release_id, spends, relation, cap, cap_relation, raise_cap,
-                  guarantee) -> tuple[Reservation, tuple | None, bool]:
+def _decide_local(stored: dict | None, stored_local: dict | None, earlier: list[dict], dataset_id: str, release_id: str,
+                  spends: list[Spend], relation: Relation, cap: Budget | None, cap_relation: Relation | None, raise_cap: bool,
+                  guarantee: str) -> tuple[Reservation, tuple[Budget, Relation, str] | None, bool]:
     """:func:`decide` for a release whose spends are local guarantees (ε_x of this data set).
 
     A local ε_x never counts against a DP cap: a data set whose DP cap would otherwise not cover
@@ -406,6 +407,7 @@ def _decide_local(stored, stored_local, earlier, dataset_id, release_id, spends,
         mine = [budget_of(r) for r in rows if relation_of(r) == relation] + new
         total = sum(mine[1:], mine[0]) if new else None
         return Reservation(release_id, dataset_id, relation, guarantee, total), change, True
+    assert limit_relation is not None, "a local cap is always recorded with its relation"
     after = _within(dataset_id, "cap for local releases", limit, limit_relation, rows, [(b, relation) for b in new], relation,
                     "release less (a lower --epsilon ceiling, more down-weighting), or raise the local cap if the data steward agrees")
     return Reservation(release_id, dataset_id, relation, guarantee, after, limit, limit_relation), change, True

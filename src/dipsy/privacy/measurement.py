@@ -43,7 +43,7 @@ import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, TypeVar
 
 import numpy as np
 
@@ -228,7 +228,7 @@ class DiscreteLaplace(Mechanism):
         >>> DiscreteLaplace(Fraction(1, 2)).privacy_loss([0, 1], [1, 0]).epsilon
         4.0
         """
-        return PrivacyLoss(tuple(discrete_laplace_factor(d, float(self.scale), k) for d, k in shifts(a, b).items()))
+        return PrivacyLoss(tuple(discrete_laplace_factor(int(d), float(self.scale), k) for d, k in shifts(a, b).items()))
 
 
 @dataclass(frozen=True)
@@ -281,7 +281,7 @@ class DiscreteGaussian(Mechanism):
         >>> round(DiscreteGaussian(Fraction(1)).privacy_loss([0, 0], [1, 1]).rho, 9)
         1.0
         """
-        return PrivacyLoss(tuple(discrete_gaussian_factor(d, float(self.sigma2), k) for d, k in shifts(a, b).items()))
+        return PrivacyLoss(tuple(discrete_gaussian_factor(int(d), float(self.sigma2), k) for d, k in shifts(a, b).items()))
 
 
 @dataclass(frozen=True)
@@ -406,6 +406,9 @@ class DeclaredPublic(Mechanism):
 
 # -- the measurement ----------------------------------------------------------------------------
 
+_Q = TypeVar("_Q", bound=Query)
+_M = TypeVar("_M", bound=Mechanism)
+
 
 @dataclass(frozen=True)
 class Measurement:
@@ -439,6 +442,20 @@ class Measurement:
     def cost(self) -> Budget:
         return self.mechanism.cost
 
+    def query_as(self, kind: type[_Q]) -> _Q:
+        """The query, checked to be a ``kind`` (how a method's ``fit`` reads back the plan it made)."""
+        if not isinstance(self.query, kind):
+            raise PrivacyError(f"{self.label!r} measures a {type(self.query).__name__}, not the {kind.__name__} its method planned",
+                               "fit a plan with the method that made it")
+        return self.query
+
+    def mechanism_as(self, kind: type[_M]) -> _M:
+        """The mechanism, checked to be a ``kind`` (how a method reads back the noise it planned)."""
+        if not isinstance(self.mechanism, kind):
+            raise PrivacyError(f"{self.label!r} runs a {type(self.mechanism).__name__}, not the {kind.__name__} its method planned",
+                               "fit a plan with the method that made it")
+        return self.mechanism
+
     def run(self, engine: Any, rand: Randomness, answers: dict | None = None) -> Any:
         """Read and randomise. Only :meth:`dipsy.privacy.session.Session.measure` calls this.
 
@@ -448,13 +465,13 @@ class Measurement:
         """
         token = ACTIVE.set(self)
         try:
-            cacheable = answers is not None and isinstance(self.query, (Table, Total))
-            if cacheable and self.query in answers:
-                answer = answers[self.query]
+            cache = answers if isinstance(self.query, (Table, Total)) else None
+            if cache is not None and self.query in cache:
+                answer = cache[self.query]
             else:
                 answer = self.query.answer(engine)
-                if cacheable:
-                    answers[self.query] = answer
+                if cache is not None:
+                    cache[self.query] = answer
             return self.mechanism.randomise(answer, rand)
         finally:
             ACTIVE.reset(token)

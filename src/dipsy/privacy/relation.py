@@ -159,6 +159,7 @@ class Relation:
             if self.kind == "response-removed":
                 change = f"one record's {self.response} removed from the likelihood, the other records' weights held fixed"
             else:
+                assert self.within is not None, "__post_init__: a response-in-range relation has its range factors"
                 a, b = self.within
                 change = (f"one record's {self.response} moved anywhere within [{a:g}·y, {b:g}·y] of its value y, every "
                           "record's weight recomputed for it as the mechanism computes weights")

@@ -157,7 +157,7 @@ def to_fraction(x: Any, name: str = "value") -> Fraction:
     elif isinstance(x, (int, np.integer)):
         value = Fraction(int(x))
     elif isinstance(x, Rational):
-        value = Fraction(x.numerator, x.denominator)
+        value = Fraction(int(x.numerator), int(x.denominator))
     elif isinstance(x, (float, np.floating)):
         if math.isfinite(float(x)):
             value = Fraction(repr(float(x)))  # repr of np.float64 is "np.float64(...)": go via float
@@ -267,22 +267,22 @@ def _uniform(bound: np.ndarray | int, m: int, rand: Randomness) -> np.ndarray:
     more than 55 bits take one full :meth:`Randomness.below` each.
     """
     scalar = np.ndim(bound) == 0
-    top = int(bound) if scalar else (int(bound.max()) if m else 1)
+    top = int(bound) if scalar else (int(np.max(bound)) if m else 1)
     if scalar and top & (top - 1) == 0:  # power of two: its bits, no rejection
         return _chunks(m, top.bit_length() - 1, rand) if top > 1 else np.zeros(m, dtype=np.uint64)
     bits = (top - 1).bit_length() + _SPARE_BITS
     if bits > _WORD_BITS:
         return rand.below(bound, size=m) if scalar else rand.below(bound)
     span = np.uint64(1 << bits)
-    b = np.uint64(bound) if scalar else bound
+    b = np.uint64(bound) if scalar else np.asarray(bound)
     limit = span - span % b  # the largest multiple of the bound that is <= 2**bits
     v = _chunks(m, bits, rand)
     out = _mod(v, b)
     redo = np.flatnonzero(v >= limit)
-    while redo.size:
+    while redo.size:  # b and limit are arrays exactly when the bound is
         v = _chunks(redo.size, bits, rand)
-        out[redo] = _mod(v, b if scalar else b[redo])
-        redo = redo[np.flatnonzero(v >= (limit if scalar else limit[redo]))]
+        out[redo] = _mod(v, b[redo] if isinstance(b, np.ndarray) else b)
+        redo = redo[np.flatnonzero(v >= (limit[redo] if isinstance(limit, np.ndarray) else limit))]
     return out
 
 
@@ -301,7 +301,7 @@ def _coin(num: np.ndarray, den: np.ndarray | int, k: int, rand: Randomness) -> n
     Bernoulli(1/k): two independent coins whose probabilities multiply.
     """
     m = num.size
-    if np.ndim(den) == 0:
+    if not isinstance(den, np.ndarray) or den.ndim == 0:  # np.ndim(den) == 0
         den = int(den)
         if den * k <= _MAX or den > _MAX:
             return (_below_const(den * k, m, rand) < num).astype(bool)
@@ -377,7 +377,7 @@ def _bernoulli_exp_unit(num: np.ndarray, den: np.ndarray | int, rand: Randomness
         out[pending] = k % 2 == 1  # right for those stopping at K = k; the others are rewritten
         go = np.flatnonzero(a)
         pending, num = pending[go], num[go]
-        den = den if shared else den[go]
+        den = den[go] if isinstance(den, np.ndarray) and not shared else den
         k += 1
     return out
 

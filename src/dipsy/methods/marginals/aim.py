@@ -38,7 +38,7 @@ but leave the model short of the new measurement, so the annealing test (which c
 model before and after) fires early and the rounds run out sooner: on Adult at ε = 1, 300 steps
 gave 25 rounds and 2-way TVD 0.045, 1000 steps 35 rounds and 0.043, 100 steps 13 rounds and 0.057
 (one seed each). Most of a round's time is JAX compiling the descent for the grown model, not the
-steps (see the README).
+steps (see docs/methods/aim.md).
 
 dipsy's changes, all of them charged the same ρ or less: the noise is the discrete Gaussian (σ²
 rounded up to a 1/1024 grid) instead of floating-point Gaussian noise, and the choice is the exact
@@ -97,6 +97,7 @@ import numpy as np
 from ...domain import Domain
 from ...errors import DipsyError
 from ...privacy import ZCDP
+from ...privacy.budget import of_kind
 from ...privacy.measurement import DiscreteGaussian, Measurement, Statistic, Table
 from ...privacy.relation import ADD_REMOVE, Relation, individual
 from ...privacy.rng import Randomness
@@ -232,6 +233,7 @@ def qualities(engine: Any, exact: ExactTables, candidates: Sequence[tuple[int, .
 class AIM(Synthesizer):
     """AIM, ρ-zCDP; see the module docstring for the algorithm and the guarantee."""
 
+    budget: ZCDP  # Synthesizer.__init__ refuses a budget of another definition
     name = "aim"
     summary = ("AIM (McKenna et al. 2022): one-way marginals, then rounds that choose the worst-estimated workload marginal "
                "by the exponential mechanism and measure it, a graphical model (Private-PGM) fitted after each; records "
@@ -274,7 +276,7 @@ class AIM(Synthesizer):
         one_way = DiscreteGaussian.for_budget(ZCDP(MEASURE_SHARE * rho / T), theta)
         measurements = tuple(Measurement(f"{self.name}: one-way marginal {name}, discrete Gaussian σ² = {one_way.sigma2}",
                                          Table((name,)), one_way, self.relation) for name in names)
-        adaptive = rho - sum(m.cost.rho for m in measurements)
+        adaptive = rho - sum(of_kind(m.cost, ZCDP).rho for m in measurements)
         params = {
             "theta": theta,
             "workload": k,
@@ -311,8 +313,9 @@ class AIM(Synthesizer):
         history: list[dict[str, Any]] = []
         for a, m in enumerate(plan.measurements):
             out = np.asarray(session.measure(m), dtype=float)
-            measured.append(NoisyMarginal((names[a],), out, m.mechanism.sd))
-            history.append({"round": 0, "marginal": [names[a]], "sigma2": str(m.mechanism.sigma2)})
+            first = m.mechanism_as(DiscreteGaussian)
+            measured.append(NoisyMarginal((names[a],), out, first.sd))
+            history.append({"round": 0, "marginal": [names[a]], "sigma2": str(first.sigma2)})
         session.report(f"{self.name}: estimating from the one-way marginals")
         model = estimate(size_of, measured, iterations=iterations)
         cliques: list[tuple[int, ...]] = [(a,) for a in range(d)]
@@ -323,7 +326,7 @@ class AIM(Synthesizer):
         try:
             while True:
                 t += 1
-                remaining = session.remaining().rho
+                remaining = of_kind(session.remaining(), ZCDP).rho
                 last = remaining < 2 * (rho_measure + rho_select)  # the last round spends what remains
                 if last:
                     noise = DiscreteGaussian.for_budget(ZCDP(MEASURE_SHARE * remaining), theta)
@@ -331,7 +334,7 @@ class AIM(Synthesizer):
                 else:
                     noise = DiscreteGaussian.for_budget(ZCDP(rho_measure), theta)
                     eps = epsilon_for(rho_select)
-                used = session.spent.rho + noise.cost.rho + float(eps * eps / 8)
+                used = of_kind(session.spent, ZCDP).rho + noise.cost.rho + float(eps * eps / 8)
                 limit_cells = limit_mb * 2**20 / CELL_BYTES * min(used / rho, 1.0)
                 candidates = filter_candidates(weights, cliques, sizes, limit_cells)
                 r = self._select(session, model, exact, candidates, weights, noise, eps, t)
@@ -348,7 +351,7 @@ class AIM(Synthesizer):
                 history.append({"round": t, "marginal": list(columns), "sigma2": str(noise.sigma2),
                                 "epsilon": float(eps), "candidates": len(candidates)})
                 logger.info("aim round %d: %s (σ = %.1f, ε = %.4g, %d candidates), ρ spent %.6g of %.6g", t, columns,
-                            noise.sd, float(eps), len(candidates), session.spent.rho, rho)
+                            noise.sd, float(eps), len(candidates), of_kind(session.spent, ZCDP).rho, rho)
                 if last:
                     break
                 if change <= HALF_NORMAL_MEAN * noise.sd * math.prod(sizes[a] for a in r):  # annealing

@@ -219,7 +219,7 @@ class _Plan:
                 sizes.setdefault(a, (n, i))
 
         attrs = [frozenset(m.attributes) for m in marginals]
-        shared = {frozenset()} | {attrs[i] & attrs[j] for i in range(len(attrs)) for j in range(i)}
+        shared: set[frozenset[int]] = {frozenset()} | {attrs[i] & attrs[j] for i in range(len(attrs)) for j in range(i)}
         frontier = set(shared)
         while frontier:  # close under intersection
             new = {s & t for s in frontier for t in shared} - shared
@@ -233,11 +233,11 @@ class _Plan:
                 tuple(ax for ax, a in enumerate(marginals[i].attributes) if a not in b) for i in members)
             g = np.array([math.prod(np.shape(marginals[i].counts)[ax] for ax in d) for i, d in zip(members, drop)],
                          dtype=np.float64)
-            rho = np.array([rhos[i] for i in members])
-            exact = np.isinf(rho)
+            member_rho = np.array([rhos[i] for i in members])
+            exact = np.isinf(member_rho)
             # w_i = (rho_i / g_i) / sum_j (rho_j / g_j): inverse variance of proj_B(M_i), whose cells
             # each sum g_i cells of noise variance 1 / (2 rho_i). Exact marginals take all the weight.
-            raw = np.where(exact, 1.0 / g, 0.0) if exact.any() else rho / g
+            raw = np.where(exact, 1.0 / g, 0.0) if exact.any() else member_rho / g
             steps.append(_Step(tuple(sorted(b)), members, drop, g, raw / raw.sum()))
         return cls(tuple(steps))
 

@@ -258,6 +258,7 @@ class Settings:
 class DPSyn(Synthesizer):
     """DPSyn, NIST 2020 sprint 2: public data, noisy group counts, noisy marginals by regime."""
 
+    budget: ApproxDP  # Synthesizer.__init__ refuses a budget of another definition
     name = "dpsyn"
     summary = ("DPSyn (NIST 2020 challenge): public data, noisy group sizes, noisy 1- or 2-way marginals by ε regime, "
                "records swapped toward them per group; (ε, δ)-DP; m sets of (ε/m, δ/m), each its own run")
@@ -350,7 +351,7 @@ class DPSyn(Synthesizer):
         public = public_engine(self.settings["public"], domain)  # public data: free, not through the session
         pairs = [(a, b) for i, a in enumerate(rest) for b in rest[i + 1:]]
         # the public data's statistics (free): its marginals, and its records for the pool
-        public_marginals = tuple(Marginal(p, exact_counts(public, p).astype(float)) for p in (pairs or [(a,) for a in rest]))
+        public_marginals = tuple(Marginal(p, exact_counts(public, p).astype(float)) for p in (pairs if pairs else [(a,) for a in rest]))
         table = public.contingency(names, form="sparse")
         shared = (public_marginals, bool(pairs), np.asarray(table.cells, dtype=np.int64), np.asarray(table.counts, dtype=np.int64))
         models = tuple(self._fit_set(session, planned, plan.adaptive is not None, k, group_idx, rest, pairs, shared)
@@ -390,14 +391,14 @@ class DPSyn(Synthesizer):
                 # weight 1/(2 var) with var ≈ 2 b²: an inverse-variance weight for consistency
                 weights.append(((a,), 1 / (4 * float(noise.scale) ** 2)))
         elif r.name == "two-way":
-            measured = pairs or [(a,) for a in rest]  # one column besides the groups: its one-way marginal
+            measured = pairs if pairs else [(a,) for a in rest]  # one column besides the groups: its one-way marginal
             rho = approx_to_zcdp(r.marginal_epsilon, delta)
             for p in measured:
-                noise = DiscreteGaussian.for_budget(ZCDP(rho / len(measured)), theta)
+                gaussian = DiscreteGaussian.for_budget(ZCDP(rho / len(measured)), theta)
                 cols = tuple(names[a] for a in p)
-                parts.append(Measurement(self.set_label(f"marginal {' × '.join(cols)}, discrete Gaussian σ² = {noise.sigma2}", k),
-                                         Table(cols), noise, self.relation))
-                weights.append((p, noise.cost.rho))
+                parts.append(Measurement(self.set_label(f"marginal {' × '.join(cols)}, discrete Gaussian σ² = {gaussian.sigma2}", k),
+                                         Table(cols), gaussian, self.relation))
+                weights.append((p, gaussian.cost.rho))
         # with m sets, what the regime measures is one measurement charged exactly the set's share (see .sets: why)
         charge = None if self.sets == 1 or not parts else (
             self.set_label(f"group counts and marginals of the {r.name} regime", k), ApproxDP(epsilon - e0, delta))
@@ -465,7 +466,7 @@ class DPSynModel(Model):
         self.report(f"dpsyn: {r.name} regime, the marginals")
         targets, pool_targets = self._targets()
         from_public = targets is None
-        if from_public:  # public regime, or noisy marginals that say nothing: the public ones stand in
+        if targets is None or pool_targets is None:  # (both or neither) public regime, or noisy marginals that say nothing: the public ones stand in
             targets = pool_targets = list(self.public_marginals)
         rng = rand.numpy
         pool = None

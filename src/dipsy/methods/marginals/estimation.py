@@ -522,7 +522,7 @@ def _junction_tree(domain: Any, cliques: tuple[tuple[str, ...], ...]) -> list[tu
     from mbi import junction_tree
 
     tree, _ = junction_tree.make_junction_tree(domain, cliques)
-    out = []
+    out: list[tuple[tuple[str, ...], tuple[str, ...] | None]] = []
     for component in sorted(nx.connected_components(tree), key=lambda c: min(c)):
         root = min(component)
         out.append((root, None))

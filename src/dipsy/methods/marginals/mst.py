@@ -206,6 +206,7 @@ def scores_once(engine: Any, every: Any, pairs: tuple[tuple[int, int], ...], mem
 class MST(Synthesizer):
     """MST, ρ-zCDP; see the module docstring for the algorithm and its guarantee."""
 
+    budget: ZCDP  # Synthesizer.__init__ refuses a budget of another definition
     name = "mst"
     summary = ("MST (NIST 2018 winner): noisy 1-way marginals, a maximum spanning tree of pairs chosen by the exponential "
                "mechanism, its noisy 2-way marginals, records along the tree; ρ-zCDP (give --epsilon and --delta, or --rho); "
@@ -281,9 +282,10 @@ class MST(Synthesizer):
 
         # 1-2. one-way marginals, then the 3σ₁ compression (reference: compress_domain)
         noisy_one = tuple(np.asarray(session.measure(m), dtype=np.int64) for m in one_way)
-        sd = one_way[0].mechanism.sd
+        first = one_way[0].mechanism_as(DiscreteGaussian)
+        sd = first.sd
         maps, compressed = zip(*(compress(y, COMPRESS_SDS * sd) for y in noisy_one))
-        weight = one_way[0].mechanism.cost.rho  # every one-way has the same noise
+        weight = first.cost.rho  # every one-way has the same noise
         one = tuple(Marginal((a,), compressed[a], weight) for a in range(d))
         merged_maps = tuple(tuple(int(v) for v in x) for x in maps)
 
@@ -294,6 +296,7 @@ class MST(Synthesizer):
         # 4. the tree's two-way marginals over merged values
         measured = []
         for a, b in edges:
+            assert two is not None, "shares(d) gives the two-way marginals a share whenever there are edges (d > 1)"
             query = MergedTable((names[a], names[b]), (merged_maps[a], merged_maps[b]))
             m = Measurement(self.set_label(f"two-way marginal {names[a]} × {names[b]} on the tree, discrete Gaussian "
                                            f"σ² = {two.sigma2}", k), query, two, self.relation, self.set_index(k))

@@ -82,6 +82,7 @@ import numpy as np
 from ...domain import MAX_CODES, Domain
 from ...errors import DipsyError
 from ...privacy import ZCDP, Spend
+from ...privacy.budget import of_kind
 from ...privacy.measurement import DiscreteGaussian, Measurement, Query, Statistic, Table
 from ...privacy.relation import ADD_REMOVE, Relation, individual
 from ...privacy.rng import Randomness
@@ -169,6 +170,7 @@ class Settings:
 class PrivSyn(Synthesizer):
     """Marginal-based synthesis, ρ-zCDP; see the module docstring for the guarantee."""
 
+    budget: ZCDP  # Synthesizer.__init__ refuses a budget of another definition
     name = "privsyn"
     summary = ("PrivSyn: noisy 1-way marginals, dependency-driven choice of 2-way and larger marginals, "
                "consistency, records by GUM; ρ-zCDP (give --epsilon and --delta, or --rho); m sets of ρ/m, each its own run")
@@ -245,7 +247,7 @@ class PrivSyn(Synthesizer):
         """Run each set's measurements in turn; one set gives a :class:`PrivSynModel`, m sets a
         :class:`~.sets.SetsModel` of m of them, each from its own measurements only."""
         if self.sets == 1:
-            return self._fit_set(session, plan.measurements, plan.adaptive, 0)
+            return self._fit_set(session, plan.measurements, None if plan.adaptive is None else of_kind(plan.adaptive, ZCDP), 0)
         adaptive = getattr(plan, "adaptive_sets", ()) or (None,) * self.sets
         return SetsModel(tuple(self._fit_set(session, plan.measurements[part], None if spend is None else spend.budget, k)
                                for k, (part, spend) in enumerate(zip(set_slices(len(plan.measurements), self.sets), adaptive))))
@@ -259,7 +261,7 @@ class PrivSyn(Synthesizer):
 
         # 1. one-way marginals, then the 3σ rule for rare values (§6.2)
         noisy_one = tuple(np.asarray(session.measure(m), dtype=np.int64) for m in one_way)
-        maps, merged = zip(*(merge_rare(noisy.astype(float), 3 * m.mechanism.sd) for noisy, m in zip(noisy_one, one_way)))
+        maps, merged = zip(*(merge_rare(noisy.astype(float), 3 * m.mechanism_as(DiscreteGaussian).sd) for noisy, m in zip(noisy_one, one_way)))
         sizes = [len(x) for x in merged]
 
         # 2. noisy dependency scores, selection (Alg. 1) and merging (Alg. 2)
@@ -278,20 +280,22 @@ class PrivSyn(Synthesizer):
         # sets, one measurement per set charged exactly its share (see .sets: why)
         parts = []
         if chosen:
+            assert rho3 is not None, "marginals are chosen only with a ρ₃ to measure them"
             for attrs, rho_i in zip(chosen, allocate([math.prod(sizes[a] for a in c) for c in chosen], rho3.rho)):
                 noise = DiscreteGaussian.for_budget(ZCDP(float(rho_i)), theta)
                 query = MergedTable(tuple(names[a] for a in attrs), tuple(tuple(int(v) for v in maps[a]) for a in attrs))
                 again = " (again)" if len(attrs) == 1 else ""
                 parts.append(Measurement(self.set_label(f"chosen marginal {' × '.join(query.columns)}{again}, discrete Gaussian "
                                                     f"σ² = {noise.sigma2}", k), query, noise, self.relation))
-        charge = None if self.sets == 1 else (
-            self.set_label(f"the chosen marginals {', '.join(' × '.join(p.query.columns) for p in parts)}, discrete Gaussian, "
+        charge = None if self.sets == 1 or rho3 is None else (  # no ρ₃: no parts, nothing to charge
+            self.set_label(f"the chosen marginals {', '.join(' × '.join(p.query_as(MergedTable).columns) for p in parts)}, discrete Gaussian, "
                        "ρ split ∝ cells^(2/3)", k), rho3)
         outputs = measure_parts(session, parts, charge, self.set_index(k))
-        measured = [Marginal(attrs, np.asarray(out, dtype=float), p.mechanism.cost.rho) for attrs, p, out in zip(chosen, parts, outputs)]
+        measured = [Marginal(attrs, np.asarray(out, dtype=float), p.mechanism_as(DiscreteGaussian).cost.rho)
+                    for attrs, p, out in zip(chosen, parts, outputs)]
         settings = Settings(self.settings.get("iterations", 50), self.settings.get("gamma", GAMMA),
                             bool(self.settings.get("shuffle", 1)), self.settings.get("rows"))
-        return PrivSynModel(names, noisy_one, tuple(m.mechanism.cost.rho for m in one_way), tuple(maps), tuple(merged),
+        return PrivSynModel(names, noisy_one, tuple(m.mechanism_as(DiscreteGaussian).cost.rho for m in one_way), tuple(maps), tuple(merged),
                             tuple(measured), settings)
 
 
@@ -399,7 +403,7 @@ def decorrelate(records: np.ndarray, attribute_sets: list[tuple[int, ...]], size
                 key = np.unique(key, return_inverse=True)[1].astype(np.int64)
             key = key * sizes[b] + records[:, b]
         grouped = np.argsort(key, kind="stable")
-        shuffled = np.lexsort((rng.random(n), key))
+        shuffled = np.lexsort((rng.random((n,)), key))
         records[shuffled, a] = records[grouped, a]
     return records
 

@@ -124,7 +124,7 @@ class Composed(Mechanism):
             raise PrivacyError(f"the parts compose to {composed}, more than the {self.stated} stated", "report this bug")
 
     @property
-    def exact(self) -> bool:  # type: ignore[override]  (a class constant elsewhere; here it depends on the parts)
+    def exact(self) -> bool:  # type: ignore[override]  # a class constant elsewhere; here it depends on the parts
         return all(p.exact for p in self.parts)
 
     @property
@@ -156,7 +156,8 @@ class Composed(Mechanism):
         """The parts' losses composed (independent draws on their own answers: the factors of the
         product, :mod:`dipsy.privacy.loss`); None if a part has none."""
         losses = [p.privacy_loss(x, y) for p, x, y in zip(self.parts, a, b)]
-        return None if any(loss is None for loss in losses) else sum(losses, PrivacyLoss())
+        known = [loss for loss in losses if loss is not None]
+        return None if len(known) != len(losses) else sum(known, PrivacyLoss())
 
 
 def measure_parts(session: Session, parts: list[Measurement], charge: tuple[str, Budget] | None = None,

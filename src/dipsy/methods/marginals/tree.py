@@ -104,8 +104,8 @@ class TreeDistribution:
         if len(seen) != d:
             raise ValueError("the edges do not connect every attribute: they are not a spanning tree")
         if root_counts is None:
-            m = adjacent[root][0][1] if adjacent[root] else None
-            root_counts = np.ones(sizes[root]) if m is None else m.project((root,)).counts
+            first = adjacent[root][0][1] if adjacent[root] else None
+            root_counts = np.ones(sizes[root]) if first is None else first.project((root,)).counts
         w = np.maximum(np.asarray(root_counts, dtype=float), 0.0)
         root_p = w / w.sum() if w.sum() > 0 else np.full(sizes[root], 1.0 / sizes[root])
         return cls(tuple(int(s) for s in sizes), root, root_p, tuple(order), conditionals)

@@ -375,7 +375,7 @@ class Sanitization(Mechanism):
         """
         if not self.exact:
             return None
-        moved: dict[tuple, int] = {}
+        moved: dict[tuple[int, int, float, int, float], int] = {}
         for x, y, c, scale in zip(a, b, self.components, self.scales):
             for u, v in zip(np.ravel(x).tolist(), np.ravel(y).tolist()):
                 if u != v:
@@ -464,7 +464,7 @@ def truncated_discrete_laplace(s: np.ndarray, scale: Fraction, lower: int, upper
     out = np.empty(flat.size, dtype=np.int64)
     finite = math.isfinite(upper)
     high = int(upper) if finite else 0
-    width = high - lower if finite else None
+    width = high - lower  # used only when finite
     uniform = finite and scale > width
     pending = np.arange(flat.size)
     while pending.size:

@@ -65,6 +65,7 @@ import pandas as pd
 
 from ...domain import Column, Domain
 from ...errors import DipsyError, PrivacyError
+from ...privacy.budget import PureDP
 from ...privacy.measurement import Measurement, Statistic
 from ...privacy.relation import ADD_REMOVE, SUBSTITUTE
 from ...privacy.rng import Randomness
@@ -91,6 +92,26 @@ def _model(value: Any) -> str:
 def _is_cell_column(c: Column) -> bool:
     """Columns whose codes are cells: categorical, ordinal, or integer without bins."""
     return c.is_categorical or (c.kind == "integer" and c.bins is None)
+
+
+def _size(c: Column) -> int:
+    """The number of codes of a cell column (categorical or integer: only a numeric one has none)."""
+    if c.size is None:
+        raise DipsyError(f"column {c.name!r} is numeric and has no cells", "use model=normal or model=mixed for it")
+    return c.size
+
+
+def _bounds(c: Column) -> tuple[float, float]:
+    """The public bounds of a numeric or integer column, as declared (the domain requires both)."""
+    assert c.lower is not None and c.upper is not None, "Column checks the bounds of every non-categorical column"
+    return c.lower, c.upper
+
+
+def _public_n(n: int | None, model: str) -> int:
+    """``n``, public under substitution: every model but multinomial needs it."""
+    if n is None:
+        raise DipsyError(f"modips model={model} needs the public number of rows n", "plan it under substitution, with n given")
+    return n
 
 
 def choose_model(domain: Domain) -> str:
@@ -121,7 +142,7 @@ class Setup:
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return tuple(c.size for c in self.categorical)
+        return tuple(_size(c) for c in self.categorical)
 
     @property
     def cells(self) -> int:
@@ -129,15 +150,20 @@ class Setup:
 
     @property
     def lower(self) -> np.ndarray:
-        return np.array([float(c.lower) for c in self.numeric])
+        return np.array([float(_bounds(c)[0]) for c in self.numeric])
 
     @property
     def upper(self) -> np.ndarray:
-        return np.array([float(c.upper) for c in self.numeric])
+        return np.array([float(_bounds(c)[1]) for c in self.numeric])
 
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.columns)
+
+    @property
+    def rows(self) -> int:
+        """The public ``n`` (every model but multinomial under add/remove has it)."""
+        return _public_n(self.n, self.model)
 
 
 @dataclass(frozen=True)
@@ -175,6 +201,8 @@ class SufficientStatistics:
 class Modips(Synthesizer):
     """modips (Liu 2016): sanitized Bayesian sufficient statistics, a posterior draw, records; ε-DP.
 
+    Examples
+    --------
     >>> from dipsy.privacy import PureDP
     >>> from dipsy.domain import Column, Domain
     >>> d = Domain((Column("x", "numeric", lower=0, upper=10, bins=(0, 5, 10)),))
@@ -185,6 +213,7 @@ class Modips(Synthesizer):
     (2, PureDP(epsilon=0.5))
     """
 
+    budget: PureDP  # Synthesizer.__init__ refuses a budget of another definition
     name = "modips"
     summary = "Model-based DP synthesis (Liu 2016): Laplace-sanitized Bayesian sufficient statistics, posterior draw, records; ε-DP"
     definition = "pure-DP"
@@ -221,7 +250,7 @@ class Modips(Synthesizer):
                 raise DipsyError(f"model=bernoulli takes one column with two categories, not {where}", "choose one binary column with --columns")
             categorical, numeric = cols, ()
             self.require_rows(n)
-            components = M.bernoulli_components(n)
+            components = M.bernoulli_components(_public_n(n, model))
         elif model == "multinomial":
             if not all(_is_cell_column(c) for c in cols):
                 raise DipsyError(f"model=multinomial takes categorical columns, not {where}", "leave out numeric columns or use model=mixed")
@@ -230,19 +259,21 @@ class Modips(Synthesizer):
         elif model == "normal":
             if len(cols) != 1 or cols[0].is_categorical:
                 raise DipsyError(f"model=normal takes one numeric column, not {where}", "choose one numeric column with --columns")
+            n = _public_n(n, model)
             if n < 2:
                 raise DipsyError("model=normal needs at least 2 rows", "check the data against the domain")
-            components = M.normal_components(n, cols[0].lower, cols[0].upper)
+            components = M.normal_components(n, *_bounds(cols[0]))
         else:
             if not categorical or not numeric:
                 raise DipsyError(f"model=mixed takes categorical and numeric columns, not {where}", "add both kinds with --columns")
-            k = math.prod(c.size for c in categorical)
+            n = _public_n(n, model)
+            k = math.prod(_size(c) for c in categorical)
             if k < 2:
                 raise DipsyError("model=mixed needs at least 2 cells in the categorical columns", "add a categorical column with two or more categories")
             if n - k < len(numeric):
                 raise DipsyError(f"model=mixed needs n - K >= {len(numeric)} (n = {n}, K = {k} cells)", "use fewer categorical columns or more rows")
-            lower = np.array([float(c.lower) for c in numeric])
-            upper = np.array([float(c.upper) for c in numeric])
+            lower = np.array([float(_bounds(c)[0]) for c in numeric])
+            upper = np.array([float(_bounds(c)[1]) for c in numeric])
             components = M.mixed_components(n, k, lower, upper, tuple(c.name for c in numeric))
         prior = M.parse_prior(self.settings["prior"], model) if "prior" in self.settings else (() if model == "normal" else (DEFAULT_PRIOR,) * (2 if model == "bernoulli" else 1))
         post = self.settings.get("post", "threshold")
@@ -298,7 +329,10 @@ class Modips(Synthesizer):
 
     def fit(self, session: Session, plan: Plan) -> "ModipsModel":
         """Measure every set's sanitized statistics (fresh noise each); keep only those."""
-        setup = plan.measurements[0].query.compute.setup
+        compute = plan.measurements[0].query_as(Statistic).compute
+        if not isinstance(compute, SufficientStatistics):
+            raise PrivacyError("the plan's statistic is not modips's sufficient statistics", "fit a plan with the method that made it")
+        setup = compute.setup
         outputs = tuple(tuple(np.asarray(v) for v in session.measure(m)) for m in plan.measurements)
         return ModipsModel(setup, outputs)
 
@@ -329,8 +363,9 @@ class ModipsModel(Model):
         noisy = self.sanitized(k)
         rng = rand.numpy
         if s.model == "bernoulli":
-            theta = M.draw_beta(noisy[0], s.n, s.prior, rng)
-            codes = (rng.random(s.n) < theta).astype(np.int64)
+            a, b = s.prior  # Beta(α, β): the plan parses two numbers for bernoulli
+            theta = M.draw_beta(noisy[0], s.rows, (a, b), rng)
+            codes = (rng.random(s.rows) < theta).astype(np.int64)
             return M.frame(M.records_from_cells(codes, s.columns, s.shape, rng), s.names)
         if s.model == "multinomial":
             theta = M.draw_dirichlet(noisy[0], s.prior[0], rng)
@@ -339,15 +374,16 @@ class ModipsModel(Model):
             return M.frame(M.records_from_cells(_cells(rng.multinomial(n, theta), rng), s.columns, s.shape, rng), s.names)
         if s.model == "normal":
             col = s.columns[0]
-            mu, sigma2 = M.draw_normal(noisy[0], noisy[1], s.n, rng)
-            x = M.truncated_normal(np.full(s.n, float(mu)), np.full(s.n, math.sqrt(float(sigma2))), float(col.lower), float(col.upper), rng)
+            mu, sigma2 = M.draw_normal(noisy[0], noisy[1], s.rows, rng)
+            x = M.truncated_normal(np.full(s.rows, float(mu)), np.full(s.rows, math.sqrt(float(sigma2))),
+                                   float(_bounds(col)[0]), float(_bounds(col)[1]), rng)
             return pd.DataFrame({col.name: M.value_column(x, col)})
         return self._mixed(noisy, rng)
 
     def _mixed(self, noisy: tuple[np.ndarray, ...], rng: np.random.Generator) -> pd.DataFrame:
         s = self.setup
-        pi, mu, sigma = M.draw_mixed(list(noisy), s.n, s.lower, s.upper, s.prior[0], rng)
-        cells = _cells(rng.multinomial(s.n, pi), rng)
+        pi, mu, sigma = M.draw_mixed(list(noisy), s.rows, s.lower, s.upper, s.prior[0], rng)
+        cells = _cells(rng.multinomial(s.rows, pi), rng)
         y = M.truncated_mvn(mu[cells], sigma, s.lower, s.upper, rng)
         columns = M.records_from_cells(cells, s.categorical, s.shape, rng)
         for j, c in enumerate(s.numeric):

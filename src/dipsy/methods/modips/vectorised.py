@@ -48,7 +48,7 @@ def _sanitizer(epsilon: Any, m: int, components: list[Component], budget: str, p
 
 def _batch(x: Any, reps: int, m: int, dtype: type) -> np.ndarray:
     """A statistic given per repetition (shape ``(reps,)``, or a scalar) as an array ``(reps, m)``."""
-    a = np.asarray(x, dtype=dtype)
+    a: np.ndarray = np.asarray(x, dtype=dtype)
     if a.ndim == 0:
         a = np.full(reps, a)
     if a.shape != (reps,):
@@ -100,7 +100,7 @@ def bernoulli_sets(
     mechanism = _sanitizer(epsilon, m, components, "split", post)
     values = _batch(s, reps, m, np.int64 if noise == "discrete" else float)
     (s_star,) = mechanism.randomise([values], rand)
-    return M.draw_beta(s_star, n, tuple(prior), rand.numpy)
+    return M.draw_beta(s_star, n, (prior[0], prior[1]), rand.numpy)
 
 
 def normal_sets(

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -40,7 +41,7 @@ class Term:
     centre: float = 0.0
     half: float = 1.0
 
-    def values(self, data: dict[str, np.ndarray]) -> np.ndarray:
+    def values(self, data: Mapping[str, np.ndarray]) -> np.ndarray:
         x = np.asarray(data[self.column])
         if self.level is not None:
             return (x == self.level).astype(float)
@@ -66,8 +67,10 @@ def terms(spec: str | list[str], domain: Domain) -> tuple[Term, ...]:
         if col.is_categorical:
             if match:
                 raise DipsyError(f"log() of the categorical column {column!r}", f"use {column} as it is")
+            assert col.categories is not None, "Column checks every categorical column's categories"
             out += [Term(column, f"{column}={c}", level=k) for k, c in enumerate(col.categories) if k > 0]
             continue
+        assert col.lower is not None and col.upper is not None, "Column checks every non-categorical column's bounds"
         lo, hi = float(col.lower), float(col.upper)
         if match:
             if hi <= 1:
@@ -77,7 +80,7 @@ def terms(spec: str | list[str], domain: Domain) -> tuple[Term, ...]:
     return tuple(out)
 
 
-def matrix(design: tuple[Term, ...], data: dict[str, np.ndarray]) -> np.ndarray:
+def matrix(design: Sequence[Term], data: Mapping[str, np.ndarray]) -> np.ndarray:
     """The n × (1 + terms) design matrix, intercept first."""
     n = len(next(iter(data.values())))
     return np.column_stack([np.ones(n)] + [t.values(data) for t in design])

@@ -4,7 +4,7 @@ Notation (Savitsky, Williams & Hu 2022, "SWH"; Hu, Williams & Savitsky, range re
 ``f_θ(x_i) = log p(x_i | θ)`` is record i's log-likelihood contribution; the retained MCMC draws
 ``θ_1 … θ_S`` stand in for the supremum over θ (S-001 eq. 3 takes the max over the draws).
 
-Steps of one release (:func:`release_draws`):
+Steps of one release (:func:`.draws.release_draws`):
 
 1. fit the unweighted model; ``F[s, i] = f_{θ_s}(x_i)``;
 2. each record's risk under the chosen standard (:func:`record_risk`):
@@ -203,14 +203,21 @@ def outside_probability(L: np.ndarray) -> np.ndarray:
     return np.clip(1.0 - np.mean(np.exp(L), axis=0), 0.0, 1.0)
 
 
+def _given(value: np.ndarray | None, what: str, standard: str) -> np.ndarray:
+    """``value``, which the ``standard`` standard needs (None only under adp)."""
+    if value is None:
+        raise DipsyError(f"the {standard} standard needs {what}", "compute it from the sensitive range, as release_draws does")
+    return value
+
+
 def record_risk(standard: str, F: np.ndarray, L: np.ndarray | None = None) -> np.ndarray:
     """Each record's risk under ``standard`` from the unweighted fit (see the module's step 2)."""
     if standard == "adp":
         return lipschitz(F)
     if standard == "truncated":
-        return np.max(np.abs(F - L), axis=0)
+        return np.max(np.abs(F - _given(L, "the log range masses L", standard)), axis=0)
     if standard == "averaged":
-        return (1.0 - outside_probability(L)) * lipschitz(F)
+        return (1.0 - outside_probability(_given(L, "the log range masses L", standard))) * lipschitz(F)
     raise DipsyError(f"unknown privacy standard {standard!r}", f"use one of {', '.join(STANDARDS)}")
 
 
@@ -281,9 +288,9 @@ def database_bound(standard: str, alpha: np.ndarray, F: np.ndarray, L: np.ndarra
     if standard == "adp":
         per = np.max(np.abs(alpha * F), axis=0)
     elif standard == "truncated":
-        per = alpha * np.max(np.abs(F - L), axis=0)
+        per = alpha * np.max(np.abs(F - _given(L, "the log range masses L", standard)), axis=0)
     elif standard == "averaged":
-        per = (1.0 - lam) * alpha * np.max(np.abs(F), axis=0)
+        per = (1.0 - _given(lam, "the outside probabilities λ", standard)) * alpha * np.max(np.abs(F), axis=0)
     else:
         raise DipsyError(f"unknown privacy standard {standard!r}", f"use one of {', '.join(STANDARDS)}")
     return float(np.max(per)), per
@@ -326,52 +333,3 @@ class Outcome:
     def epsilon(self) -> float:
         """The local guarantee of one draw, ε_x = 2Δ."""
         return 2.0 * self.delta
-
-
-def release_draws(sampler: Sampler, m: int, key: Any, standard: str = "adp", a: float | None = None,
-                  b: float | None = None, rule: str = "linear", c: float = 1.0, g: float = 0.0,
-                  reweight: bool = False, target: float | None = None, check: bool = True,
-                  unweighted: Fit | None = None) -> Outcome:
-    """Steps 1–6 of the module: fit, weigh, refit, bound, thin.
-
-    ``unweighted`` reuses an unweighted fit of the same sampler (the benchmark compares standards on
-    one data set); ``check`` refuses fits that did not converge (:func:`check_fit`).
-    """
-    if standard != "adp" and (a is None or b is None):
-        raise DipsyError(f"the {standard} standard needs a sensitive range", "pass range=a,b with a < 1 < b")
-    if standard != "adp":
-        from .range_bound import check_range_options, move_bound  # which uses this module's sampler and weights
-
-        check_range_options(sampler.model, sampler.log_response, reweight)
-    k1, k2 = jax.random.split(key)
-    unweighted = unweighted if unweighted is not None else sampler.fit(np.ones(len(sampler.y)), k1)
-    warnings = check_fit(unweighted, "unweighted") if check else []
-    F0 = sampler.log_likelihood(unweighted)
-    L0 = sampler.log_range_mass(unweighted, a, b) if standard != "adp" else None
-    risk = record_risk(standard, F0, L0)
-    alpha = weights(risk, rule, c, g)
-    if target is not None:
-        alpha = weights(risk, rule, c, g, raise_to=target / 2.0)
-    elif reweight:
-        alpha = weights(risk, rule, c, g, raise_to=float(np.max(alpha * risk)))
-    lam = outside_probability(L0) if standard == "averaged" else None
-    effective = lam + (1.0 - lam) * alpha if lam is not None else alpha
-    weighted = sampler.fit(effective, k2)
-    warnings += check_fit(weighted, "weighted") if check else []
-    F1 = sampler.log_likelihood(weighted)
-    L1 = sampler.log_range_mass(weighted, a, b) if standard == "truncated" else None
-    delta, per = database_bound(standard, alpha, F1, L1, lam)
-    seconds = {"unweighted_fit": unweighted.seconds, "weighted_fit": weighted.seconds}
-    delta_printed, worst = None, None
-    if standard != "adp":  # S-001's figure bounds a censoring neighbour; the range's own neighbour moves the value
-        delta_printed = delta
-        raise_to = target / 2.0 if target is not None else None
-        moved = move_bound(sampler, standard, a, b, unweighted, weighted, F0, L0, F1, risk, lam, effective, rule, c, g, raise_to)
-        delta, per, worst, seconds["move_bound"] = moved.epsilon / 2.0, moved.per_record / 2.0, moved.record, moved.seconds
-    delta_adp = float(np.max(np.abs(effective * F1))) if standard != "adp" else delta
-    if not math.isfinite(delta):
-        raise DipsyError("the Lipschitz bound is infinite: some record has zero likelihood under a posterior draw",
-                         "check the response against the model (e.g. zeros for a lognormal), or give that record weight 0")
-    picked = thin(weighted.size, m)
-    return Outcome(standard, delta, delta_adp, alpha, effective, {k: v[picked] for k, v in weighted.draws.items()},
-                   unweighted, weighted, per, tuple(warnings), lam, seconds, delta_printed, worst)

@@ -4,7 +4,7 @@ Under ``range=a,b`` the neighbour of the confidential data set x moves one recor
 any y' in its sensitive range ``[a·y_i, b·y_i]``, and the mechanism (:mod:`.mechanism`) recomputes
 every record's risk and weight for it. :func:`move_bound` bounds the change that move makes to the
 log pseudo posterior over the retained draws; its oscillation is the release's ε_x per draw
-(:func:`.mechanism.release_draws` calls it). The supremum over each range is bounded by branch and
+(:func:`.draws.release_draws` calls it). The supremum over each range is bounded by branch and
 bound on cells of the range, exact or tangent-bounded on the built-in models' shapes
 (:func:`shape_of`); a model without a known shape is refused (:func:`check_range_options`).
 """
@@ -608,18 +608,19 @@ class _Normaliser:
             norm = cls(None, rel.m_others, rel.M_others, True, E, PE, QE, rel.rule, rel.c, rel.g)
             p = norm._coefficients(np.array([rel.risk.min()]), np.array([rel.risk.max()]))
             return replace(norm, P0=jnp.asarray(PE @ p[0])[:, None])
-        columns, paths = [rel.effective], []
+        columns: list[np.ndarray] = [rel.effective]
+        paths: list[tuple[float, float, np.ndarray, np.ndarray]] = []
         m_all, M_all = rel.risk.min(), rel.risk.max()
         for m_g, M_g in sorted(set(zip(rel.m_others.tolist(), rel.M_others.tolist()))):
             mine = (rel.m_others == m_g) & (rel.M_others == M_g)
             low, high = float(rho_lo[mine].min()), float(rho_hi[mine].max())
-            grid = [m_g, M_g]
+            stops = [m_g, M_g]
             if low < m_g:
-                grid += np.linspace(low, m_g, points + 1).tolist()
+                stops += np.linspace(low, m_g, points + 1).tolist()
             if high > M_g:  # an unbounded risk (an empty mass) gets its own point at infinity
                 finite = float(np.max(rho_hi[mine][np.isfinite(rho_hi[mine])], initial=M_g))
-                grid += np.linspace(M_g, finite, points + 1).tolist() + ([high] if math.isinf(high) else [])
-            grid = np.unique(grid)
+                stops += np.linspace(M_g, finite, points + 1).tolist() + ([high] if math.isinf(high) else [])
+            grid = np.unique(stops)
             lo, hi = np.minimum(m_g, grid), np.maximum(M_g, grid)
             own = (lo == m_all) & (hi == M_all)  # the release's own normaliser: column 0, bit for bit
             index = np.zeros(len(grid), dtype=np.int64)
@@ -650,16 +651,19 @@ class _Normaliser:
         """``F̃ W``, ``|F̃| W`` (S × rows) at the ends of each row's risks on record ``idx``'s path, and the
         record's own entries, for :func:`_combine`: (P_lo, P_hi, Q_lo, Q_hi, own_lo, own_hi)."""
         if self.affine:
+            assert self.E is not None  # build gives every affine normaliser its fixed vectors E
             if self.rule == "fixed":
                 rows = (self.P0.shape[0], len(idx))
                 same, zero, own = jnp.broadcast_to(self.P0, rows), jnp.zeros(rows), jnp.asarray(self.E[idx, 0])
                 return same, same, zero, zero, own, own
+            assert self.PE is not None and self.QE is not None  # and, unless fixed, their sums F̃ E, |F̃| E
             m, M = self.m_others[idx], self.M_others[idx]
             p_lo = self._coefficients(np.minimum(m, rho_lo), np.maximum(M, rho_lo))
             p_hi = self._coefficients(np.minimum(m, rho_hi), np.maximum(M, rho_hi))
             E = self.E[idx]
             return (jnp.asarray(self.PE @ p_lo.T), jnp.asarray(self.PE @ p_hi.T), jnp.asarray(self.QE @ p_lo.T),
                     jnp.asarray(self.QE @ p_hi.T), jnp.asarray(np.sum(E * p_lo, axis=1)), jnp.asarray(np.sum(E * p_hi, axis=1)))
+        assert self.W is not None and self.P is not None and self.Q is not None  # build gives every grid normaliser all three
         k_lo, k_hi = np.zeros(len(idx), dtype=np.int64), np.zeros(len(idx), dtype=np.int64)
         for m_g, M_g, grid, index in self.paths:
             mine = (self.m_others[idx] == m_g) & (self.M_others[idx] == M_g)

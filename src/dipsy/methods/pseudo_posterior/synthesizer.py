@@ -30,7 +30,7 @@ import math
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, ClassVar, Mapping
+from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -116,6 +116,8 @@ class ModelFile:
         from .models import RecordModel
 
         spec = importlib.util.spec_from_file_location(f"dipsy_user_model_{path.stem}", path)
+        if spec is None or spec.loader is None:  # None only for a name Python does not load as source (the option asks for .py)
+            raise DipsyError(f"the model file {path.name} cannot be loaded as Python source", "pass model=path/to/file.py:NAME")
         module = importlib.util.module_from_spec(spec)
         try:
             spec.loader.exec_module(module)
@@ -176,7 +178,7 @@ DEFAULTS = {"weights": "linear", "c": 1.0, "g": 0.0, "chains": 4, "warmup": 1000
 class PseudoPosterior(Mechanism):
     r"""Draws from the risk-weighted pseudo posterior; its cost, local ε_x = sets·2Δ, is measured from the data.
 
-    ``randomise`` runs :func:`.mechanism.release_draws` on the answer (the response and predictors of
+    ``randomise`` runs :func:`.draws.release_draws` on the answer (the response and predictors of
     every record); :meth:`measured` fills in Δ and what the statement reports. The guarantee and its
     proof: the module's docstring (SWH 2022 Thm 3; S-001 Thm 1).
     """
@@ -310,10 +312,11 @@ class PseudoPosteriorSynthesizer(Synthesizer):
         self.relation = self.local_relation(response, predictors)
         standard = s.get("standard", DEFAULTS["standard"]) if "range" in s else "adp"
         self.standard_ = standard
+        read_columns = (response, *predictors)
         read = Statistic(f"the values of {response} and of the predictors of every record",
-                         lambda engine, cols=(response, *predictors): engine.values(cols))
+                         lambda engine: engine.values(read_columns))
         # What the release repeats as it is: the predictors of every record (with no predictors, just n).
-        shown = (Statistic(f"the predictors {', '.join(predictors)} of every record", lambda engine, cols=predictors: engine.values(cols))
+        shown = (Statistic(f"the predictors {', '.join(predictors)} of every record", lambda engine: engine.values(predictors))
                  if predictors else Total())
         measurements = [Measurement(f"{self.name}: {'the predictors of every record' if predictors else 'n'}, released as "
                                     "they are (declared public)", shown, DeclaredPublic(LocalDP(0.0), predictors), self.relation)]
@@ -406,7 +409,7 @@ class PseudoPosteriorSynthesizer(Synthesizer):
     # -- the mechanism's run (inside the measurement) --------------------------------------------
 
     def record_model(self, domain: Domain):
-        from .models import MODELS
+        from .models import MODELS, Categorical
 
         spec = self.model_spec_
         if isinstance(spec, ModelFile):
@@ -414,7 +417,7 @@ class PseudoPosteriorSynthesizer(Synthesizer):
         if not isinstance(spec, str):
             return spec
         if spec == "categorical":
-            return MODELS[spec](domain[self.response_].size)
+            return Categorical(domain[self.response_].n_codes)
         return MODELS[spec]()
 
     def run(self, values: Mapping[str, np.ndarray], rand: Randomness):
@@ -422,7 +425,8 @@ class PseudoPosteriorSynthesizer(Synthesizer):
         import jax
 
         from .design import matrix
-        from .mechanism import Sampler, release_draws
+        from .draws import release_draws
+        from .mechanism import Sampler
 
         model = self.record_model(self.domain_)
         y = np.asarray(values[self.response_], dtype=float)
@@ -433,7 +437,9 @@ class PseudoPosteriorSynthesizer(Synthesizer):
                                  f"use response={self.response_} with model=normal")
             y = np.log(y)
         X = matrix(self.design_, values)
-        key = jax.random.wrap_key_data(rand.numpy.integers(0, 2**32, size=2, dtype=np.uint32), impl="threefry2x32")
+        key_data = rand.numpy.integers(0, 2**32, size=2, dtype=np.uint32)
+        # jax takes any array as key data; its stubs ask for a jax.Array
+        key = jax.random.wrap_key_data(key_data, impl="threefry2x32")  # type: ignore[arg-type]  # stubs too narrow
         s = self.settings
         a, b = s.get("range", (None, None))
         sampler = Sampler(model, X, y, self.settings_mcmc(), log_response=self.log_response_)
@@ -465,6 +471,8 @@ class PseudoPosteriorSynthesizer(Synthesizer):
                 rows = len(next(iter(predictors.values()))) if predictors else int(out[0])
             else:
                 outcome = out
+        if outcome is None:  # plan() always ends with the pseudo-posterior's own measurement
+            raise DipsyError("the plan has no pseudo-posterior measurement to fit from", "fit a plan made by this method")
         return PosteriorModel(session.domain, self.response_, self.design_, self.model_, predictors, rows,
                               outcome.draws, self.sets, list(outcome.warnings), self.log_response_)
 
@@ -508,7 +516,7 @@ class PosteriorModel(Model):
 
     domain: Domain
     response: str
-    design: tuple
+    design: Sequence
     record_model: Any
     predictors: dict[str, np.ndarray]
     rows: int

@@ -358,6 +358,7 @@ def min_leaf_size(p0: float, epsilon: float, *, width: float | None = None, lowe
         i = at(n)
         if width is not None:
             return (i.width - width) * n
+        assert lower is not None and upper is not None, "checked above: without a width, both bounds are given"
         return max(lower - i.lower, i.upper - upper) * n
 
     def done(n: int) -> LeafSize:

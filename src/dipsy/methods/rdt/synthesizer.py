@@ -69,7 +69,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from ...domain import MAX_CODES, Domain
+from ...domain import MAX_CODES, Column, Domain
 from ...domain.codec import decode_column
 from ...engine import engine_for
 from ...errors import DipsyError
@@ -148,6 +148,12 @@ def _structure(value: Any) -> Path | str:
     return path
 
 
+def _bounds(column: Column) -> tuple[float, float]:
+    """A numeric or integer column's public bounds, as declared (the domain requires both)."""
+    assert column.lower is not None and column.upper is not None, "Column checks every non-categorical column's bounds"
+    return column.lower, column.upper
+
+
 def _targets(value: Any) -> Path:
     path = Path(str(value)).expanduser()
     if not path.is_file():
@@ -217,6 +223,7 @@ class Roles:
 class RandomDecisionTrees(Synthesizer):
     """Duke variable-depth random decision trees (S-004) or Jagannathan et al.'s; ε-DP."""
 
+    budget: PureDP  # Synthesizer.__init__ refuses a budget of another definition
     name = "rdt"
     summary = ("Random decision trees: synthetic sensitive columns for public records; structure from a public file "
                "(Duke) or at random (Jagannathan), exact discrete Laplace leaf counts; ε-DP, E trees cost E·ε_tree")
@@ -326,7 +333,7 @@ class RandomDecisionTrees(Synthesizer):
         measurements: list[Measurement] = []
         if own:
             values = Statistic(f"the values of the public columns {', '.join(roles.public)} of every record",
-                               lambda engine, cols=roles.public: engine.values(cols))
+                               lambda engine: engine.values(roles.public))
             measurements.append(Measurement(f"{self.name}: the public columns of every record, released as they are (declared public)",
                                             values, DeclaredPublic(PureDP(0.0), roles.public), self.relation))
         self.features = tuple(self._features(roles, j, domain, structure, random) for j in range(S))
@@ -355,15 +362,17 @@ class RandomDecisionTrees(Synthesizer):
             if isinstance(m.mechanism, DeclaredPublic):
                 targets = out
             else:
-                trees.append(m.query.tree)
+                trees.append(m.query_as(LeafCounts).tree)
                 noisy.append(out)
         leaf_min = 0 if s["structure"] == "random" else s.get("leaf_min", DEFAULTS["leaf_min"])
         E, S = s.get("trees", DEFAULTS["trees"]), len(roles.sensitive)
-        sd = math.sqrt(discrete_laplace_variance(plan.measurements[-1].mechanism.scale))  # one scale for every tree
+        sd = math.sqrt(discrete_laplace_variance(plan.measurements[-1].mechanism_as(DiscreteLaplace).scale))  # one scale for every tree
         done = [distributions_and_sources(tree, c.reshape(len(tree.leaves), -1), leaf_min, sd) for tree, c in zip(trees, noisy)]
         dists = [d for d, _ in done]
         own = [int((sources == tree.leaves).sum()) for tree, (_, sources) in zip(trees, done)]
         shape = lambda xs: tuple(tuple(tuple(xs[(k * S + j) * E + t] for t in range(E)) for j in range(S)) for k in range(self.sets))  # noqa: E731
+        if targets is None:
+            raise DipsyError("rdt has no targets to label: fit the plan this synthesizer made", "call plan before fit")
         return TreesModel(session.domain, roles, self.features, shape(trees), shape(dists), dict(targets),
                           s.get("combine", "average"), self.sets, shape(own))
 
@@ -388,16 +397,19 @@ class RandomDecisionTrees(Synthesizer):
     def _features(self, roles: Roles, j: int, domain: Domain, structure: dict | None, random: bool) -> Features:
         s = self.settings
         columns = _candidates(roles, j)
-        groupings = []
+        groupings: list[np.ndarray | None] = []
         for c in columns:
             col = domain[c]
             if random and not col.is_categorical and c in roles.public:  # threshold splits on the public values;
                 groupings.append(None)  # an earlier sensitive column splits by its codes (targets carry synthetic codes)
                 continue
+            size = col.size
+            assert size is not None, "roles and _check_numeric refuse a column without codes here"
             support = None
             if "collapse" in s and c in s["collapse"]:
-                support = np.bincount(codes_of(structure[c], col), minlength=col.size) * s.get("structure_weight", 1.0)
-            groupings.append(grouping(col.size, s.get("coarsen", {}).get(c, 1), support, s.get("collapse", {}).get(c, 0)))
+                assert structure is not None, "_check_numeric refuses collapse= with structure=random, the only plan without a structure"
+                support = np.bincount(codes_of(structure[c], col), minlength=size) * s.get("structure_weight", 1.0)
+            groupings.append(grouping(size, s.get("coarsen", {}).get(c, 1), support, s.get("collapse", {}).get(c, 0)))
         return Features(columns, tuple(groupings))
 
     def _grow(self, features: Features, domain: Domain, structure: dict | None, random: bool, rand: np.random.Generator) -> Tree:
@@ -405,9 +417,10 @@ class RandomDecisionTrees(Synthesizer):
         weights = [s.get("weights", {}).get(c, 1.0) for c in features.columns]
         if random:
             numeric = [g is None for g in features.groupings]
-            bounds = [(domain[c].lower, domain[c].upper) if g is None else (0, 0) for c, g in zip(features.columns, features.groupings)]
+            bounds = [_bounds(domain[c]) if g is None else (0, 0) for c, g in zip(features.columns, features.groupings)]
             depth = s.get("depth", max(1, len(features.columns) // 2))
             return grow_random(features.columns, features.sizes, numeric, bounds, depth, rand, weights)
+        assert structure is not None, "the plan reads a structure unless structure=random"
         rows = len(next(iter(structure.values())))
         matrix = features.matrix(features.inputs(structure, domain), rows)
         return grow_public(features.columns, features.sizes, weights, matrix, s.get("structure_weight", 1.0),
@@ -559,7 +572,7 @@ class TreesModel(Model):
         """Each target's label distribution: the trees' leaf distributions averaged, or one tree's."""
         leaf = [np.searchsorted(t.leaves, t.route(matrix)) for t in trees]
         if self.combine == "average":
-            return sum(d[i] for d, i in zip(dists, leaf)) / len(trees)
+            return np.asarray(sum(d[i] for d, i in zip(dists, leaf)) / len(trees))
         pick = rand.numpy.integers(0, len(trees), len(matrix))
         out = np.empty((len(matrix), dists[0].shape[1]))
         for t, (d, i) in enumerate(zip(dists, leaf)):

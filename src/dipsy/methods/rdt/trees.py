@@ -101,9 +101,12 @@ class _Builder:
         if len(self.attribute) >= MAX_NODES:
             raise DipsyError(f"a tree would have more than {MAX_NODES:,} nodes",
                              "lower the depth, raise n_b, or collapse categories (collapse=, coarsen=)")
-        for lst, v in ((self.attribute, -1), (self.threshold, np.nan), (self.first, -1), (self.parent, parent),
-                       (self.depth, depth), (self.support, support)):
-            lst.append(v)
+        self.attribute.append(-1)
+        self.threshold.append(np.nan)
+        self.first.append(-1)
+        self.parent.append(parent)
+        self.depth.append(depth)
+        self.support.append(support)
         return len(self.attribute) - 1
 
     def done(self, attributes: Sequence[str]) -> Tree:
@@ -131,16 +134,16 @@ def grow_public(attributes: Sequence[str], groups: Sequence[int], weights: Seque
     >>> t.nodes, len(t.leaves), t.support.tolist()[:3]
     (7, 4, [4.0, 2.0, 2.0])
     """
-    weights = np.asarray(weights, dtype=float)
+    w = np.asarray(weights, dtype=float)
     b = _Builder()
     b.add(-1, 0, len(structure) * weight)
     rows = [np.arange(len(structure))]
     used: list[frozenset[int]] = [frozenset()]
     v = 0
     while v < len(b.attribute):
-        candidates = [a for a in range(len(attributes)) if a not in used[v] and weights[a] > 0]
+        candidates = [a for a in range(len(attributes)) if a not in used[v] and w[a] > 0]
         if b.support[v] >= n_b and b.depth[v] < depth and candidates:
-            a = _pick(candidates, weights, rand)
+            a = _pick(candidates, w, rand)
             b.attribute[v], b.first[v] = a, len(b.attribute)
             here = structure[rows[v], a]
             for g in range(groups[a]):
@@ -164,16 +167,16 @@ def grow_random(attributes: Sequence[str], groups: Sequence[int], numeric: Seque
     in the node's interval of that attribute (the public bounds, narrowed by earlier splits on
     the path). A node with no attribute left is a leaf.
     """
-    weights = np.ones(len(attributes)) if weights is None else np.asarray(weights, dtype=float)
+    w = np.ones(len(attributes)) if weights is None else np.asarray(weights, dtype=float)
     b = _Builder()
     b.add(-1, 0, np.nan)
     used: list[frozenset[int]] = [frozenset()]
-    ranges: list[dict[int, tuple[float, float]]] = [{a: tuple(bounds[a]) for a in range(len(attributes)) if numeric[a]}]
+    ranges: list[dict[int, tuple[float, float]]] = [{a: (bounds[a][0], bounds[a][1]) for a in range(len(attributes)) if numeric[a]}]
     v = 0
     while v < len(b.attribute):
-        candidates = [a for a in range(len(attributes)) if (numeric[a] or a not in used[v]) and weights[a] > 0]
+        candidates = [a for a in range(len(attributes)) if (numeric[a] or a not in used[v]) and w[a] > 0]
         if b.depth[v] < depth and candidates:
-            a = _pick(candidates, weights, rand)
+            a = _pick(candidates, w, rand)
             b.attribute[v], b.first[v] = a, len(b.attribute)
             if numeric[a]:
                 low, high = ranges[v][a]

@@ -1,6 +1,6 @@
 """Running a domain discovery: charge first, read inside charged measurements, write the domain.
 
-The order is :func:`dipsy.api._release`'s:
+The order is :func:`dipsy.api.run`'s:
 
 1. before any read of a value: the columns to count are checked against the data's header or schema
    (metadata), and the bins columns — fully declared once their public grid is their bins — are
@@ -12,7 +12,7 @@ The order is :func:`dipsy.api._release`'s:
    (value counts from an engine over the raw columns, histograms from one over the gridded ones);
 4. the domain is built from the noisy outputs only (post-processing), written by ``on_result``,
    and the reservation confirmed; a failure before the file is in place (``on_result.visible``,
-   :class:`~dipsy.domain.authoring.DomainFile`) cancels it, a kill leaves it counted.
+   :class:`~dipsy.authoring.DomainFile`) cancels it, a kill leaves it counted.
 """
 
 from __future__ import annotations
@@ -27,17 +27,20 @@ from typing import Any, Callable
 
 import yaml
 
-from ..errors import DataError
-from ..interrupts import held
-from ..privacy.accountant import Spend
-from ..privacy.budget import ApproxDP, Budget, PureDP
-from ..privacy.composition import total_as
-from ..privacy.ledger import take_back
-from ..privacy.rng import Randomness
-from ..privacy.session import Session
-from .discovered import DiscoveredColumn, Discovery
-from .discovery import METHOD, DiscoveryPlan, quantile_edges
-from .domain import Domain, _load_yaml
+from .domain.discovered import DiscoveredColumn, Discovery
+from .domain.domain import Domain, load_yaml
+from .engine import engine_for
+from .errors import DataError, DipsyError
+from .interrupts import held
+from .methods.discovery import METHOD, DiscoveryPlan, PartitionSelection, ValueCountsQuery, quantile_edges
+from .privacy.accountant import Spend
+from .privacy.budget import ApproxDP, Budget, PureDP
+from .privacy.composition import total_as
+from .privacy.ledger import take_back
+from .privacy.measurement import DiscreteLaplace
+from .privacy.rng import Randomness
+from .privacy.session import Session
+from .version import __version__
 
 
 @dataclass(frozen=True)
@@ -78,16 +81,16 @@ def run_discovery(
     a hash of the file: the domain is published with every release). ``on_result`` writes the
     domain before the reservation is confirmed.
     """
-    from .. import __version__
-    from ..engine import engine_for
-
     rand = Randomness.from_seed(seed)
     raw = engine_for(data, plan.raw, "error") if plan.raw is not None else None
     gridded = engine_for(data, plan.grid, on_invalid) if plan.grid is not None else None
     try:
         for m in plan.categories:  # metadata only: the header, or the Parquet schema
-            if not raw.has_column(m.query.column):
-                raise DataError(f"the data have no column {m.query.column!r}", "check the skeleton's column names against the data")
+            column = m.query_as(ValueCountsQuery).column
+            if raw is None:  # plan_discovery gives a raw domain whenever it counts categories
+                raise DipsyError("the discovery plan counts categories and has no raw domain", "build it with plan_discovery")
+            if not raw.has_column(column):
+                raise DataError(f"the data have no column {column!r}", "check the skeleton's column names against the data")
         if gridded is not None:
             gridded.ensure_valid()  # the one read before the charge, as a release's (rows against the public grid)
         release_id = uuid.uuid4().hex
@@ -137,20 +140,21 @@ def _result(plan: DiscoveryPlan, found: list, noisy: list, release_id: str, data
     key = {str(k): k for k in columns}
     categories, bins, recorded = {}, {}, []
     for m, values in zip(plan.categories, found):
-        name = m.query.column
+        name = m.query_as(ValueCountsQuery).column
+        selection = m.mechanism_as(PartitionSelection)
         categories[name] = values
         if values:
             columns[key[name]] = {**columns[key[name]], "categories": [_Quoted(v) if isinstance(v, str) else v for v in values]}
             recorded.append(_recorded(name, "categories", m, f"DP partition selection (Korolova et al. 2009; Gopi et al. 2020; "
-                                      f"Desfontaines et al. 2022): discrete Laplace noise of scale {m.mechanism.scale} on the count "
-                                      f"of each value that occurs, the values whose noisy count exceeds {m.mechanism.threshold} released"))
+                                      f"Desfontaines et al. 2022): discrete Laplace noise of scale {selection.scale} on the count "
+                                      f"of each value that occurs, the values whose noisy count exceeds {selection.threshold} released"))
     for r, m, counts in zip(plan.requests, plan.bins, noisy):
         name = r.column.name
         bins[name] = quantile_edges(counts, r.grid, r.k)
         columns[key[name]] = {**columns[key[name]], "bins": list(bins[name])}
         recorded.append(_recorded(name, "bins", m, f"DP quantiles: a noisy histogram on {len(r.grid) - 1} "
                                   f"{'log-spaced' if r.log else 'equal-width'} cells of [{r.column.lower}, {r.column.upper}] "
-                                  f"(discrete Laplace, scale {m.mechanism.scale}), {r.k} bins at equal noisy mass, edges on the grid"))
+                                  f"(discrete Laplace, scale {m.mechanism_as(DiscreteLaplace).scale}), {r.k} bins at equal noisy mass, edges on the grid"))
     discovery = None
     if recorded:
         discovery = Discovery(release_id, dataset_id, Path(ledger.path).name if ledger is not None else None, seed, version,
@@ -158,7 +162,7 @@ def _result(plan: DiscoveryPlan, found: list, noisy: list, release_id: str, data
         spec["discovered"] = discovery.to_dict()
     left = [c for c, v in categories.items() if not v]
     text = _header(source, discovery, left) + yaml.dump(spec, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
-    domain = None if left else Domain.from_dict(_load_yaml(text, Path(source or "discovered.yaml")))  # as Domain.load reads it
+    domain = None if left else Domain.from_dict(load_yaml(text, Path(source or "discovered.yaml")))  # as Domain.load reads it
     return DiscoveryResult(release_id, dataset_id, categories, bins, discovery, text, domain, spends,
                            total_as(plan.total, [s.budget for s in spends]), tuple(m.describe() for m in plan.measurements), seed)
 

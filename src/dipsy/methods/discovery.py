@@ -27,7 +27,7 @@ The columns compose (basic composition, Dwork & Roth 2014, Thm 3.16): column j s
 by default ε_j = ε/J over the J columns discovered and δ_j = δ/J_c over the J_c category columns
 (bins need no δ). Everything is planned from public inputs (:func:`plan_discovery`), reserved in
 the ledger before any read, and read only inside charged measurements of a
-:class:`~dipsy.privacy.session.Session` (:func:`dipsy.domain.discovery_run.run_discovery`).
+:class:`~dipsy.privacy.session.Session` (:func:`dipsy.discovery_run.run_discovery`).
 """
 
 from __future__ import annotations
@@ -39,16 +39,16 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+from ..domain.columns import Column
+from ..domain.domain import TODO, Domain
+from ..domain.limits import MAX_CODES
 from ..errors import DipsyError, DomainError
-from ..privacy.budget import EPSILON_RANGE, ApproxDP, Budget, PureDP, positive
+from ..privacy.budget import EPSILON_RANGE, ApproxDP, Budget, PureDP, of_kind, positive
 from ..privacy.composition import total_as
 from ..privacy.measurement import DiscreteLaplace, Measurement, Mechanism, Query, Table
 from ..privacy.relation import ADD_REMOVE, Relation, group_factor, group_privacy, parse
 from ..privacy.rng import Randomness
 from ..privacy.samplers import discrete_laplace, to_fraction
-from .columns import Column
-from .domain import TODO, Domain
-from .limits import MAX_CODES
 
 #: The largest δ a discovery may spend. δ must be far below 1/n (each value held by one record is
 #: released with probability up to δ); n is not public under add/remove, so a fixed ceiling is enforced.
@@ -99,6 +99,20 @@ def threshold(scale: Fraction, delta: float) -> int:
     while k > 1 and tail(s, k - 1) <= delta:
         k -= 1
     return k
+
+
+def add_remove_steps(relation: Relation) -> int:
+    """How many add/remove steps cover one ``relation`` step (1 under add/remove, 2 under
+    substitution, θ for an individual of θ rows); an error for a local relation, which no number covers.
+
+    >>> add_remove_steps(parse("substitute"))
+    2
+    """
+    steps = group_factor(ADD_REMOVE, relation)
+    if steps is None:
+        raise DipsyError(f"a discovery cannot be private under the {relation.kind} relation (a local guarantee)",
+                         "use --neighbouring add-remove or substitute")
+    return steps
 
 
 @dataclass(frozen=True)
@@ -164,7 +178,7 @@ class PartitionSelection(Mechanism):
     @classmethod
     def for_budget(cls, epsilon: Any, delta: float, relation: Relation) -> "PartitionSelection":
         """The mechanism spending at most (ε, δ) under ``relation`` (ε read exactly, as a Fraction)."""
-        steps = group_factor(ADD_REMOVE, relation)
+        steps = add_remove_steps(relation)
         eps_step = to_fraction(epsilon, "epsilon") / steps
         delta_step = delta / (steps * math.exp((steps - 1) * float(eps_step)))
         scale = 1 / eps_step
@@ -174,7 +188,7 @@ class PartitionSelection(Mechanism):
     def cost(self) -> ApproxDP:
         """(1/s, δ_τ) for one add/remove step, converted to ``steps`` steps by group privacy."""
         one = ApproxDP(float(1 / self.scale), tail(self.scale, self.threshold))
-        return group_privacy(one, self.steps)  # = relation.convert(one, ADD_REMOVE, the measurement's relation)
+        return of_kind(group_privacy(one, self.steps), ApproxDP)  # = relation.convert(one, ADD_REMOVE, the measurement's relation)
 
     def randomise(self, answer: Any, rand: Randomness) -> tuple:
         counts = np.asarray(answer.counts, dtype=np.int64)
@@ -207,7 +221,7 @@ def grid_edges(column: Column, cells: int = GRID, log: bool = False) -> tuple:
     >>> grid_edges(Column("w", "numeric", lower=0, upper=9999), 4, log=True)
     (0.0, 9.0, 99.0, 999.0, 9999.0)
     """
-    lo, hi = float(column.lower), float(column.upper)
+    lo, hi = (float(b) for b in column.bounds)
     if not log:
         edges = np.linspace(lo, hi, cells + 1)
     elif lo > 0:
@@ -267,6 +281,8 @@ class BinsRequest:
 
     @property
     def grid(self) -> tuple:
+        if self.column.bins is None:  # plan_discovery builds every request with its grid as bins
+            raise DipsyError(f"the bins discovery of {self.column.name!r} has no grid", "build it with plan_discovery")
         return self.column.bins
 
 
@@ -375,12 +391,12 @@ def plan_discovery(
         declared = Column.from_dict(name, {key: v for key, v in columns[name].items() if key != "bins"})
         requests.append(BinsRequest(replace(declared, bins=grid_edges(declared, grid, name in log)), k, name in log))
     histograms = []
-    sensitivity = group_factor(ADD_REMOVE, relation)  # 1 under add/remove; 2 under substitution (two cells move)
+    sensitivity = add_remove_steps(relation)  # 1 under add/remove; 2 under substitution (two cells move)
     for r in requests:
-        noise = DiscreteLaplace.for_epsilon(share, sensitivity)
+        laplace = DiscreteLaplace.for_epsilon(share, sensitivity)
         histograms.append(Measurement(f"{METHOD}: bins of {r.column.name} (noisy histogram on {len(r.grid) - 1} "
-                                      f"{'log-spaced' if r.log else 'equal'} cells, discrete Laplace scale {noise.scale})",
-                                      Table((r.column.name,)), noise, relation))
+                                      f"{'log-spaced' if r.log else 'equal'} cells, discrete Laplace scale {laplace.scale})",
+                                      Table((r.column.name,)), laplace, relation))
     raw = Domain(tuple(Column(n, "categorical", categories=(PLACEHOLDER,)) for n in chosen)) if chosen else None
     grid_domain = Domain(tuple(r.column for r in requests)) if requests else None
     return DiscoveryPlan(spec, relation, tuple(measured), tuple(histograms), tuple(requests), raw, grid_domain)

@@ -15,7 +15,7 @@ also hold), and the kind follows the declared type.
 ``--from-public FILE`` fills categories (the sorted distinct values) and bounds (least and
 greatest values) from a file the steward declares public — a previous public release, a codebook
 — read in full, since it is public; the domain records the file's name and SHA-256. Bins stay
-for the steward: they are a modelling choice (see 'Writing a domain' in the README).
+for the steward: they are a modelling choice (see 'Writing a domain' in docs/guides/domain.md).
 """
 
 from __future__ import annotations
@@ -37,13 +37,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..engine.copies import copy_of
-from ..engine.duckdb_engine import _dedup_names, _file_format, _fix, _reason
-from ..engine.owner import RunFolder
-from ..errors import DataError, DipsyError
-from ..interrupts import held
-from .domain import TODO
-from .limits import MAX_CODES, check_width
+from .domain.domain import TODO
+from .domain.limits import MAX_CODES, check_width
+from .engine.copies import copy_of
+from .engine.files import dedup_names, error_reason, file_format, unreadable_fix
+from .engine.owner import RunFolder
+from .errors import DataError, DipsyError
+from .interrupts import held
+from .permissions import umask
 
 #: The note on kinds a CSV skeleton carries (no type is read from a CSV file).
 KIND_CHOICES = "categorical, ordinal, integer or numeric"
@@ -136,9 +137,7 @@ def write_text(text: str, path: str | Path, overwrite: bool = False, *, work: st
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
-        from ..release import _umask  # read without changing it (the release's own files get the same)
-
-        os.chmod(tmp, 0o666 & ~_umask())
+        os.chmod(tmp, 0o666 & ~umask())  # as a release's own files get it
         with held():  # the rename and the note that the file is in place: never one without the other
             os.replace(tmp, path)
             if on_placed is not None:
@@ -151,7 +150,7 @@ def write_text(text: str, path: str | Path, overwrite: bool = False, *, work: st
 
 class DomainFile:
     """The file a discovered domain is written to: the ``on_result`` of
-    :func:`~dipsy.domain.discovery_run.run_discovery`, by :func:`write_text` through ``work`` (the
+    :func:`~dipsy.discovery_run.run_discovery`, by :func:`write_text` through ``work`` (the
     command's :class:`~dipsy.engine.owner.RunFolder`) when given. ``visible`` (and the run
     folder's ``placed``) turns True as the file reaches its place: a failure before that leaves
     nothing visible, and the discovery takes its spend back."""
@@ -188,7 +187,7 @@ def check_target(path: str | Path, overwrite: bool = False) -> None:
 
 def _checked_format(path: Path, what: str) -> str:
     try:
-        fmt = _file_format(path)
+        fmt = file_format(path)
     except DataError as e:
         raise DataError(e.problem.replace("data file", what, 1), e.fix) from None
     if not path.exists():
@@ -216,9 +215,9 @@ def _csv_header(path: Path) -> list[tuple[str, str | None, str | None]]:
                     names = next(csv.reader(itertools.chain([line], lines)))
                     check_width(names, f"the header of {str(path)!r}")
                     _refuse_repeated_names(names, f"the header of {str(path)!r}")
-                    return [(name, None, None) for name in _dedup_names(names)]
+                    return [(name, None, None) for name in dedup_names(names)]
     except (OSError, UnicodeDecodeError, csv.Error, EOFError) as e:
-        raise DataError(f"cannot read the header of CSV file {str(path)!r}: {_reason(e)}", _fix("csv")) from None
+        raise DataError(f"cannot read the header of CSV file {str(path)!r}: {error_reason(e)}", unreadable_fix("csv")) from None
     raise DataError(f"CSV file {str(path)!r} has no header row", "write the column names on its first line")
 
 
@@ -228,7 +227,7 @@ def _parquet_schema(path: Path) -> list[tuple[str, str | None, str | None]]:
     try:
         schema = pq.read_schema(path)
     except (OSError, pa.ArrowException) as e:
-        raise DataError(f"cannot read Parquet file {str(path)!r}: {_reason(e)}", _fix("parquet")) from None
+        raise DataError(f"cannot read Parquet file {str(path)!r}: {error_reason(e)}", unreadable_fix("parquet")) from None
     index = {c for c in (schema.pandas_metadata or {}).get("index_columns", []) if isinstance(c, str)}
     names = [f.name for f in schema if f.name not in index]
     check_width(names, f"the schema of {str(path)!r}")
@@ -275,7 +274,7 @@ def _public_facts(path: Path, names: list[str]) -> dict[str, dict[str, Any]]:
     try:  # public data: read whole, as the methods read public files
         frame = pd.read_csv(path) if fmt == "csv" else pd.read_parquet(path)
     except (OSError, ValueError, pa.ArrowException) as e:
-        raise DataError(f"cannot read the public file {str(path)!r} ({_reason(e)})", "pass a CSV or Parquet file") from None
+        raise DataError(f"cannot read the public file {str(path)!r} ({error_reason(e)})", "pass a CSV or Parquet file") from None
     shared = [n for n in names if n in frame.columns]
     if not shared:
         raise DataError(f"the public file {path.name!r} has none of the data's columns ({', '.join(names[:5])}{', …' if len(names) > 5 else ''})",
@@ -394,7 +393,11 @@ def _column(name: str, kind: str | None, declared: str | None, facts: dict[str, 
         field("bins", TODO, "numeric: a count or edges; optional for integer")
         out.append(f"{'    # clip: true':<34}# integer or numeric: top/bottom-coding at lower, upper")
     else:
-        chosen = kind or usable["kind"]
+        if kind:
+            chosen = kind
+        else:
+            assert usable is not None  # the branch above took every column with neither a kind nor usable facts
+            chosen = usable["kind"]
         why = f"the schema's type ({declared})" if kind else "the public file's values"
         if kind == "integer" and usable is not None and usable["kind"] == "numeric":
             usable, problem = None, "the public file's values are not whole numbers"
