@@ -70,9 +70,10 @@ test: $(STAMP)
 		echo "installing Chromium for the report's browser test" && apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
 		echo "Chromium is not installed: the browser test of the report will be skipped"
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadfile
 
 bench: $(STAMP)
+	$(BIN)/python benchmarks/dirichlet_multinomial.py
 	$(BIN)/python benchmarks/md_scale.py
 	$(BIN)/python benchmarks/noise.py
 	$(BIN)/python benchmarks/privacy_audit.py

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import signal
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -10,6 +14,25 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CE_DATA = ROOT / "examples" / "ce" / "CEdata.csv"
 CE_DOMAIN = ROOT / "examples" / "ce" / "domain.yaml"
+_JAX_CACHE = pytest.StashKey[str]()
+
+
+def pytest_configure(config):
+    """One JAX compilation cache on disk for the run, shared by the xdist workers and the processes the
+    tests start (they inherit the environment): the pseudo-posterior's sampler compiles the same programs
+    for every release, and compiling is most of the time its tests take. Removed at the end of the run;
+    a cache named in JAX_COMPILATION_CACHE_DIR by the caller is used and kept."""
+    if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+        folder = tempfile.mkdtemp(prefix="dipsy-tests-jax-cache-")
+        os.environ["JAX_COMPILATION_CACHE_DIR"] = folder
+        os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.1")  # the sampler's, not mbi's many small ones
+        config.stash[_JAX_CACHE] = folder
+
+
+def pytest_unconfigure(config):
+    folder = config.stash.get(_JAX_CACHE, None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def address_limited(limit: int, argv: list[str]) -> list[str]:
@@ -23,6 +46,13 @@ def address_limited(limit: int, argv: list[str]) -> list[str]:
     return [sys.executable, "-c", cap, str(limit), *argv]
 
 
+def default_sigint(argv: list[str]) -> list[str]:
+    """``argv`` started with Ctrl-C's default action, as from a terminal, also when these tests run
+    with SIGINT ignored (a shell's command started in the background), which a new Python keeps."""
+    reset = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
+    return [sys.executable, "-c", reset, *argv]
+
+
 def skip_without_spark(what: str) -> None:
     """Skip the calling test module, saying why, unless pyspark and a Java runtime are installed."""
     from dipsy.engine.spark_engine import require_spark
@@ -34,24 +64,13 @@ def skip_without_spark(what: str) -> None:
         pytest.skip(f"{what}: {e}", allow_module_level=True)
 
 
-@pytest.fixture(scope="session")
-def spark_launch():
-    """Spark's JVM started without a ``preexec_fn``. PySpark passes one (to ignore Ctrl-C in the JVM),
-    which runs Python code in a fork of this process; once a test has run JAX here (mbi's estimation,
-    the pseudo-posterior's sampler), JAX's threads run too, and JAX warns of the fork. The JVM starts
-    in its own process group instead, where a Ctrl-C at the terminal does not reach it either."""
-    from pyspark import java_gateway
-
-    popen = java_gateway.Popen
-
-    def without_preexec(args, **kwargs):
-        if kwargs.pop("preexec_fn", None) is not None:
-            kwargs["process_group"] = 0
-        return popen(args, **kwargs)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(java_gateway, "Popen", without_preexec)
-        yield
+@pytest.fixture
+def ctrl_c():
+    """A SIGINT raises KeyboardInterrupt here during the test, as Python sets up from a terminal, also
+    when these tests run with SIGINT ignored (a shell's command started in the background)."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
 
 
 @pytest.fixture(autouse=True)

@@ -21,14 +21,14 @@ import pytest
 from scipy import stats
 
 import dipsy
+from dipsy.audit import audit, format_table
 from dipsy.domain import Domain
 from dipsy.engine import engine_for
 from dipsy.errors import DipsyError, PrivacyError
 from dipsy.methods.marginals.aim import AIM, ExactTables, epsilon_for, filter_candidates, qualities, workload_weights
 from dipsy.methods.marginals.estimation import GraphicalModel, NoisyMarginal, estimate, from_potentials, model_size
-from dipsy.privacy import PureDP, ZCDP
+from dipsy.privacy import ZCDP, PureDP
 from dipsy.privacy.accountant import Accountant
-from dipsy.audit import audit, format_table
 from dipsy.privacy.measurement import ACTIVE, DiscreteGaussian, Measurement, Table
 from dipsy.privacy.rng import Randomness
 from dipsy.privacy.selection import ExponentialSelection
@@ -53,8 +53,14 @@ def fitted(data: pd.DataFrame, domain: Domain, rho: float = RHO, seed: int = 0, 
     """plan → session → fit, as the release path runs them; the session is left open."""
     method = AIM(ZCDP(rho), options={**OPTIONS, **options})
     plan = method.plan(None, domain)
-    session = Session(engine if engine is not None else engine_for(data, domain), plan.declared(ZCDP(rho)), plan.relation,
-                      Randomness.from_seed(seed), plan.measurements, plan.adaptive is not None)
+    session = Session(
+        engine if engine is not None else engine_for(data, domain),
+        plan.declared(ZCDP(rho)),
+        plan.relation,
+        Randomness.from_seed(seed),
+        plan.measurements,
+        plan.adaptive is not None,
+    )
     return plan, session, method.fit(session, plan)
 
 
@@ -74,7 +80,7 @@ def test_rounds_spend_the_budget_exactly_and_never_more(run):
     # the one-way marginals: 0.9ρ/T each, σ² rounded up (so at most that)
     assert all(0.999 * 0.9 * RHO / T <= r <= 0.9 * RHO / T for r in spends[:d])
     assert plan.adaptive.rho == pytest.approx(RHO - sum(spends[:d]), rel=1e-15)
-    rounds = list(zip(spends[d::2], spends[d + 1::2]))
+    rounds = list(zip(spends[d::2], spends[d + 1 :: 2]))
     assert len(spends) == d + 2 * len(rounds) and len(rounds) == model.rounds >= 1
     assert sum(spends) <= RHO * (1 + 1e-12) and sum(spends) >= RHO * (1 - 1e-9)  # all of it, never more
     # the last round takes what remained before it, to the grids' rounding (σ² up, ε down)
@@ -158,9 +164,11 @@ def test_qualities_are_aims_and_the_choice_follows_the_exponential_mechanism():
     draws = ExponentialSelection.for_epsilon(eps, delta)
     rand = Randomness.from_seed(11)
     seen = np.bincount([draws.randomise(q, rand) for _ in range(4000)], minlength=len(q))
+
     def law(e):
         z = float(e) * (q - q.max()) / (2 * delta)
         return np.exp(z) / np.exp(z).sum()
+
     assert law(eps).max() < 0.9 and law(eps).min() > 0.001  # an informative case
     expected = law(eps) * 4000
     assert stats.chisquare(seen, expected).pvalue > 1e-3
@@ -186,8 +194,11 @@ def chain_joint(sizes, seed=0):
 def test_estimation_recovers_exact_marginals_from_exact_measurements():
     sizes = {"a": 2, "b": 3, "c": 2, "d": 3}
     p = chain_joint(sizes) * 1000
-    ms = [NoisyMarginal(("a", "b"), p.sum(axis=(2, 3)), 1.0), NoisyMarginal(("c", "b"), p.sum(axis=(0, 3)).T, 1.0),
-          NoisyMarginal(("c", "d"), p.sum(axis=(0, 1)), 1.0)]
+    ms = [
+        NoisyMarginal(("a", "b"), p.sum(axis=(2, 3)), 1.0),
+        NoisyMarginal(("c", "b"), p.sum(axis=(0, 3)).T, 1.0),
+        NoisyMarginal(("c", "d"), p.sum(axis=(0, 1)), 1.0),
+    ]
     g = estimate(sizes, ms, iterations=2000)
     assert g.total == pytest.approx(1000, rel=1e-12)  # the minimum-variance total of consistent measurements
     # mirror descent converges like 1/t: within 0.1 of 1000 records after 2000 steps, and still closing in
@@ -201,8 +212,12 @@ def random_model(seed=0):
     """A junction forest with random potentials: a chain (0,1)-(1,2)-(2,3) and a lone column 4."""
     rng = np.random.default_rng(seed)
     sizes = {"v0": 3, "v1": 2, "v2": 4, "v3": 3, "v4": 2}
-    pots = [(("v0", "v1"), rng.normal(0, 1, (3, 2))), (("v1", "v2"), rng.normal(0, 1, (2, 4))),
-            (("v2", "v3"), rng.normal(0, 1.5, (4, 3))), (("v4",), rng.normal(0, 1, 2))]
+    pots = [
+        (("v0", "v1"), rng.normal(0, 1, (3, 2))),
+        (("v1", "v2"), rng.normal(0, 1, (2, 4))),
+        (("v2", "v3"), rng.normal(0, 1.5, (4, 3))),
+        (("v4",), rng.normal(0, 1, 2)),
+    ]
     return sizes, pots, from_potentials(sizes, pots, 1000.0)
 
 
@@ -246,7 +261,8 @@ def test_the_sampler_reproduces_the_model_and_invents_no_correlation():
 
 
 def test_model_size_is_mbi_s():
-    from mbi import Domain as MbiDomain, junction_tree
+    from mbi import Domain as MbiDomain
+    from mbi import junction_tree
 
     rng = random.Random(1)
     for _ in range(150):
@@ -275,7 +291,9 @@ def test_every_read_is_inside_a_charged_measurement(monkeypatch):
     engine = engine_for(tiny(), domain)
     events = []
     real_spend, real_read = Accountant.spend, type(engine).contingency
-    monkeypatch.setattr(Accountant, "spend", lambda self, label, b: events.append(("charge", label)) or real_spend(self, label, b))
+    monkeypatch.setattr(
+        Accountant, "spend", lambda self, label, b: events.append(("charge", label)) or real_spend(self, label, b)
+    )
 
     def read(self, columns=None, form="auto"):
         active = ACTIVE.get()
@@ -320,12 +338,15 @@ def test_the_end_to_end_audit_finds_no_excess():
 # -- bad input ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("options, message", [
-    ({"rounds": 2}, "below the number of columns"),
-    ({"workload": 4}, "workload must be 1, 2 or 3"),
-    ({"max_size_mb": 0}, "max_size_mb must be"),
-    ({"iterations": 0}, "iterations must be a whole number"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"rounds": 2}, "below the number of columns"),
+        ({"workload": 4}, "workload must be 1, 2 or 3"),
+        ({"max_size_mb": 0}, "max_size_mb must be"),
+        ({"iterations": 0}, "iterations must be a whole number"),
+    ],
+)
 def test_bad_options_are_clear_errors(options, message):
     with pytest.raises(DipsyError, match=message):
         AIM(ZCDP(1.0), options=options).plan(None, Domain.from_sizes(SIZES))

@@ -23,25 +23,25 @@ columns and the budget its definition asks for); if it needs options, add a line
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import CE_DATA, CE_DOMAIN
 
 import dipsy
 import dipsy.api
 from dipsy.domain import Domain
 from dipsy.errors import BudgetError
 from dipsy.methods import REGISTRY, Model, Plan, Synthesizer
-from dipsy.privacy.budget import LocalDP
 from dipsy.privacy import ApproxDP, Ledger, PureDP, Spend
+from dipsy.privacy.budget import LocalDP
 from dipsy.privacy.measurement import DiscreteLaplace, Measurement, Total
 from dipsy.privacy.relation import ADD_REMOVE
-
-from conftest import CE_DATA, CE_DOMAIN
 
 #: Engine methods that answer statistic queries: the public interface and the backends' hooks.
 QUERIES = ("num_rows", "contingency", "values", "_cell_counts", "_values")
@@ -162,6 +162,7 @@ def public_half(columns, name="public.csv"):
         path = tmp / name
         pd.read_csv(CE_DATA)[columns].iloc[::2].to_csv(path, index=False)  # stands in for a public data set
         return str(path)
+
     return make
 
 
@@ -173,35 +174,64 @@ CONFIGS: dict[str, Config] = {
     "dirichlet-multinomial": Config(ce(CATEGORICAL), ce_domain(CATEGORICAL), lambda t: {"epsilon": 5.0, "sets": 2}),
     "beta-binomial": Config(ce(["UrbanRural"]), ce_domain(["UrbanRural"]), lambda t: {"epsilon": 5.0}),
     "dp-prior": Config(ce(["Race"]), ce_domain(["Race"]), lambda t: {"epsilon": 5.0}),
-    "gamma-poisson": Config(ce(["Race"]), ce_domain(["Race"]), lambda t: {"epsilon": 5.0, "options": {"exposures": exposures(t)}}),
+    "gamma-poisson": Config(
+        ce(["Race"]), ce_domain(["Race"]), lambda t: {"epsilon": 5.0, "options": {"exposures": exposures(t)}}
+    ),
     "laplace-sanitizer": Config(ce(CATEGORICAL), ce_domain(CATEGORICAL), lambda t: {"epsilon": 1.0}),
     "perturbed-histogram": Config(ce(NUMERIC), ce_domain(NUMERIC), lambda t: {"epsilon": 1.0, "options": {"bins": 4}}),
     "smoothed-histogram": Config(ce(NUMERIC), ce_domain(NUMERIC), lambda t: {"epsilon": 1.0}),
-    "exponential-ecdf": Config(lambda t: pd.DataFrame({"k": [5, 5, 7, 0, 10, 3]}),
-                               lambda t: Domain((dipsy.Column("k", "integer", lower=0, upper=10, bins=(0, 5, 10)),)),
-                               lambda t: {"epsilon": 1.0}),
+    "exponential-ecdf": Config(
+        lambda t: pd.DataFrame({"k": [5, 5, 7, 0, 10, 3]}),
+        lambda t: Domain((dipsy.Column("k", "integer", lower=0, upper=10, bins=(0, 5, 10)),)),
+        lambda t: {"epsilon": 1.0},
+    ),
     "modips": Config(ce(["Income"]), ce_domain(["Income"]), lambda t: {"epsilon": 5.0, "options": {"model": "normal"}}),
     # ρ directly: converting (ε, δ) to ρ is slow and not what is tested here
     "privsyn": Config(ce(MIXED), ce_domain(MIXED), lambda t: {"rho": 0.05, "delta": 1e-9, "options": {"iterations": 5}}),
-    "dpsyn": Config(ce(MIXED), ce_domain(MIXED), lambda t: {"epsilon": 1.0, "delta": 1e-9, "options": {"public": public_half(MIXED)(t)}}),
-    "rdt": Config(ce(["UrbanRural", "Race"]), ce_domain(["UrbanRural", "Race"]),
-                  lambda t: {"epsilon": 1.0, "options": {"sensitive": "Race", "structure": public_half(["UrbanRural", "Race"])(t), "n_b": 50}}),
+    "dpsyn": Config(
+        ce(MIXED), ce_domain(MIXED), lambda t: {"epsilon": 1.0, "delta": 1e-9, "options": {"public": public_half(MIXED)(t)}}
+    ),
+    "rdt": Config(
+        ce(["UrbanRural", "Race"]),
+        ce_domain(["UrbanRural", "Race"]),
+        lambda t: {
+            "epsilon": 1.0,
+            "options": {"sensitive": "Race", "structure": public_half(["UrbanRural", "Race"])(t), "n_b": 50},
+        },
+    ),
     # short chains: what is tested is the order of reads, not the posterior
-    "pseudo-posterior": Config(ce(["Expenditure", "UrbanRural"]), ce_domain(["Expenditure", "UrbanRural"]),
-                               lambda t: {"options": {"response": "log(Expenditure)", "chains": 2, "warmup": 300, "draws": 300}}),
+    "pseudo-posterior": Config(
+        ce(["Expenditure", "UrbanRural"]),
+        ce_domain(["Expenditure", "UrbanRural"]),
+        lambda t: {"options": {"response": "log(Expenditure)", "chains": 2, "warmup": 300, "draws": 300}},
+    ),
 }
 
 #: What a method the table does not know gets: categorical CE columns and its definition's budget.
-BUDGETS = {"pure-DP": {"epsilon": 5.0}, "zCDP": {"epsilon": 5.0, "delta": 1e-9}, "approximate-DP": {"epsilon": 5.0, "delta": 1e-9}}
+BUDGETS = {
+    "pure-DP": {"epsilon": 5.0},
+    "zCDP": {"epsilon": 5.0, "delta": 1e-9},
+    "approximate-DP": {"epsilon": 5.0, "delta": 1e-9},
+}
 
 
 #: Where the add/remove relation needs another invocation than the default one.
 ADD_REMOVE_CONFIGS: dict[str, Config] = {
     "modips": Config(ce(["Race"]), ce_domain(["Race"]), lambda t: {"epsilon": 5.0, "options": {"model": "multinomial"}}),
     # targets from a public file: the confidential records' own public columns would show who is in the data
-    "rdt": Config(ce(["UrbanRural", "Race"]), ce_domain(["UrbanRural", "Race"]),
-                  lambda t: {"epsilon": 1.0, "options": {"sensitive": "Race", "structure": public_half(["UrbanRural", "Race"])(t),
-                                                         "targets": public_half(["UrbanRural"], "targets.csv")(t), "n_b": 50}}),
+    "rdt": Config(
+        ce(["UrbanRural", "Race"]),
+        ce_domain(["UrbanRural", "Race"]),
+        lambda t: {
+            "epsilon": 1.0,
+            "options": {
+                "sensitive": "Race",
+                "structure": public_half(["UrbanRural", "Race"])(t),
+                "targets": public_half(["UrbanRural"], "targets.csv")(t),
+                "n_b": 50,
+            },
+        },
+    ),
 }
 
 
@@ -304,8 +334,9 @@ def test_a_local_release_is_recorded_after_its_reads_and_never_counted(method, r
         dipsy.synthesize(data, domain, method=method, ledger=ledger, dataset_id="ds", accept_noise=True, **kwargs)
     assert recorder.events == [*VALIDATION], recorder.events
     recorder.events.clear()
-    release = dipsy.synthesize(data, domain, method=method, ledger=ledger, dataset_id="ds", accept_noise=True,
-                               budget_cap="local=1000", **kwargs)
+    release = dipsy.synthesize(
+        data, domain, method=method, ledger=ledger, dataset_id="ds", accept_noise=True, budget_cap="local=1000", **kwargs
+    )
     events = recorder.events
     assert events[:2] == [*VALIDATION] and events[-2:] == ["ledger: asked", "ledger: charged"], events
     assert any(e in QUERIES for e in events[2:-2]), events
@@ -345,7 +376,9 @@ class Leaky(Synthesizer):
     definition = "pure-DP"
 
     def plan(self, n, domain):
-        declared = Measurement("leaky: a total it never measures", Total(), DiscreteLaplace.for_budget(self.budget), self.relation)
+        declared = Measurement(
+            "leaky: a total it never measures", Total(), DiscreteLaplace.for_budget(self.budget), self.relation
+        )
         return Plan((declared,), self.relation, self.public(n), "none", parameters={})
 
     def fit(self, session, plan):

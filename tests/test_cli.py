@@ -9,6 +9,7 @@ import sys
 
 import pandas as pd
 import pytest
+from conftest import CE_DATA, CE_DOMAIN
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,8 +17,6 @@ import dipsy
 from dipsy.cli import main
 from dipsy.errors import DipsyError
 from dipsy.privacy import Ledger
-
-from conftest import CE_DATA, CE_DOMAIN
 
 
 def run(capsys, *args):
@@ -78,8 +77,9 @@ def test_sets_and_csv_format(capsys, tmp_path):
 def test_same_seed_same_release(capsys, tmp_path):
     for name in ("a", "b"):
         assert synth(capsys, tmp_path / name, "--seed", "9")[0] == 0
-    pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "a" / "synthetic_1.parquet"),
-                                  pd.read_parquet(tmp_path / "b" / "synthetic_1.parquet"))
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(tmp_path / "a" / "synthetic_1.parquet"), pd.read_parquet(tmp_path / "b" / "synthetic_1.parquet")
+    )
 
 
 @pytest.fixture
@@ -138,7 +138,9 @@ def test_bad_files_exit_2(capsys, tmp_path, bad_data):
 
 def test_invalid_rows_can_be_dropped_and_only_the_terminal_says_how_many(capsys, tmp_path, bad_data):
     out = tmp_path / "rel"
-    code, text, err = run(capsys, "synth", bad_data, "--domain", CE_DOMAIN, "--epsilon", "1", "--out", out, "--on-invalid", "drop", "--accept-noise")
+    code, text, err = run(
+        capsys, "synth", bad_data, "--domain", CE_DOMAIN, "--epsilon", "1", "--out", out, "--on-invalid", "drop", "--accept-noise"
+    )
     assert code == 0, err
     assert "3 row(s) that did not match the domain were dropped" in text
     meta = json.loads((out / "release.json").read_text())
@@ -223,5 +225,7 @@ def test_any_epsilon_that_is_not_a_positive_number_is_refused_before_reading_dat
 def test_a_file_that_is_not_what_its_name_says_exits_2(capsys, tmp_path):
     fake = tmp_path / "data.parquet"
     fake.write_text("UrbanRural,Race\n1,2\n")
-    code, _, err = run(capsys, "synth", fake, "--domain", CE_DOMAIN, "--epsilon", "1", "--columns", "Race", "--out", tmp_path / "rel")
+    code, _, err = run(
+        capsys, "synth", fake, "--domain", CE_DOMAIN, "--epsilon", "1", "--columns", "Race", "--out", tmp_path / "rel"
+    )
     assert code == 2 and "data.parquet" in err and err.count("\n") == 1 and not (tmp_path / "rel").exists()

@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import CE_DATA, CE_DOMAIN
 
 import dipsy
 from dipsy.cli import main
@@ -14,17 +15,28 @@ from dipsy.errors import DipsyError
 from dipsy.evaluation.compare import compare_releases
 from dipsy.evaluation.numeric import ecdf_distances
 
-from conftest import CE_DATA, CE_DOMAIN
-
 
 @pytest.fixture(scope="module")
 def releases(tmp_path_factory):
     folder = tmp_path_factory.mktemp("releases")
     made = {}
-    for name, method, sets, seed in (("hist", "perturbed-histogram", 3, None), ("smooth", "smoothed-histogram", 1, None),
-                                     ("seeded", "perturbed-histogram", 2, 7)):
-        release = dipsy.synthesize(CE_DATA, CE_DOMAIN, method=method, columns=["Expenditure", "Race"], epsilon=2.0,
-                                   sets=sets, seed=seed, ledger=folder / "ledger.sqlite", dataset_id="ce", accept_noise=True)
+    for name, method, sets, seed in (
+        ("hist", "perturbed-histogram", 3, None),
+        ("smooth", "smoothed-histogram", 1, None),
+        ("seeded", "perturbed-histogram", 2, 7),
+    ):
+        release = dipsy.synthesize(
+            CE_DATA,
+            CE_DOMAIN,
+            method=method,
+            columns=["Expenditure", "Race"],
+            epsilon=2.0,
+            sets=sets,
+            seed=seed,
+            ledger=folder / "ledger.sqlite",
+            dataset_id="ce",
+            accept_noise=True,
+        )
         made[name] = release.save(folder / name)
     return made
 
@@ -61,8 +73,20 @@ def test_bad_columns_are_refused(releases):
 
 def test_the_command_writes_the_page_and_the_numbers(releases, tmp_path, capsys):
     page, numbers = tmp_path / "out" / "compare.html", tmp_path / "compare.json"
-    code = main(["compare", str(CE_DATA), str(releases["hist"]), str(releases["smooth"]), "--column", "Expenditure",
-                 "--report", str(page), "--json", str(numbers)])
+    code = main(
+        [
+            "compare",
+            str(CE_DATA),
+            str(releases["hist"]),
+            str(releases["smooth"]),
+            "--column",
+            "Expenditure",
+            "--report",
+            str(page),
+            "--json",
+            str(numbers),
+        ]
+    )
     text = capsys.readouterr().out
     assert code == 0 and "perturbed-histogram" in text and "smoothed-histogram" in text
     html = page.read_text(encoding="utf-8")

@@ -5,10 +5,10 @@ import math
 import pytest
 
 from dipsy.errors import BudgetError, DipsyError
-from dipsy.privacy import ApproxDP, Ledger, PureDP, Spend, ZCDP
-from dipsy.privacy.relation import ADD_REMOVE, SUBSTITUTE
+from dipsy.privacy import ZCDP, ApproxDP, Ledger, PureDP, Spend
 from dipsy.privacy.composition import parse_cap, requested_budget, total_as
 from dipsy.privacy.conversions import approx_to_zcdp, zcdp_to_epsilon
+from dipsy.privacy.relation import ADD_REMOVE, SUBSTITUTE
 
 
 @pytest.mark.parametrize(
@@ -112,8 +112,9 @@ def test_ledger_states_a_zcdp_total_as_epsilon_delta(tmp_path):
     led = Ledger(tmp_path / "l.sqlite")
     rho = approx_to_zcdp(1.0, 1e-9)
     for release, delta in (("r1", 1e-9), ("r2", 1e-6)):
-        led.reserve("d", release, "privsyn", [Spend("a", ZCDP(rho / 2)), Spend("b", ZCDP(rho / 2))], ADD_REMOVE,
-                    stated_delta=delta)
+        led.reserve(
+            "d", release, "privsyn", [Spend("a", ZCDP(rho / 2)), Spend("b", ZCDP(rho / 2))], ADD_REMOVE, stated_delta=delta
+        )
     [total] = led.totals()
     assert total.spent.rho == pytest.approx(2 * rho)  # δ is a statement, not a spend: ρ's add
     assert total.stated_delta == 1e-9  # the smallest δ any release stated

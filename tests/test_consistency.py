@@ -135,8 +135,7 @@ def test_disjoint_marginals_only_get_the_common_total():
     shapes = {(0,): (3,), (1, 2): (2, 4), (3,): (5,)}
     rhos = [0.5, 0.02, 2.0]
     # totals near 1000 and cells near 1000 / c: the shifts to the common total keep cells positive
-    ms = [Marginal(a, rng.uniform(0.5, 1.5, size=s) * 1000 / math.prod(s), rho=r)
-          for (a, s), r in zip(shapes.items(), rhos)]
+    ms = [Marginal(a, rng.uniform(0.5, 1.5, size=s) * 1000 / math.prod(s), rho=r) for (a, s), r in zip(shapes.items(), rhos)]
     # N = sum_i (rho_i / c_i) T_i / sum_j (rho_j / c_j): inverse-variance weights of the totals
     w = np.array([m.rho / m.cells for m in ms])
     n = float(np.dot(w, [m.total for m in ms]) / w.sum())
@@ -162,17 +161,20 @@ def test_shared_attribute_gets_the_weighted_average_of_projections():
     for o in out:
         np.testing.assert_allclose(o.project((1,)).counts, expected, rtol=1e-12)
     # the difference is spread evenly over the cells of each attribute-1 value
-    np.testing.assert_allclose(out[0].counts - a.counts - (n - a.total) / 6,
-                               np.broadcast_to((expected - shifted[0]) / 3, (3, 2)), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(
+        out[0].counts - a.counts - (n - a.total) / 6, np.broadcast_to((expected - shifted[0]) / 3, (3, 2)), rtol=1e-9, atol=1e-9
+    )
 
 
 def test_nested_sets_are_consistent_after_one_pass_without_iteration():
     # {0,1,2} ⊃ {0,1} ⊃ {0} and {0,3}: intersections {0,1}, {0}, {} are closed and visited by size.
     rng = np.random.default_rng(11)
-    ms = [Marginal((0, 1, 2), rng.uniform(10, 20, size=(2, 3, 2)), 1.0),
-          Marginal((0, 1), rng.uniform(30, 40, size=(2, 3)), 0.5),
-          Marginal((0, 3), rng.uniform(20, 30, size=(2, 4)), 2.0),
-          Marginal((0,), rng.uniform(80, 120, size=(2,)), 0.1)]
+    ms = [
+        Marginal((0, 1, 2), rng.uniform(10, 20, size=(2, 3, 2)), 1.0),
+        Marginal((0, 1), rng.uniform(30, 40, size=(2, 3)), 0.5),
+        Marginal((0, 3), rng.uniform(20, 30, size=(2, 4)), 2.0),
+        Marginal((0,), rng.uniform(80, 120, size=(2,)), 0.1),
+    ]
     assert_valid(make_consistent(ms, iterations=1, tolerance=1e-12), ms, tol=1e-12)
 
 

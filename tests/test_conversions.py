@@ -13,7 +13,9 @@ from dipsy.privacy.conversions import approx_to_zcdp, cks_delta, pure_to_zcdp, z
 
 def gaussian_delta(sigma: float, epsilon: float) -> float:
     """Exact δ(ε) of the Gaussian mechanism with sensitivity 1 (Balle & Wang 2018, Theorem 8)."""
-    return stats.norm.cdf(1 / (2 * sigma) - epsilon * sigma) - math.exp(epsilon) * stats.norm.cdf(-1 / (2 * sigma) - epsilon * sigma)
+    return stats.norm.cdf(1 / (2 * sigma) - epsilon * sigma) - math.exp(epsilon) * stats.norm.cdf(
+        -1 / (2 * sigma) - epsilon * sigma
+    )
 
 
 @pytest.mark.parametrize("rho", [0.01, 0.1, 0.5, 2.0])

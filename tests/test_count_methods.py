@@ -13,6 +13,7 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import ROOT
 from scipy import stats
 from scipy.special import logsumexp
 
@@ -21,17 +22,16 @@ from dipsy.engine import NumpyEngine
 from dipsy.errors import DipsyError
 from dipsy.methods.dp_prior import minimum_prior
 from dipsy.methods.gamma_poisson import least_strength
+from dipsy.privacy.audit import compositions, largest_privacy_loss
 from dipsy.privacy.measurement import discrete_laplace_variance
 from dipsy.privacy.rng import Randomness
 from dipsy.privacy.samplers import discrete_laplace
-
-from conftest import ROOT
-from dipsy.privacy.audit import compositions, largest_privacy_loss
 
 EPSILONS = [0.5, 1.0, 5.0]
 
 
 # -- beta-binomial (Charest 2010) ----------------------------------------------------------------
+
 
 def beta_binomial_loss(n: int, a: float) -> float:
     """max |log p(s*|s) - log p(s*|s')| over s' = s ± 1, from SciPy's beta-binomial pmf."""
@@ -60,10 +60,12 @@ def test_beta_binomial_takes_one_categorical_column():
 
 # -- DP-prior (McClure & Reiter 2012) --------------------------------------------------------------
 
+
 def dp_prior_log_pmf(a: float):
     def log_pmf(outputs: np.ndarray, y: np.ndarray) -> np.ndarray:
         p = (y + a) / (y.sum() + len(y) * a)
         return stats.multinomial.logpmf(outputs, int(y.sum()), p)
+
     return log_pmf
 
 
@@ -91,6 +93,7 @@ def test_dp_prior_sampler_matches_its_pmf():
     observed = np.zeros(len(outputs))
     from dipsy.methods.dp_prior import DPPrior
     from dipsy.privacy import PureDP
+
     mechanism = DPPrior(PureDP(2.0)).plan(5, domain).measurements[0].mechanism
     rand = Randomness.from_seed(3)
     for _ in range(20_000):
@@ -114,6 +117,7 @@ def gamma_poisson_log_pmf(rate: float, strength: float, exposures: np.ndarray = 
         shape = y + strength * rate * exposures
         joint = stats.nbinom.logpmf(outputs, shape, q).sum(axis=-1)
         return joint - logsumexp(joint) if conditional else joint
+
     return log_pmf
 
 
@@ -148,6 +152,7 @@ def test_gamma_poisson_sampler_matches_the_conditional_predictive(deaths):
     data, domain, exposures = deaths
     from dipsy.methods.gamma_poisson import GammaPoisson
     from dipsy.privacy import PureDP
+
     synth = GammaPoisson(PureDP(1.0), options={"exposures": str(exposures)})
     plan = synth.plan(6, domain)
     y = NumpyEngine(data, domain).contingency(domain.names, form="dense").counts
@@ -180,10 +185,33 @@ def test_gamma_poisson_needs_every_exposure(deaths, tmp_path):
 
 def test_ct_demo_runs(tmp_path, capsys):
     from dipsy.cli import main
+
     ex = ROOT / "examples" / "ct_deaths"
-    code = main(["synth", str(ex / "deaths.csv"), "--domain", str(ex / "domain.yaml"), "--method", "gamma-poisson",
-                 "--columns", "county", "--epsilon", "1", "--on-invalid", "drop", "--option", f"exposures={ex / 'populations.csv'}",
-                 "--release", "table", "--seed", "1", "--accept-noise", "--out", str(tmp_path / "rel")])
+    code = main(
+        [
+            "synth",
+            str(ex / "deaths.csv"),
+            "--domain",
+            str(ex / "domain.yaml"),
+            "--method",
+            "gamma-poisson",
+            "--columns",
+            "county",
+            "--epsilon",
+            "1",
+            "--on-invalid",
+            "drop",
+            "--option",
+            f"exposures={ex / 'populations.csv'}",
+            "--release",
+            "table",
+            "--seed",
+            "1",
+            "--accept-noise",
+            "--out",
+            str(tmp_path / "rel"),
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     table = pd.read_parquet(tmp_path / "rel" / "table_1.parquet")
     assert len(table) == 8 and table["count"].sum() == pd.read_csv(ex / "deaths.csv")["county"].notna().sum()
@@ -203,8 +231,17 @@ def adult():
 def test_sanitizer_table_is_the_true_table_plus_exact_noise_labelled_in_domain_order(adult, neighbouring, scale):
     data, domain = adult
     columns = ["race", "sex", "income>50K"]
-    release = dipsy.synthesize(data, domain, method="laplace-sanitizer", epsilon=1.0, columns=columns, seed=4,
-                               release="table", neighbouring=neighbouring, options={"post": "raw"})
+    release = dipsy.synthesize(
+        data,
+        domain,
+        method="laplace-sanitizer",
+        epsilon=1.0,
+        columns=columns,
+        seed=4,
+        release="table",
+        neighbouring=neighbouring,
+        options={"post": "raw"},
+    )
     table = release.tables[0]
     truth = NumpyEngine(data, domain.project(columns)).contingency(columns).dense().ravel()
     noise = discrete_laplace(scale, truth.size, Randomness.from_seed(4))
@@ -220,22 +257,63 @@ def test_sanitizer_table_is_the_true_table_plus_exact_noise_labelled_in_domain_o
 
 def test_sanitizer_thresholds_negatives(adult):
     data, domain = adult
-    release = dipsy.synthesize(data, domain, method="laplace-sanitizer", epsilon=0.05, columns=["native-country", "race"],
-                               seed=2, release="table")
+    release = dipsy.synthesize(
+        data, domain, method="laplace-sanitizer", epsilon=0.05, columns=["native-country", "race"], seed=2, release="table"
+    )
     counts = release.tables[0]["count"]
     assert (counts >= 0).all() and (counts == 0).sum() > 50  # many empty cells would have gone negative
 
 
-def test_sanitizer_records_have_n_rows_or_a_noisy_n(adult):
+@pytest.mark.parametrize("neighbouring, scale", [("substitute", Fraction(2)), ("add-remove", Fraction(1))])
+def test_sanitizer_records_replicate_the_thresholded_noisy_table(adult, neighbouring, scale):
+    """Bowen & Liu's release (S-003 §4.1): the records' cell counts are max(ñ_k, 0) themselves, so
+    their number is the noisy total, all of ε goes to the table, and n is neither used nor stated."""
     data, domain = adult
     columns = ["workclass", "sex"]
-    sub = dipsy.synthesize(data, domain, method="laplace-sanitizer", epsilon=1.0, columns=columns, seed=1)
+    release = dipsy.synthesize(
+        data, domain, method="laplace-sanitizer", epsilon=1.0, columns=columns, seed=7, neighbouring=neighbouring
+    )
+    truth = NumpyEngine(data, domain.project(columns)).contingency(columns).dense().ravel()
+    expected = np.maximum(truth + discrete_laplace(scale, truth.size, Randomness.from_seed(7)), 0)
+    records = release.tables[0]
+    cells = np.ravel_multi_index([records[c].to_numpy() for c in columns], domain.project(columns).shape())
+    assert np.bincount(cells, minlength=truth.size).tolist() == expected.tolist()
+    assert len(records) == expected.sum() != len(data)
+    assert [s.budget.epsilon for s in release.spends] == pytest.approx([1.0])
+    assert "n = " not in " ".join(release.statement.public)
+    assert "n" not in release.metadata()["parameters"] and "replicate" in release.metadata()["parameters"]["records"]
+
+
+def test_sanitizer_redraw_keeps_n_rows_or_a_noisy_n(adult):
+    data, domain = adult
+    columns = ["workclass", "sex"]
+    redraw = {"records": "redraw"}
+    sub = dipsy.synthesize(data, domain, method="laplace-sanitizer", epsilon=1.0, columns=columns, seed=1, options=redraw)
     assert len(sub.tables[0]) == len(data)
-    add = dipsy.synthesize(data, domain, method="laplace-sanitizer", epsilon=1.0, columns=columns, seed=1,
-                           neighbouring="add-remove")
+    assert f"n = {len(data)} (the number of rows)" in sub.statement.public
+    add = dipsy.synthesize(
+        data, domain, method="laplace-sanitizer", epsilon=1.0, columns=columns, seed=1, neighbouring="add-remove", options=redraw
+    )
     assert abs(len(add.tables[0]) - len(data)) < 200  # scale 1/0.1 = 10: |noise| < 200 has probability ~1 - 2e-9
     assert [s.budget.epsilon for s in add.spends] == pytest.approx([0.9, 0.1])
     assert "n = " not in " ".join(add.statement.public)
+
+
+def test_sanitizer_redraw_adds_multinomial_noise_to_the_replicated_counts():
+    """Same noisy table, two record releases: replicate's counts are the table; redraw's are a
+    Multinomial(n, table/Σ table) draw around it, with variance n p (1 − p) per cell."""
+    from dipsy.methods.laplace_sanitizer import SanitizerModel
+
+    table = np.array([4000, 3000, 2000, 1000])
+    rand = Randomness.from_seed(3)
+    replicate = SanitizerModel(("a",), (4,), (table,), None, "threshold")
+    assert replicate.counts(0, rand).tolist() == table.tolist()
+    redraw = SanitizerModel(("a",), (4,), (table,), 10_000, "threshold", redraw=True)
+    draws = np.array([redraw.counts(0, rand) for _ in range(400)])
+    assert (draws.sum(axis=1) == 10_000).all()
+    p = table / table.sum()
+    variance = draws.var(axis=0, ddof=1) / (10_000 * p * (1 - p))
+    assert np.all((variance > 0.75) & (variance < 1.3))  # 399 df: the ratio's sd is 0.07
 
 
 @pytest.mark.parametrize(
@@ -244,6 +322,7 @@ def test_sanitizer_records_have_n_rows_or_a_noisy_n(adult):
         ({"sets": 2}, "single set"),
         ({"options": {"post": "raw"}}, "post=raw"),
         ({"options": {"total_share": 1.5}}, "total_share"),
+        ({"options": {"records": "resample"}}, "records='resample'"),
         ({"neighbouring": "sideways"}, "unknown neighbouring"),
     ],
 )

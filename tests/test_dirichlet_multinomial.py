@@ -17,9 +17,7 @@ from dipsy.methods.dirichlet_multinomial import (
     log_predictive,
     minimum_alpha,
 )
-from dipsy.privacy import PureDP
-
-from dipsy.privacy import audit
+from dipsy.privacy import PureDP, audit
 from dipsy.privacy.audit import compositions
 
 

@@ -26,14 +26,13 @@ import yaml
 from scipy import stats
 
 import dipsy
-from dipsy.errors import PrivacyError
 from dipsy.cli import main
 from dipsy.domain import Column, Domain
 from dipsy.domain.discovered import Discovery
-from dipsy.methods.discovery import PartitionSelection, grid_edges, plan_discovery, quantile_edges, tail, threshold
 from dipsy.engine import DuckDBEngine, NumpyEngine
 from dipsy.engine.base import ValueCounts
-from dipsy.errors import BudgetError, DipsyError, DomainError
+from dipsy.errors import BudgetError, DipsyError, DomainError, PrivacyError
+from dipsy.methods.discovery import PartitionSelection, grid_edges, plan_discovery, quantile_edges, tail, threshold
 from dipsy.privacy import ApproxDP, Ledger
 from dipsy.privacy.measurement import ACTIVE, DiscreteLaplace
 from dipsy.privacy.relation import ADD_REMOVE, SUBSTITUTE
@@ -157,8 +156,11 @@ def test_the_sampler_releases_each_value_with_its_closed_form_probability():
     for count in (mech.threshold - 2, mech.threshold, mech.threshold + 3):
         p = release_probability(mech, count)
         sd = math.sqrt(p * (1 - p) / n)
-        for alt in (PartitionSelection(mech.scale, mech.threshold + 1), PartitionSelection(mech.scale, mech.threshold - 1),
-                    PartitionSelection(mech.scale * 2, mech.threshold)):
+        for alt in (
+            PartitionSelection(mech.scale, mech.threshold + 1),
+            PartitionSelection(mech.scale, mech.threshold - 1),
+            PartitionSelection(mech.scale * 2, mech.threshold),
+        ):
             q = release_probability(alt, count)
             assert abs(q - p) > 5 * sd + 5 * math.sqrt(q * (1 - q) / n)  # the stated power
         answer = ValueCounts("x", tuple(range(n)), np.full(n, count, dtype=np.int64))
@@ -175,7 +177,12 @@ def test_grids_and_edges_are_public_and_on_the_grid():
     log = grid_edges(Column("w", "numeric", lower=1, upper=1e5), 256, log=True)
     assert log[0] == 1 and log[-1] == 1e5 and len(log) == 257 and all(np.diff(log) > 0)
     zero = grid_edges(Column("w", "numeric", lower=0, upper=1e6), 256, log=True)  # log(1 + x): a column with zeros
-    assert zero[0] == 0 and zero[-1] == 1e6 and len(zero) == 257 and np.allclose(np.diff(np.log1p(zero)), math.log1p(1e6) / 256, rtol=0.03)
+    assert (
+        zero[0] == 0
+        and zero[-1] == 1e6
+        and len(zero) == 257
+        and np.allclose(np.diff(np.log1p(zero)), math.log1p(1e6) / 256, rtol=0.03)
+    )
     grid = tuple(range(11))
     assert quantile_edges(np.array([0] * 10), grid, 2) == (0, 5, 10)  # no noisy mass: equal on the grid
     assert quantile_edges(np.array([9, 0, 0, 0, 0, 0, 0, 0, 0, 1]), grid, 4) == (0, 1, 10)  # repeated edges merge
@@ -198,6 +205,7 @@ def test_bins_are_read_only_inside_charged_measurements_and_come_from_the_noisy_
         def method(self, *args, **kwargs):
             events.append((name, ACTIVE.get() is not None, bool(reserved)))
             return original(self, *args, **kwargs)
+
         monkeypatch.setattr(NumpyEngine, name, method)
 
     for name in ("value_counts", "_raw_counts", "contingency", "_cell_counts", "values", "num_rows", "ensure_valid", "_validate"):
@@ -209,11 +217,16 @@ def test_bins_are_read_only_inside_charged_measurements_and_come_from_the_noisy_
         out = real_randomise(self, answer, rand)
         noisy.append(out)
         return out
+
     monkeypatch.setattr(DiscreteLaplace, "randomise", randomise)
     rng = np.random.default_rng(0)
     data = pd.DataFrame({"x": rng.integers(0, 1000, 3000), "g": rng.choice(["a", "b"], 3000)})
-    spec = skeleton(x={"kind": "integer", "lower": 0, "upper": 999, "bins": "TODO"}, g={"kind": "categorical", "categories": "TODO"})
-    result = dipsy.discover_domain(data, spec, epsilon=1, delta=1e-6, dataset_id="t", bins={"x": 5}, ledger=tmp_path / "l.sqlite", seed=1)
+    spec = skeleton(
+        x={"kind": "integer", "lower": 0, "upper": 999, "bins": "TODO"}, g={"kind": "categorical", "categories": "TODO"}
+    )
+    result = dipsy.discover_domain(
+        data, spec, epsilon=1, delta=1e-6, dataset_id="t", bins={"x": 5}, ledger=tmp_path / "l.sqlite", seed=1
+    )
     before = [e for e in events if not e[2]]  # only the validation of the gridded column, as a release's
     assert {e[0] for e in before} == {"ensure_valid", "_validate"} and all(not active for _, active, _ in before)
     after = [e for e in events if e[2]]
@@ -237,7 +250,9 @@ def test_edges_land_near_the_true_quantiles_of_a_known_distribution(log):
     law = stats.beta(2, 5, loc=1, scale=999)
     data = pd.DataFrame({"x": law.rvs(size=n, random_state=np.random.default_rng(5))})
     spec = skeleton(x={"kind": "numeric", "lower": 1, "upper": 1000, "bins": "TODO"})
-    edges = dipsy.discover_domain(data, spec, epsilon=1, dataset_id="t", bins={"x": k}, log=["x"] if log else (), seed=2).bins["x"]
+    edges = dipsy.discover_domain(data, spec, epsilon=1, dataset_id="t", bins={"x": k}, log=["x"] if log else (), seed=2).bins[
+        "x"
+    ]
     grid = np.asarray(grid_edges(Column("x", "numeric", lower=1, upper=1000), cells, log))
     q = math.exp(-1.0)
     positive_mean, var = q / ((1 + q) * (1 - q)), 2 * q / (1 - q) ** 2
@@ -254,10 +269,12 @@ def test_edges_land_near_the_true_quantiles_of_a_known_distribution(log):
 # -- engines -------------------------------------------------------------------------------------------
 
 
-TRICKY = pd.DataFrame({
-    "code": ["01", "1", " 1 ", "1.0", "2", "x", None, "NA", "1e3", "True", "TRUE", "inf", "7"],
-    "num": [1.5, 2, 2.0, np.nan, -0.0, 0, 3, 1e20, 2, 2, 1.5, 9, 9],
-})
+TRICKY = pd.DataFrame(
+    {
+        "code": ["01", "1", " 1 ", "1.0", "2", "x", None, "NA", "1e3", "True", "TRUE", "inf", "7"],
+        "num": [1.5, 2, 2.0, np.nan, -0.0, 0, 3, 1e20, 2, 2, 1.5, 9, 9],
+    }
+)
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
@@ -299,16 +316,43 @@ def survey(tmp_path):
     data = tmp_path / "survey.csv"
     frame.to_csv(data, index=False)
     skel = tmp_path / "skeleton.yaml"
-    skel.write_text(yaml.safe_dump(skeleton(region={"kind": "categorical", "categories": "TODO", "role": "sensitive"},
-                                            income={"kind": "numeric", "lower": 1, "upper": 1_000_000, "bins": "TODO", "clip": True})))
+    skel.write_text(
+        yaml.safe_dump(
+            skeleton(
+                region={"kind": "categorical", "categories": "TODO", "role": "sensitive"},
+                income={"kind": "numeric", "lower": 1, "upper": 1_000_000, "bins": "TODO", "clip": True},
+            )
+        )
+    )
     return data, skel
 
 
 def test_cli_discovers_charges_the_ledger_and_every_later_release_says_so(tmp_path, capsys):
     data, skel = survey(tmp_path)
     out, ledger = tmp_path / "domain.yaml", tmp_path / "ledger.sqlite"
-    code = main(["domain", "discover", str(data), "--domain", str(skel), "--out", str(out), "--epsilon", "2", "--delta", "1e-6",
-                 "--bins", "income=4", "--log", "income", "--ledger", str(ledger), "--dataset-id", "survey"])
+    code = main(
+        [
+            "domain",
+            "discover",
+            str(data),
+            "--domain",
+            str(skel),
+            "--out",
+            str(out),
+            "--epsilon",
+            "2",
+            "--delta",
+            "1e-6",
+            "--bins",
+            "income=4",
+            "--log",
+            "income",
+            "--ledger",
+            str(ledger),
+            "--dataset-id",
+            "survey",
+        ]
+    )
     printed = capsys.readouterr().out
     assert code == 0 and "charged ε = 2" in printed
     domain = Domain.load(out)
@@ -330,15 +374,28 @@ def test_cli_discovers_charges_the_ledger_and_every_later_release_says_so(tmp_pa
 
 def test_a_seeded_discovery_is_a_test_and_its_domain_says_not_private(tmp_path):
     data, skel = survey(tmp_path)
-    result = dipsy.discover_domain(data, skel, tmp_path / "d.yaml", epsilon=2, delta=1e-6, dataset_id="survey",
-                                   bins={"income": 3}, ledger=tmp_path / "l.sqlite", seed=4, neighbouring="substitute")
+    result = dipsy.discover_domain(
+        data,
+        skel,
+        tmp_path / "d.yaml",
+        epsilon=2,
+        delta=1e-6,
+        dataset_id="survey",
+        bins={"income": 3},
+        ledger=tmp_path / "l.sqlite",
+        seed=4,
+        neighbouring="substitute",
+    )
     assert {s["guarantee"] for s in Ledger(tmp_path / "l.sqlite").spends("survey")} == {"test"}
     assert {s["relation"] for s in Ledger(tmp_path / "l.sqlite").spends("survey")} == {"substitute"}
     assert result.domain.discovered.seed == 4
     with pytest.raises(PrivacyError, match="seeded test discovery"):  # an unseeded release would claim DP
-        dipsy.synthesize(data, tmp_path / "d.yaml", method="dirichlet-multinomial", epsilon=1, columns=["region"], on_invalid="drop")
-    release = dipsy.synthesize(data, tmp_path / "d.yaml", method="dirichlet-multinomial", epsilon=1, columns=["region"],
-                               on_invalid="drop", seed=1)
+        dipsy.synthesize(
+            data, tmp_path / "d.yaml", method="dirichlet-multinomial", epsilon=1, columns=["region"], on_invalid="drop"
+        )
+    release = dipsy.synthesize(
+        data, tmp_path / "d.yaml", method="dirichlet-multinomial", epsilon=1, columns=["region"], on_invalid="drop", seed=1
+    )
     assert not release.statement.private and any(p.startswith("NOT PRIVATE") for p in release.statement.public)
 
 
@@ -347,19 +404,22 @@ def test_dropped_rows_narrow_a_relation_that_publishes_n_and_only_that(tmp_path)
     statement narrows the relation to the rows that match; under add/remove nothing changes."""
     data, skel = survey(tmp_path)
     dipsy.discover_domain(data, skel, tmp_path / "d.yaml", epsilon=2, delta=1e-6, dataset_id="survey", bins={"income": 3})
-    fixed = dipsy.synthesize(data, tmp_path / "d.yaml", method="dirichlet-multinomial", epsilon=1, columns=["region"],
-                             on_invalid="drop", seed=1)
+    fixed = dipsy.synthesize(
+        data, tmp_path / "d.yaml", method="dirichlet-multinomial", epsilon=1, columns=["region"], on_invalid="drop", seed=1
+    )
     assert "is not covered" in fixed.statement.neighbouring and fixed.statement.relation.fixes_n
-    free = dipsy.synthesize(data, tmp_path / "d.yaml", method="perturbed-histogram", epsilon=1, columns=["income"],
-                            on_invalid="drop", seed=1)
+    free = dipsy.synthesize(
+        data, tmp_path / "d.yaml", method="perturbed-histogram", epsilon=1, columns=["income"], on_invalid="drop", seed=1
+    )
     assert "is not covered" not in free.statement.neighbouring and not free.statement.relation.fixes_n
 
 
 def test_the_budget_splits_equally_and_nothing_found_stays_todo(tmp_path):
     frame = pd.DataFrame({"a": ["x"] * 400, "b": [f"id{i}" for i in range(400)]})
     spec = skeleton(a={"kind": "categorical", "categories": "TODO"}, b={"kind": "ordinal", "categories": ["TODO"]})
-    result = dipsy.discover_domain(frame, spec, tmp_path / "d.yaml", epsilon=1, delta=1e-6, dataset_id="ab", seed=0,
-                                   ledger=tmp_path / "l.sqlite")
+    result = dipsy.discover_domain(
+        frame, spec, tmp_path / "d.yaml", epsilon=1, delta=1e-6, dataset_id="ab", seed=0, ledger=tmp_path / "l.sqlite"
+    )
     assert [m["epsilon"] for m in result.measurements] == [0.5, 0.5]
     assert all(m["delta"] <= 5e-7 for m in result.measurements)
     assert result.categories == {"a": ("x",), "b": ()} and result.left == ("b",) and result.domain is None
@@ -368,16 +428,19 @@ def test_the_budget_splits_equally_and_nothing_found_stays_todo(tmp_path):
     assert len(Ledger(tmp_path / "l.sqlite").spends("ab")) == 2
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"epsilon": 1}, "needs --delta"),
-    ({"epsilon": 1, "delta": 0.01}, "delta must lie in"),
-    ({"epsilon": 1, "delta": 1e-6, "categories": ["nope"]}, "does not list"),
-    ({"epsilon": 1, "delta": 1e-6, "bins": {"region": 3}}, "not an integer or numeric column"),
-    ({"epsilon": 1, "delta": 1e-6, "categories": []}, "TODOs that discovery does not fill"),
-    ({"epsilon": 1, "delta": 1e-6, "bins": {"income": 1}}, "number of bins"),
-    ({"epsilon": 1, "delta": 1e-6, "bins": {"income": 3}, "log": ["region"]}, "not among the --bins"),
-    ({"epsilon": 0, "delta": 1e-6, "bins": {"income": 3}}, "epsilon must be"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"epsilon": 1}, "needs --delta"),
+        ({"epsilon": 1, "delta": 0.01}, "delta must lie in"),
+        ({"epsilon": 1, "delta": 1e-6, "categories": ["nope"]}, "does not list"),
+        ({"epsilon": 1, "delta": 1e-6, "bins": {"region": 3}}, "not an integer or numeric column"),
+        ({"epsilon": 1, "delta": 1e-6, "categories": []}, "TODOs that discovery does not fill"),
+        ({"epsilon": 1, "delta": 1e-6, "bins": {"income": 1}}, "number of bins"),
+        ({"epsilon": 1, "delta": 1e-6, "bins": {"income": 3}, "log": ["region"]}, "not among the --bins"),
+        ({"epsilon": 0, "delta": 1e-6, "bins": {"income": 3}}, "epsilon must be"),
+    ],
+)
 def test_bad_requests_are_refused_before_anything_is_read_or_charged(tmp_path, kwargs, message):
     data, skel = survey(tmp_path)
     kwargs = {"bins": {"income": 3}, **kwargs}
@@ -400,12 +463,29 @@ def test_a_cap_refuses_the_discovery_and_a_failure_takes_the_spend_back(tmp_path
 
 
 def test_the_discovered_block_is_kept_checked_and_projected(tmp_path):
-    block = {"release_id": "r", "dataset_id": "d", "ledger": "l.sqlite", "seed": None, "dipsy_version": "0.1.0",
-             "date": "2026-01-01T00:00:00+00:00",
-             "columns": {"g": {"field": "categories", "definition": "approximate-DP", "epsilon": 0.5, "delta": 1e-7,
-                               "relation": "add-remove", "theta": 1, "mechanism": "partition selection"}}}
-    spec = {"columns": {"g": {"kind": "categorical", "categories": ["a"]}, "n": {"kind": "integer", "lower": 0, "upper": 3}},
-            "discovered": block}
+    block = {
+        "release_id": "r",
+        "dataset_id": "d",
+        "ledger": "l.sqlite",
+        "seed": None,
+        "dipsy_version": "0.1.0",
+        "date": "2026-01-01T00:00:00+00:00",
+        "columns": {
+            "g": {
+                "field": "categories",
+                "definition": "approximate-DP",
+                "epsilon": 0.5,
+                "delta": 1e-7,
+                "relation": "add-remove",
+                "theta": 1,
+                "mechanism": "partition selection",
+            }
+        },
+    }
+    spec = {
+        "columns": {"g": {"kind": "categorical", "categories": ["a"]}, "n": {"kind": "integer", "lower": 0, "upper": 3}},
+        "discovered": block,
+    }
     d = Domain.from_dict(spec)
     assert isinstance(d.discovered, Discovery) and Domain.from_dict(d.to_dict()) == d
     assert d.project(["n"]).discovered is None and d.project(["g"]).discovered == d.discovered
@@ -413,23 +493,42 @@ def test_the_discovered_block_is_kept_checked_and_projected(tmp_path):
     path = tmp_path / "d.yaml"
     d.save(path)
     assert Domain.load(path) == d
-    for broken, message in [({**block, "columns": {"n": block["columns"]["g"]}}, "column is integer"),
-                            ({**block, "columns": {"zz": block["columns"]["g"]}}, "does not list"),
-                            ({**block, "seed": "x"}, "seed"), ({k: v for k, v in block.items() if k != "date"}, "not a mapping")]:
+    for broken, message in [
+        ({**block, "columns": {"n": block["columns"]["g"]}}, "column is integer"),
+        ({**block, "columns": {"zz": block["columns"]["g"]}}, "does not list"),
+        ({**block, "seed": "x"}, "seed"),
+        ({k: v for k, v in block.items() if k != "date"}, "not a mapping"),
+    ]:
         with pytest.raises(DomainError, match=message):
             Domain.from_dict({**spec, "discovered": broken})
 
 
-@pytest.mark.parametrize("extra, message", [
-    ([], "needs --delta"),
-    (["--delta", "1e-6", "--bins", "income"], "is not COL=K"),
-    (["--delta", "1e-6", "--bins", "income=4", "--log", "region"], "not among the --bins"),
-])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ([], "needs --delta"),
+        (["--delta", "1e-6", "--bins", "income"], "is not COL=K"),
+        (["--delta", "1e-6", "--bins", "income=4", "--log", "region"], "not among the --bins"),
+    ],
+)
 def test_cli_refusals_leave_nothing_behind(tmp_path, capsys, extra, message):
     data, skel = survey(tmp_path)
     out, ledger = tmp_path / "new" / "domain.yaml", tmp_path / "led" / "ledger.sqlite"
-    args = ["domain", "discover", str(data), "--domain", str(skel), "--out", str(out), "--epsilon", "1",
-            "--ledger", str(ledger), "--dataset-id", "s"]
+    args = [
+        "domain",
+        "discover",
+        str(data),
+        "--domain",
+        str(skel),
+        "--out",
+        str(out),
+        "--epsilon",
+        "1",
+        "--ledger",
+        str(ledger),
+        "--dataset-id",
+        "s",
+    ]
     code = main(args + (extra or ["--bins", "income=4"]))
     assert code == 2 and message in capsys.readouterr().err
     assert not out.parent.exists() and not ledger.parent.exists()

@@ -118,6 +118,19 @@ def test_the_readme_is_a_landing_page():
     assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 200
 
 
+def test_the_fidelity_page_is_generated_from_the_benchmarks_rows():
+    """docs/benchmarks/fidelity.md is exactly the rendering of the rows the benchmarks recorded."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import fidelity
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    assert list(fidelity.FOLDER.glob("*.json")), "no benchmark has recorded its rows"
+    assert fidelity.PAGE.read_text(encoding="utf-8") == fidelity.render(), (
+        "docs/benchmarks/fidelity.md was edited by hand: run python benchmarks/fidelity.py"
+    )
+
+
 def test_every_method_page_lists_its_options():
     from dipsy.methods import REGISTRY
 
@@ -145,9 +158,11 @@ def test_the_page_runs(page: Path, workdir: Path):
             exec(compile(block.code, block.where, "exec"), namespace)  # noqa: S102 - the documentation's own code
         elif block.info == "console":
             for command, code in commands(block):
-                done = subprocess.run(argv(command, block.where), cwd=workdir, env=os.environ.copy(),
-                                      capture_output=True, text=True, timeout=300)
+                done = subprocess.run(
+                    argv(command, block.where), cwd=workdir, env=os.environ.copy(), capture_output=True, text=True, timeout=300
+                )
                 assert done.returncode == code, (
                     f"{block.where}: `{command}` exited {done.returncode}, not {code}\n"
-                    f"stdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-3000:]}")
+                    f"stdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-3000:]}"
+                )
     assert not (workdir / "default-ledger.sqlite").exists(), f"{page.relative_to(ROOT)}: a command used the default ledger"

@@ -108,9 +108,13 @@ def test_validation_names_column_values_and_rows():
     _, report = encode_frame(frame, d)
     assert (report.rows, report.invalid_rows) == (5, 4)
     text = report.summary()
-    for piece in ("'UrbanRural': 2 rows with values outside the domain (e.g. 3.0)", "'UrbanRural': 1 row with missing",
-                  "'Income': 2 rows with values outside the domain (e.g. -5.0, 2000000.0)", "'Race': 1 row",
-                  "'Expenditure': 1 row with values of the wrong type (e.g. abc)"):
+    for piece in (
+        "'UrbanRural': 2 rows with values outside the domain (e.g. 3.0)",
+        "'UrbanRural': 1 row with missing",
+        "'Income': 2 rows with values outside the domain (e.g. -5.0, 2000000.0)",
+        "'Race': 1 row",
+        "'Expenditure': 1 row with values of the wrong type (e.g. abc)",
+    ):
         assert piece in text
     with pytest.raises(DataError, match="--on-invalid drop"):
         report.raise_if_invalid()
@@ -125,22 +129,27 @@ def test_numbers_match_numeric_categories_in_any_spelling():
 
 # -- round trips -------------------------------------------------------------------------------
 
+
 @st.composite
 def columns(draw):
     kind = draw(st.sampled_from(["categorical", "ordinal", "integer", "numeric"]))
     if kind in ("categorical", "ordinal"):
-        cats = draw(st.one_of(
-            st.lists(st.integers(-50, 50), min_size=1, max_size=8, unique=True),
-            st.lists(st.text("abcxyz ", min_size=1, max_size=4), min_size=1, max_size=8, unique=True),
-        ))
+        cats = draw(
+            st.one_of(
+                st.lists(st.integers(-50, 50), min_size=1, max_size=8, unique=True),
+                st.lists(st.text("abcxyz ", min_size=1, max_size=4), min_size=1, max_size=8, unique=True),
+            )
+        )
         return Column("c", kind, categories=tuple(cats))
     lower = draw(st.integers(-1000, 1000))
     upper = lower + draw(st.integers(1, 500))
     bins = draw(st.one_of(st.none(), st.integers(1, 12))) if kind == "integer" else draw(st.integers(1, 12))
     if kind == "integer" and bins is not None:
         bins = min(bins, upper - lower + 1)
-    return Column.from_dict("c", {"kind": kind, "lower": lower, "upper": upper, "bins": bins} if bins else
-                            {"kind": kind, "lower": lower, "upper": upper})
+    return Column.from_dict(
+        "c",
+        {"kind": kind, "lower": lower, "upper": upper, "bins": bins} if bins else {"kind": kind, "lower": lower, "upper": upper},
+    )
 
 
 @settings(max_examples=150, deadline=None)
@@ -179,16 +188,29 @@ def test_huge_whole_floats_are_matched_as_text_without_overflow():
 # -- YAML's surprises, TODO placeholders ----------------------------------------------------------
 
 YAML_PITFALLS = [
-    ("unquoted yes/no", "  Smoker: {kind: categorical, categories: [yes, no]}\n",
-     ["column 'Smoker'", "the category yes (line 2)", "boolean true", "quote it: 'yes'"]),
-    ("unquoted Off", "  Light:\n    kind: categorical\n    categories: ['dim', Off]\n",
-     ["column 'Light'", "the category Off (line 4)", "boolean false", "quote it: 'Off'"]),
+    (
+        "unquoted yes/no",
+        "  Smoker: {kind: categorical, categories: [yes, no]}\n",
+        ["column 'Smoker'", "the category yes (line 2)", "boolean true", "quote it: 'yes'"],
+    ),
+    (
+        "unquoted Off",
+        "  Light:\n    kind: categorical\n    categories: ['dim', Off]\n",
+        ["column 'Light'", "the category Off (line 4)", "boolean false", "quote it: 'Off'"],
+    ),
     ("a label", "  Smoker: {kind: categorical, categories: [1, 2], labels: [on, off]}\n", ["the label on", "quote it: 'on'"]),
     ("a column name", "  no: {kind: categorical, categories: [a, b]}\n", ["the column name no (line 2)", "quote it: 'no'"]),
-    ("octal", "  Code: {kind: categorical, categories: [01, 02, 010]}\n", ["the category 010", "the number 8", "quote it ('010')"]),
+    (
+        "octal",
+        "  Code: {kind: categorical, categories: [01, 02, 010]}\n",
+        ["the category 010", "the number 8", "quote it ('010')"],
+    ),
     ("sexagesimal", "  Code: {kind: categorical, categories: [1:30]}\n", ["the category 1:30", "the number 90"]),
-    ("07 a number, 08 text", "  Code: {kind: categorical, categories: [06, 07, 08, 09]}\n",
-     ["column 'Code' lists 06 (line 2) as the number 6 but 08 (line 2) as the text '08'", "quote every category"]),
+    (
+        "07 a number, 08 text",
+        "  Code: {kind: categorical, categories: [06, 07, 08, 09]}\n",
+        ["column 'Code' lists 06 (line 2) as the number 6 but 08 (line 2) as the text '08'", "quote every category"],
+    ),
     ("empty", "  Code: {kind: categorical, categories: [a, ~]}\n", ["the category ~", "empty"]),
 ]
 
@@ -202,21 +224,28 @@ def test_yaml_surprises_are_refused_quoting_the_text_as_written(tmp_path, case, 
     assert "\n" not in str(e.value)
 
 
-@pytest.mark.parametrize("categories, read", [
-    ("['yes', 'no']", ("yes", "no")),
-    ("[01, 02, 07]", (1, 2, 7)),  # leading zeros that read as the same numbers: matched as numbers, as meant
-    ("['07', '08']", ("07", "08")),
-    ("[1, 2, x3, 1.5]", (1, 2, "x3", 1.5)),
-])
+@pytest.mark.parametrize(
+    "categories, read",
+    [
+        ("['yes', 'no']", ("yes", "no")),
+        ("[01, 02, 07]", (1, 2, 7)),  # leading zeros that read as the same numbers: matched as numbers, as meant
+        ("['07', '08']", ("07", "08")),
+        ("[1, 2, x3, 1.5]", (1, 2, "x3", 1.5)),
+    ],
+)
 def test_what_yaml_reads_as_written_loads(tmp_path, categories, read):
     (tmp_path / "d.yaml").write_text(f"columns:\n  c: {{kind: categorical, categories: {categories}}}\n")
     assert Domain.load(tmp_path / "d.yaml")["c"].categories == read
 
 
 def test_todo_placeholders_are_refused_each_named():
-    spec = {"columns": {"Sex": {"kind": "categorical", "categories": "TODO"},
-                        "Wage": {"kind": "numeric", "lower": 0, "upper": "TODO", "bins": [0, "TODO", 10]},
-                        "Ok": {"kind": "categorical", "categories": ["TODO", "done"]}}}  # a category may be called TODO
+    spec = {
+        "columns": {
+            "Sex": {"kind": "categorical", "categories": "TODO"},
+            "Wage": {"kind": "numeric", "lower": 0, "upper": "TODO", "bins": [0, "TODO", 10]},
+            "Ok": {"kind": "categorical", "categories": ["TODO", "done"]},
+        }
+    }  # a category may be called TODO
     with pytest.raises(DomainError, match=r"3 TODO placeholders to fill: Sex \(categories\); Wage \(upper, bins\); declare"):
         Domain.from_dict(spec)
 
@@ -224,11 +253,18 @@ def test_todo_placeholders_are_refused_each_named():
 # -- numbers against text, at check time -------------------------------------------------------------
 
 
-@pytest.mark.parametrize("categories, values, pieces", [
-    ((1, 2), ["M", "F", "M"], ["values of the wrong type (e.g. M, F)", "lists its categories as numbers (1, 2) and these values are text"]),
-    (("01", "02"), [1, 2, 1], ["outside the domain (e.g. 1, 2)", "lists '01', '02' as text", "these values are numbers"]),
-    (("Male", "Female"), [1, 2], ["outside the domain (e.g. 1, 2)", "categories are text ('Male', 'Female')", "labels:"]),
-])
+@pytest.mark.parametrize(
+    "categories, values, pieces",
+    [
+        (
+            (1, 2),
+            ["M", "F", "M"],
+            ["values of the wrong type (e.g. M, F)", "lists its categories as numbers (1, 2) and these values are text"],
+        ),
+        (("01", "02"), [1, 2, 1], ["outside the domain (e.g. 1, 2)", "lists '01', '02' as text", "these values are numbers"]),
+        (("Male", "Female"), [1, 2], ["outside the domain (e.g. 1, 2)", "categories are text ('Male', 'Female')", "labels:"]),
+    ],
+)
 def test_numbers_against_text_are_explained_with_both_forms(categories, values, pieces):
     domain = Domain((Column("Sex", "categorical", categories=categories),))
     report = NumpyEngine(pd.DataFrame({"Sex": values}), domain).report
@@ -269,8 +305,12 @@ def test_clip_sets_values_outside_to_the_nearest_bound_and_keeps_the_other_check
 def test_the_release_states_clipping_from_the_domain_alone():
     import dipsy
 
-    domain = Domain((Column("Wage", "numeric", lower=0, upper=20000, bins=(0, 1000, 5000, 20000), clip=True),
-                     Column("Sex", "categorical", categories=("F", "M"))))
+    domain = Domain(
+        (
+            Column("Wage", "numeric", lower=0, upper=20000, bins=(0, 1000, 5000, 20000), clip=True),
+            Column("Sex", "categorical", categories=("F", "M")),
+        )
+    )
     line = "Wage: values outside [0, 20000] set to the nearest bound (top/bottom-coding declared in the domain)"
     assert domain.transformations() == (line,)
     frame = pd.DataFrame({"Wage": [500.0, 250000.0, -3.0, 7000.0] * 100, "Sex": ["F", "M", "F", "M"] * 100})

@@ -10,9 +10,9 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from dipsy.authoring import init_domain
 from dipsy.cli import main
 from dipsy.domain import Domain
-from dipsy.authoring import init_domain
 from dipsy.errors import DataError, DomainError
 
 # Values no skeleton could hold by chance: a skeleton that holds one read it from the data.
@@ -39,8 +39,11 @@ def run(capsys, *argv):
 def placeholders(text: str) -> dict[str, list[str]]:
     """Column → its fields that are TODO, read from the skeleton (comments left out)."""
     spec = yaml.safe_load(text)
-    return {name: [f for f, v in fields.items() if v == "TODO"] for name, fields in spec["columns"].items()
-            if any(v == "TODO" for v in fields.values())}
+    return {
+        name: [f for f, v in fields.items() if v == "TODO"]
+        for name, fields in spec["columns"].items()
+        if any(v == "TODO" for v in fields.values())
+    }
 
 
 def assert_no_secret(text: str) -> None:
@@ -58,8 +61,12 @@ def test_the_skeleton_holds_no_value_of_the_data(tmp_path, suffix):
     assert_no_secret(skeleton.text)
     todo = placeholders(skeleton.text)
     if suffix == ".parquet":  # the schema's declared types give the kinds; the values stay TODO
-        assert todo == {"Sex": ["categories"], "Wage": ["lower", "upper", "bins"], "Age": ["lower", "upper"],
-                        "Region": ["categories"]}
+        assert todo == {
+            "Sex": ["categories"],
+            "Wage": ["lower", "upper", "bins"],
+            "Age": ["lower", "upper"],
+            "Region": ["categories"],
+        }
         spec = yaml.safe_load(skeleton.text)["columns"]
         assert spec["Smoker"]["categories"] == ["False", "True"]  # the boolean type's values, not the data's
         assert [spec[c]["kind"] for c in SECRETS] == ["categorical", "numeric", "integer", "categorical", "categorical"]
@@ -97,14 +104,19 @@ def test_the_skeleton_is_refused_naming_each_todo_until_filled(tmp_path):
     assert "Sex (categories); Wage (lower, upper, bins); Age (lower, upper); Region (categories)" in message
     # Filled from public knowledge, it loads, and the data match it.
     spec = yaml.safe_load(target.read_text())
-    public = {"Sex": {"categories": ["Qzx-female", "Qzx-male", "yes"]}, "Region": {"categories": ["Vlq-North", "Vlq-South", "Vlq-East"]},
-              "Wage": {"lower": 0, "upper": 100000, "bins": [0, 1000, 10000, 100000]}, "Age": {"lower": 0, "upper": 5000}}
+    public = {
+        "Sex": {"categories": ["Qzx-female", "Qzx-male", "yes"]},
+        "Region": {"categories": ["Vlq-North", "Vlq-South", "Vlq-East"]},
+        "Wage": {"lower": 0, "upper": 100000, "bins": [0, 1000, 10000, 100000]},
+        "Age": {"lower": 0, "upper": 5000},
+    }
     for name, values in public.items():
         spec["columns"][name].update(values)
     target.write_text(yaml.safe_dump(spec, sort_keys=False))
     domain = Domain.load(target)
     assert domain["Wage"].bins == (0, 1000, 10000, 100000) and domain["Sex"].categories[-1] == "yes"
     from dipsy.engine import engine_for
+
     engine = engine_for(path, domain)
     assert engine.ensure_valid().ok
     engine.close()
@@ -113,8 +125,14 @@ def test_the_skeleton_is_refused_naming_each_todo_until_filled(tmp_path):
 def test_from_public_fills_categories_and_bounds_and_records_the_file(tmp_path):
     data, public = tmp_path / "wages.csv", tmp_path / "release-2019.csv"
     secret_frame().to_csv(data, index=False)
-    pd.DataFrame({"Sex": ["F", "M", "no", "F"], "Wage": [0.0, 150000.5, 20.25, 7.0], "Age": [16, 99, 40, 41],
-                  "Smoker": [True, False, True, True]}).to_csv(public, index=False)
+    pd.DataFrame(
+        {
+            "Sex": ["F", "M", "no", "F"],
+            "Wage": [0.0, 150000.5, 20.25, 7.0],
+            "Age": [16, 99, 40, 41],
+            "Smoker": [True, False, True, True],
+        }
+    ).to_csv(public, index=False)
     skeleton = init_domain(data, public)
     assert_no_secret(skeleton.text)
     spec = yaml.safe_load(skeleton.text)
@@ -126,7 +144,10 @@ def test_from_public_fills_categories_and_bounds_and_records_the_file(tmp_path):
     assert placeholders(skeleton.text) == {"Wage": ["bins"], "Region": ["kind", "categories", "lower", "upper", "bins"]}
     assert skeleton.text.split("'Region':\n")[1].startswith("    # not in the public file\n")
     digest = hashlib.sha256(public.read_bytes()).hexdigest()
-    assert spec["description"] == f"categories and bounds from the public file release-2019.csv (SHA-256 {digest}), by dipsy domain init"
+    assert (
+        spec["description"]
+        == f"categories and bounds from the public file release-2019.csv (SHA-256 {digest}), by dipsy domain init"
+    )
     assert str(tmp_path) not in spec["description"]  # the name, never the operator's path
 
 
@@ -172,12 +193,18 @@ def test_cli_writes_the_skeleton_and_refuses_to_overwrite(capsys, tmp_path):
     assert sorted(p.name for p in out.parent.iterdir()) == ["domain.yaml"]  # no temporary file left
 
 
-@pytest.mark.parametrize("argv, message", [
-    (lambda t: ["domain", "init", t / "missing.csv", "--out", t / "a" / "b" / "domain.yaml"], "does not exist"),
-    (lambda t: ["domain", "init", t / "d.csv", "--out", t / "a" / "domain.json"], "does not end in .yaml"),
-    (lambda t: ["domain", "init", t / "d.csv", "--out", t], "is a folder"),
-    (lambda t: ["domain", "init", t / "d.csv", "--from-public", t / "nope.csv", "--out", t / "a" / "domain.yaml"], "public file"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (lambda t: ["domain", "init", t / "missing.csv", "--out", t / "a" / "b" / "domain.yaml"], "does not exist"),
+        (lambda t: ["domain", "init", t / "d.csv", "--out", t / "a" / "domain.json"], "does not end in .yaml"),
+        (lambda t: ["domain", "init", t / "d.csv", "--out", t], "is a folder"),
+        (
+            lambda t: ["domain", "init", t / "d.csv", "--from-public", t / "nope.csv", "--out", t / "a" / "domain.yaml"],
+            "public file",
+        ),
+    ],
+)
 def test_cli_refusals_leave_nothing_behind(capsys, tmp_path, argv, message):
     (tmp_path / "d.csv").write_text("a,b\n1,2\n")
     before = sorted(p.name for p in tmp_path.rglob("*"))
@@ -188,11 +215,16 @@ def test_cli_refusals_leave_nothing_behind(capsys, tmp_path, argv, message):
 
 def test_check_says_what_roles_and_clipping_do(capsys, tmp_path):
     (tmp_path / "d.csv").write_text("Region,Wage\n1,120\n2,900000\n")
-    (tmp_path / "d.yaml").write_text("columns:\n  Region: {kind: categorical, categories: [1, 2], role: public}\n"
-                                     "  Wage: {kind: numeric, lower: 0, upper: 500000, bins: 4, clip: true}\n")
+    (tmp_path / "d.yaml").write_text(
+        "columns:\n  Region: {kind: categorical, categories: [1, 2], role: public}\n"
+        "  Wage: {kind: numeric, lower: 0, upper: 500000, bins: 4, clip: true}\n"
+    )
     code, text, err = run(capsys, "domain", "check", tmp_path / "d.csv", "--domain", tmp_path / "d.yaml")
     assert code == 0, err
     assert "all 2 rows match" in text  # 900000 is clipped, not invalid
-    assert re.search(r"declares Region public: pseudo-posterior and rdt may release a column declared public as it is "
-                     r"\(and refuse to repeat any other\); no other method releases a column as it is", text)
+    assert re.search(
+        r"declares Region public: pseudo-posterior and rdt may release a column declared public as it is "
+        r"\(and refuse to repeat any other\); no other method releases a column as it is",
+        text,
+    )
     assert "Wage: values outside [0, 500000] set to the nearest bound (top/bottom-coding declared in the domain)" in text

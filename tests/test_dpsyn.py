@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,13 +27,12 @@ from dipsy.errors import DipsyError
 from dipsy.methods.marginals import dpsyn
 from dipsy.methods.marginals.dpsyn import DPSyn, DPSynModel, post_process_groups, regime, swap_select, thresholds
 from dipsy.methods.marginals.marginal import Marginal
-from dipsy.privacy import Accountant, ApproxDP, PureDP, ZCDP
+from dipsy.privacy import ZCDP, Accountant, ApproxDP, PureDP
 from dipsy.privacy.composition import total_as
+from dipsy.privacy.conversions import approx_to_zcdp
 from dipsy.privacy.relation import ADD_REMOVE, individual
 from dipsy.privacy.rng import Randomness
 from dipsy.privacy.session import Session
-
-from conftest import ROOT
 
 ACS = ROOT / "examples" / "acs"
 #: The Adult public/private split (a copy of shared/data/adult/pub025).
@@ -44,8 +44,9 @@ MILLION = math.log(1e6)  # ln(1/10⁻⁶): the Laplace tail factor of a once-in-
 
 
 def synthesize(data, domain, public, epsilon, seed=1, **options):
-    return dipsy.synthesize(data, domain, method="dpsyn", epsilon=epsilon, delta=1e-9, seed=seed,
-                            options={"public": str(public), **options})
+    return dipsy.synthesize(
+        data, domain, method="dpsyn", epsilon=epsilon, delta=1e-9, seed=seed, options={"public": str(public), **options}
+    )
 
 
 def proportions(frame: pd.DataFrame, columns: list[str], shape: tuple[int, ...], codes=None) -> np.ndarray:
@@ -60,35 +61,42 @@ def tv(p: np.ndarray, q: np.ndarray) -> float:
 
 # -- thresholds and regimes (METHODS.md §4.3) --------------------------------------------------------
 
-@pytest.mark.parametrize("theta, expected", [
-    (1, (1 / 1400, 0.02, 1 / 35, 0.04)),
-    (7, (0.005, 0.14, 0.2, 0.28)),  # the challenge's θ
-    (14, (0.01, 0.28, 0.4, 0.56)),
-    (35, (0.025, 0.7, 1.0, 1.4)),
-])
+
+@pytest.mark.parametrize(
+    "theta, expected",
+    [
+        (1, (1 / 1400, 0.02, 1 / 35, 0.04)),
+        (7, (0.005, 0.14, 0.2, 0.28)),  # the challenge's θ
+        (14, (0.01, 0.28, 0.4, 0.56)),
+        (35, (0.025, 0.7, 1.0, 1.4)),
+    ],
+)
 def test_thresholds(theta, expected):
     assert thresholds(theta) == pytest.approx(expected, rel=1e-12)
 
 
 # θ = 7; group ε y = min(ε₃, ε₁ + x/2), x = ε − ε₀ − ε₁ − τ₁, marginal ε = ε − ε₀ − y, by hand.
 # With Ñ = 10⁶: τ₁ = 1500·7/10⁶ = 0.0105, τ₂ = 0.063; ε₀ + ε₁ + τ₁ = 0.1555, ε₀ + ε₁ + τ₂ = 0.208.
-@pytest.mark.parametrize("epsilon, noisy_total, name, total, group, marginals", [
-    (0.1, None, "public", 0.0, 0.1, 0.0),  # 1: ε < ε₂ = 0.2, no total measured
-    (0.1, 1e6, "public", 0.0, 0.1, 0.0),  # 1: Ñ plays no part
-    (0.199, None, "public", 0.0, 0.199, 0.0),
-    (0.155, 1e6, "public", 0.0, 0.155, 0.0),  # still below ε₂
-    (0.2, 1e6, "one-way", 0.005, 0.16225, 0.03275),  # 2b: x = 0.0445, y = 0.14 + 0.02225
-    (0.25, 1e6, "two-way", 0.005, 0.18725, 0.05775),  # 2c: x = 0.0945, y = 0.14 + 0.04725
-    (1.0, 1e6, "two-way", 0.005, 0.28, 0.715),  # 2c: y capped at ε₃
-    (0.2079, 1e6, "one-way", 0.005, 0.14 + 0.0524 / 2, 0.2079 - 0.005 - 0.1662),  # just below ε₀ + ε₁ + τ₂
-    (0.2081, 1e6, "two-way", 0.005, 0.14 + 0.0526 / 2, 0.2081 - 0.005 - 0.1663),  # just above it
-    # Ñ = 5·10⁴: τ₁ = 0.21, ε₀ + ε₁ + τ₁ = 0.355 — 2a: the total is measured, then public marginals only
-    (0.3, 5e4, "public", 0.005, 0.295, 0.0),
-    # Ñ = 10⁵: τ₁ = 0.105, τ₂ = 0.63, x = 0.6 − 0.25 = 0.35 — 2b with y capped at ε₃
-    (0.6, 1e5, "one-way", 0.005, 0.28, 0.315),
-    # a negative noisy total counts as 1: τ₁ = 10500, everything public
-    (50.0, -300.0, "public", 0.005, 49.995, 0.0),
-])
+@pytest.mark.parametrize(
+    "epsilon, noisy_total, name, total, group, marginals",
+    [
+        (0.1, None, "public", 0.0, 0.1, 0.0),  # 1: ε < ε₂ = 0.2, no total measured
+        (0.1, 1e6, "public", 0.0, 0.1, 0.0),  # 1: Ñ plays no part
+        (0.199, None, "public", 0.0, 0.199, 0.0),
+        (0.155, 1e6, "public", 0.0, 0.155, 0.0),  # still below ε₂
+        (0.2, 1e6, "one-way", 0.005, 0.16225, 0.03275),  # 2b: x = 0.0445, y = 0.14 + 0.02225
+        (0.25, 1e6, "two-way", 0.005, 0.18725, 0.05775),  # 2c: x = 0.0945, y = 0.14 + 0.04725
+        (1.0, 1e6, "two-way", 0.005, 0.28, 0.715),  # 2c: y capped at ε₃
+        (0.2079, 1e6, "one-way", 0.005, 0.14 + 0.0524 / 2, 0.2079 - 0.005 - 0.1662),  # just below ε₀ + ε₁ + τ₂
+        (0.2081, 1e6, "two-way", 0.005, 0.14 + 0.0526 / 2, 0.2081 - 0.005 - 0.1663),  # just above it
+        # Ñ = 5·10⁴: τ₁ = 0.21, ε₀ + ε₁ + τ₁ = 0.355 — 2a: the total is measured, then public marginals only
+        (0.3, 5e4, "public", 0.005, 0.295, 0.0),
+        # Ñ = 10⁵: τ₁ = 0.105, τ₂ = 0.63, x = 0.6 − 0.25 = 0.35 — 2b with y capped at ε₃
+        (0.6, 1e5, "one-way", 0.005, 0.28, 0.315),
+        # a negative noisy total counts as 1: τ₁ = 10500, everything public
+        (50.0, -300.0, "public", 0.005, 49.995, 0.0),
+    ],
+)
 def test_regime_by_hand(epsilon, noisy_total, name, total, group, marginals):
     r = regime(epsilon, 7, noisy_total)
     assert r.name == name
@@ -120,9 +128,61 @@ def test_two_way_branch_uses_tau_1_as_the_code_does_not_tau_2_as_the_write_up():
     assert above.group_epsilon - below.group_epsilon == pytest.approx(0.0, abs=1e-8)
 
 
+@pytest.mark.parametrize("tau, tau_value", [("tau1", 0.0105), ("tau2", 0.063)])
+def test_regime_c_under_either_tau_rule(tau, tau_value):
+    """Regime c, θ = 7, Ñ = 10⁶, ε = 0.25: x = ε − ε₀ − ε₁ − τ with τ₁ = 1500·7/10⁶ (the submitted
+    code, 0.18725 for the group counts) or τ₂ = 6τ₁ (the write-up, 0.161); regime b has τ₁ under both."""
+    r = regime(0.25, 7, 1e6, tau)
+    y = 0.14 + (0.25 - 0.005 - 0.14 - tau_value) / 2
+    assert r.name == "two-way" and r.group_epsilon == pytest.approx(y, abs=1e-12)
+    assert r.marginal_epsilon == pytest.approx(0.25 - 0.005 - y, abs=1e-12)
+    assert round(r.group_epsilon, 3) == {"tau1": 0.187, "tau2": 0.161}[tau]
+    b = regime(0.2, 7, 1e6, tau)
+    assert b.name == "one-way" and b.group_epsilon == pytest.approx(0.14 + (0.2 - 0.005 - 0.14 - 0.0105) / 2, abs=1e-12)
+    with pytest.raises(ValueError, match="tau"):
+        regime(0.25, 7, 1e6, "tau3")
+
+
+@pytest.mark.parametrize(
+    "options, group_epsilon",
+    [({}, 0.18725), ({"tau": "tau1"}, 0.18725), ({"tau": "TAU2"}, 0.161), ({"tau": "tau2", "conversion": "bun-steinke"}, 0.161)],
+)
+def test_tau_and_conversion_options_reach_the_run(small_public, options, group_epsilon):
+    """The option picks regime c's τ and the ρ the two-way marginals spend: all of CKS's ρ for
+    (ε − ε₀ − y, δ), or the write-up's Bun–Steinke ρ (σ² rounded up: a hair less is spent)."""
+    budget = ApproxDP(0.25, 1e-9)
+    method = DPSyn(
+        budget, options={"public": str(small_public), "groups": "G", "theta": 7, "pool": 50, "iterations": 1, **options}
+    )
+    plan = method.plan(None, SMALL)
+    assert plan.parameters["tau"] == options.get("tau", "tau1").lower()
+    assert plan.parameters["conversion"] == options.get("conversion", "cks")
+    session = Session(
+        engine_for(small_frame(300, 0), SMALL),
+        plan.declared(budget),
+        plan.relation,
+        Randomness.from_seed(0),
+        plan.measurements,
+        True,
+    )
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(dpsyn, "regime", lambda e, t, n, tau="tau1", _r=dpsyn.regime: _r(e, t, None if n is None else 1e6, tau))
+        model = method.fit(session, plan)
+    session.close()
+    assert model.regime.group_epsilon == pytest.approx(group_epsilon, abs=1e-12)
+    rho = sum(s.budget.rho for s in session.spends if isinstance(s.budget, ZCDP))
+    target = approx_to_zcdp(0.25 - 0.005 - group_epsilon, 1e-9, options.get("conversion", "cks"))
+    assert target * (1 - 1e-6) <= rho <= target
+
+
+@pytest.mark.parametrize("option, value", [("tau", "tau3"), ("conversion", "rdp")])
+def test_unknown_tau_or_conversion_is_refused(small_public, option, value):
+    with pytest.raises(DipsyError, match=f"option {option}="):
+        DPSyn(ApproxDP(1.0, 1e-9), options={"public": str(small_public), option: value})
+
+
 @settings(max_examples=300, deadline=None)
-@given(epsilon=st.floats(1e-4, 50.0), theta=st.integers(1, 30),
-       noisy_total=st.one_of(st.none(), st.floats(-1e5, 1e9)))
+@given(epsilon=st.floats(1e-4, 50.0), theta=st.integers(1, 30), noisy_total=st.one_of(st.none(), st.floats(-1e5, 1e9)))
 def test_regime_budget_always_adds_up(epsilon, theta, noisy_total):
     e0, e1, e2, e3 = theta / 1400, theta / 50, theta / 35, theta / 25
     if epsilon >= e2 and noisy_total is None:
@@ -178,19 +238,48 @@ def test_declared_spends_fit_the_budget(small_public, epsilon, theta, delta):
 
 
 @settings(max_examples=60, deadline=None)
-@given(epsilon=st.floats(0.03, 60.0), theta=st.integers(1, 8), delta=st.floats(1e-15, 0.5),
-       noisy_total=st.floats(-1e4, 1e8), seed=st.integers(0, 3))
-def test_what_fit_spends_is_within_the_budget_under_the_mixed_rule(small_public, epsilon, theta, delta, noisy_total, seed):
+@given(
+    epsilon=st.floats(0.03, 60.0),
+    theta=st.integers(1, 8),
+    delta=st.floats(1e-15, 0.5),
+    noisy_total=st.floats(-1e4, 1e8),
+    seed=st.integers(0, 3),
+    tau=st.sampled_from(dpsyn.TAU_RULES),
+    conversion=st.sampled_from(dpsyn.CONVERSIONS),
+)
+def test_what_fit_spends_is_within_the_budget_under_the_mixed_rule(
+    small_public, epsilon, theta, delta, noisy_total, seed, tau, conversion
+):
     """fit runs the regime's measurements through a session, whatever the noisy total: discrete
     Laplace spends (ε-DP) and discrete Gaussian ones (ρ-zCDP) mixed. Added by ``total_as`` — the ρ's
-    summed and converted once at the δ the budget leaves — the statement's total is within (ε, δ)."""
+    summed and converted once at the δ the budget leaves — the statement's total is within (ε, δ),
+    under either τ rule and either conversion."""
     budget = ApproxDP(epsilon, delta)
-    method = DPSyn(budget, options={"public": str(small_public), "groups": "G", "theta": theta, "pool": 50, "iterations": 1})
+    method = DPSyn(
+        budget,
+        options={
+            "public": str(small_public),
+            "groups": "G",
+            "theta": theta,
+            "pool": 50,
+            "iterations": 1,
+            "tau": tau,
+            "conversion": conversion,
+        },
+    )
     plan = method.plan(None, SMALL)
-    session = Session(engine_for(small_frame(300, seed), SMALL), plan.declared(budget), plan.relation,
-                      Randomness.from_seed(seed), plan.measurements, plan.adaptive is not None)
+    session = Session(
+        engine_for(small_frame(300, seed), SMALL),
+        plan.declared(budget),
+        plan.relation,
+        Randomness.from_seed(seed),
+        plan.measurements,
+        plan.adaptive is not None,
+    )
     with pytest.MonkeyPatch.context() as mp:  # the regime of any noisy total (Ñ is only ever used through it)
-        mp.setattr(dpsyn, "regime", lambda e, t, n, _r=dpsyn.regime: _r(e, t, None if n is None else noisy_total))
+        mp.setattr(
+            dpsyn, "regime", lambda e, t, n, tau="tau1", _r=dpsyn.regime: _r(e, t, None if n is None else noisy_total, tau)
+        )
         model = method.fit(session, plan)
     session.close()
     spent = [s.budget for s in session.spends]
@@ -211,9 +300,16 @@ def test_empty_and_one_row_data_release_without_error(small_public, n, epsilon, 
     regimes = set()
     for seed in range(4):
         with caplog.at_level(logging.INFO, logger="dipsy.methods.marginals.dpsyn"):
-            release = dipsy.synthesize(small_frame(n, seed), SMALL, method="dpsyn", epsilon=epsilon, delta=1e-9, seed=seed,
-                                       neighbouring="add-remove",
-                                       options={"public": str(small_public), "groups": "G", "least": 30, "pool": 100, "iterations": 2})
+            release = dipsy.synthesize(
+                small_frame(n, seed),
+                SMALL,
+                method="dpsyn",
+                epsilon=epsilon,
+                delta=1e-9,
+                seed=seed,
+                neighbouring="add-remove",
+                options={"public": str(small_public), "groups": "G", "least": 30, "pool": 100, "iterations": 2},
+            )
         table = release.tables[0]
         sizes = table.G.value_counts().reindex(range(2), fill_value=0)
         assert np.all(sizes >= 30) and list(table.columns) == list(SMALL.names)
@@ -225,15 +321,19 @@ def test_empty_and_one_row_data_release_without_error(small_public, n, epsilon, 
 
 # -- group sizes (§4.4) ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("noisy, least, multiple, expected", [
-    ([120, 1234, 1260], 300, 100, [300, 1200, 1300]),  # the docstring's
-    ([-40, 0, 49, 50, 54, 55, 56, 64], 50, 10, [50, 50, 50, 50, 50, 60, 60, 60]),  # floor, then halves round up
-    ([1249.9, 1250, 1250.1], 300, 100, [1200, 1300, 1300]),
-    ([-5, 20, 170], 30, 100, [100, 100, 200]),  # least not a multiple: never rounded below it
-    ([-3, 0, 4, 5], 0, 10, [0, 0, 0, 10]),
-    ([-3, 2, 7], 0, 1, [0, 2, 7]),
-    ([299, 300, 301], 300, 7, [301, 301, 301]),  # 300 is not a multiple of 7: the next one, 301
-])
+
+@pytest.mark.parametrize(
+    "noisy, least, multiple, expected",
+    [
+        ([120, 1234, 1260], 300, 100, [300, 1200, 1300]),  # the docstring's
+        ([-40, 0, 49, 50, 54, 55, 56, 64], 50, 10, [50, 50, 50, 50, 50, 60, 60, 60]),  # floor, then halves round up
+        ([1249.9, 1250, 1250.1], 300, 100, [1200, 1300, 1300]),
+        ([-5, 20, 170], 30, 100, [100, 100, 200]),  # least not a multiple: never rounded below it
+        ([-3, 0, 4, 5], 0, 10, [0, 0, 0, 10]),
+        ([-3, 2, 7], 0, 1, [0, 2, 7]),
+        ([299, 300, 301], 300, 7, [301, 301, 301]),  # 300 is not a multiple of 7: the next one, 301
+    ],
+)
 def test_post_process_groups(noisy, least, multiple, expected):
     out = post_process_groups(np.array(noisy), least, multiple)
     assert out.dtype == np.int64 and out.tolist() == expected
@@ -303,6 +403,7 @@ def test_swap_select_when_n_reaches_the_pool(n):
 
 # -- end to end on ACS ---------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def acs(tmp_path_factory):
     """Four PUMAs, PUMA and five categorical columns: the 2018 file is public, the 2019 file confidential."""
@@ -328,6 +429,7 @@ def acs_run(acs):
             options = ACS_OPTIONS | ({} if theta is None else {"theta": theta})
             made[theta, epsilon, seed] = synthesize(private, domain, public, epsilon, seed=seed, **options)
         return made[theta, epsilon, seed]
+
     return run
 
 
@@ -356,7 +458,7 @@ def test_acs_release_in_the_public_regime(acs, acs_run, theta, epsilon):
     blocks = {p: g[rest].sort_values(rest).reset_index(drop=True) for p, g in table.groupby("PUMA")}
     equal = [(size, list(group.index)) for size, group in sizes.groupby(sizes) if len(group) > 1]
     assert equal, "expected several groups at the floor size"
-    for size, pumas in equal:
+    for _size, pumas in equal:
         for p in pumas[1:]:
             pd.testing.assert_frame_equal(blocks[p], blocks[pumas[0]])
 
@@ -467,21 +569,25 @@ def shifted_runs(shifted):
     with pytest.MonkeyPatch.context() as mp:
         log = {}
         for name in ("contingency", "values", "num_rows"):
-            def spy(self, *args, _name=name, _original=getattr(Engine, name), **kwargs):
+
+            def spy(self, *args, _name=name, _original=getattr(Engine, name), **kwargs):  # noqa: B008 - bound per name
                 if getattr(self, "path", None) == private:  # the public engine reads the public file: free
                     columns = args[0] if args else kwargs.get("columns")
                     log["queries"].append((log["phase"], _name, None if columns is None else tuple(columns)))
                 return _original(self, *args, **kwargs)
+
             mp.setattr(Engine, name, spy)
 
         def sample(self, k, rand, _original=DPSynModel.sample):
             log["phase"] = "sample"
             return _original(self, k, rand)
+
         mp.setattr(DPSynModel, "sample", sample)
 
-        def recorded_regime(*args, _original=dpsyn.regime):
-            log["regime"] = _original(*args)
+        def recorded_regime(*args, _original=dpsyn.regime, **kwargs):
+            log["regime"] = _original(*args, **kwargs)
             return log["regime"]
+
         mp.setattr(dpsyn, "regime", recorded_regime)
 
         for epsilon in REGIMES:
@@ -512,12 +618,15 @@ def test_shifted_regime_and_spends(shifted_runs, epsilon):
     assert list(sizes.index) == [0, 1, 2] and np.all(sizes % multiple == 0) and np.all(sizes >= 300)
 
 
-@pytest.mark.parametrize("epsilon, expected", [
-    (0.02, {("G",)}),  # rule 1: the group counts only — no total, no marginal
-    (0.04, {("G",)}),  # 2a: the noisy total, then the group counts only
-    (0.25, {("G",), ("A",), ("B",), ("C",)}),
-    (2.0, {("G",), ("A", "B"), ("A", "C"), ("B", "C")}),
-])
+@pytest.mark.parametrize(
+    "epsilon, expected",
+    [
+        (0.02, {("G",)}),  # rule 1: the group counts only — no total, no marginal
+        (0.04, {("G",)}),  # 2a: the noisy total, then the group counts only
+        (0.25, {("G",), ("A",), ("B",), ("C",)}),
+        (2.0, {("G",), ("A", "B"), ("A", "C"), ("B", "C")}),
+    ],
+)
 def test_the_confidential_data_are_read_only_for_the_regime_s_measurements(shifted_runs, epsilon, expected):
     _, r, queries = shifted_runs[epsilon]
     assert {q[2] for q in queries if q[1] == "contingency"} == expected
@@ -555,16 +664,20 @@ def test_measurements_are_used_where_private_and_public_data_differ(shifted, shi
 
 # -- errors ----------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("change, words", [
-    ({"options": {}}, "public"),
-    ({"options": {"public": "/nonexistent/public.csv"}}, "does not exist"),
-    ({"groups": "COUNTY"}, "not in the domain"),
-    ({"groups": ",".join(ACS_COLUMNS)}, "every column is a group"),
-    ({"groups": " , "}, "names no column"),
-    ({"multiple": 0}, "whole number"),
-    ({"delta": None}, "--delta"),
-    ({"sets": 0}, "sets must be a whole number >= 1"),  # m > 1 is allowed: tests/test_marginal_sets.py
-])
+
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        ({"options": {}}, "public"),
+        ({"options": {"public": "/nonexistent/public.csv"}}, "does not exist"),
+        ({"groups": "COUNTY"}, "not in the domain"),
+        ({"groups": ",".join(ACS_COLUMNS)}, "every column is a group"),
+        ({"groups": " , "}, "names no column"),
+        ({"multiple": 0}, "whole number"),
+        ({"delta": None}, "--delta"),
+        ({"sets": 0}, "sets must be a whole number >= 1"),  # m > 1 is allowed: tests/test_marginal_sets.py
+    ],
+)
 def test_errors(acs, change, words):
     private, public, domain = acs
     options = {"public": str(public), "groups": "PUMA"} | {k: v for k, v in change.items() if k in ("groups", "multiple")}
@@ -583,6 +696,7 @@ def test_a_public_file_without_valid_rows_is_refused(acs, tmp_path):
 
 
 # -- Adult (no groups) -----------------------------------------------------------------------------------
+
 
 def test_adult_without_groups():
     columns = ["age", "workclass", "race", "sex", "income>50K"]

@@ -35,11 +35,15 @@ ADULT_DOMAIN = DATA / "adult-domain.json"
 EXPENDITURE_EDGES = (0.0, 0.1, 250.5, 1000.0, 2500.25, 5000.3, 7500.0, 10000.0, 20000.0, 100000.0)
 
 
-def ce_domain(income_upper: float = 1_000_000, expenditure_edges: tuple[float, ...] = EXPENDITURE_EDGES, races: int = 6) -> Domain:
+def ce_domain(
+    income_upper: float = 1_000_000, expenditure_edges: tuple[float, ...] = EXPENDITURE_EDGES, races: int = 6
+) -> Domain:
     return Domain(
         (
             Column("UrbanRural", "categorical", categories=(1, 2)),
-            Column("Income", "numeric", lower=0, upper=income_upper, bins=tuple(float(e) for e in np.linspace(0, income_upper, 21))),
+            Column(
+                "Income", "numeric", lower=0, upper=income_upper, bins=tuple(float(e) for e in np.linspace(0, income_upper, 21))
+            ),
             Column("Race", "categorical", categories=tuple(range(1, races + 1))),
             Column("Expenditure", "numeric", lower=expenditure_edges[0], upper=expenditure_edges[-1], bins=expenditure_edges),
         ),
@@ -214,7 +218,7 @@ def test_unsupported_extension(tmp_path):
     [
         ("bad.parquet", b"not a parquet file at all"),
         ("bad.csv", b'a,b\n"unterminated,1\n2,3\n'),
-        ("late.csv", b'a,b\n' + b"1,2\n" * 50_000 + b'"unterminated,1\n2,3\n'),
+        ("late.csv", b"a,b\n" + b"1,2\n" * 50_000 + b'"unterminated,1\n2,3\n'),
         ("newline.csv", b'a,b\n"x\ny",1\n2,3\n"unterminated,1\n2,3\n'),
         ("wide.csv", b"a,b\n1,2,3\n"),
         ("empty.csv", b""),
@@ -266,7 +270,10 @@ CSV_CASES = {
     "columns",
     [
         (Column("a", "integer", lower=0, upper=1), Column("b", "integer", lower=0, upper=3)),
-        (Column("a", "categorical", categories=("1", "x", "True", "0.5", "10")), Column("b", "categorical", categories=("1", "2", "3", "True", "0"))),
+        (
+            Column("a", "categorical", categories=("1", "x", "True", "0.5", "10")),
+            Column("b", "categorical", categories=("1", "2", "3", "True", "0")),
+        ),
         (Column("a", "categorical", categories=(1, 0.5, 3)), Column("b", "numeric", lower=-1, upper=3, bins=(-1, 0.5, 1, 3))),
     ],
     ids=["integer", "text", "number"],
@@ -319,8 +326,18 @@ def test_parquet_without_pandas_metadata(tmp_path):
     table = pa.table(
         {
             "i": pa.array([1, None, 9, 3, 2], pa.int32()),
-            "d": pa.array([decimal.Decimal(x) if x else None for x in ("1.50", "2.25", None, "7.00", "1.50")], pa.decimal128(5, 2)),
-            "day": pa.array([datetime.date(2020, 1, 1), datetime.date(2021, 6, 30), None, datetime.date(2020, 1, 1), datetime.date(2020, 1, 1)]),
+            "d": pa.array(
+                [decimal.Decimal(x) if x else None for x in ("1.50", "2.25", None, "7.00", "1.50")], pa.decimal128(5, 2)
+            ),
+            "day": pa.array(
+                [
+                    datetime.date(2020, 1, 1),
+                    datetime.date(2021, 6, 30),
+                    None,
+                    datetime.date(2020, 1, 1),
+                    datetime.date(2020, 1, 1),
+                ]
+            ),
         }
     )
     path = tmp_path / "no-meta.pq"
@@ -350,8 +367,38 @@ def test_awkward_path(tmp_path, name):
 # -- generated data -------------------------------------------------------------------------------
 
 NAMES = ["a", "b c", 'q"x', "income>50K", "A", "x,y", "é"]
-JUNK = [None, np.nan, "", " ", "\t", "abc", "x\ny", "NA", "null", "True", "TRUE", "False", "1_0", "nan", "NAN", "inf",
-        "-inf", "Infinity", " inf", "1e400", "0x1", " 2", "+1", "1e1", "03", "2.0", "-0", -0.0, 1e-07, 123456789.125]
+JUNK = [
+    None,
+    np.nan,
+    "",
+    " ",
+    "\t",
+    "abc",
+    "x\ny",
+    "NA",
+    "null",
+    "True",
+    "TRUE",
+    "False",
+    "1_0",
+    "nan",
+    "NAN",
+    "inf",
+    "-inf",
+    "Infinity",
+    " inf",
+    "1e400",
+    "0x1",
+    " 2",
+    "+1",
+    "1e1",
+    "03",
+    "2.0",
+    "-0",
+    -0.0,
+    1e-07,
+    123456789.125,
+]
 TEXTS = ["a", "b", "c d", "x,y", 'q"t', " lead", "1", "2.5", "True", "é", "0", "10", "1e-07", "inf", "-1"]
 
 
@@ -360,7 +407,9 @@ def column_with_values(draw, name: str):
     kind = draw(st.sampled_from(["text", "number", "boolean", "integer", "integer bins", "numeric bins", "numeric"]))
     if kind == "boolean":
         column = draw(
-            st.sampled_from([Column(name, "categorical", categories=("True", "False")), Column(name, "integer", lower=0, upper=1)])
+            st.sampled_from(
+                [Column(name, "categorical", categories=("True", "False")), Column(name, "integer", lower=0, upper=1)]
+            )
         )
         pool = [True, False]
     elif kind == "text":
@@ -518,7 +567,9 @@ def test_mixed_line_ends_read_as_pandas_reads_them(tmp_path, gz):
     text = b'a,b\r\n1,x\n2,"y"\r\n3,z\n4,"q\r\nr"\n5,\r6,x\r\n0,"y\nx"'
     path = tmp_path / ("m.csv.gz" if gz else "m.csv")
     path.write_bytes(gzip.compress(text) if gz else text)
-    domain = Domain((Column("a", "integer", lower=0, upper=9), Column("b", "categorical", categories=("x", "y", "z", "q\r\nr", "y\nx"))))
+    domain = Domain(
+        (Column("a", "integer", lower=0, upper=9), Column("b", "categorical", categories=("x", "y", "z", "q\r\nr", "y\nx")))
+    )
     duck = DuckDBEngine(path, domain, "drop")
     assert_agree(NumpyEngine(pd.read_csv(path), domain, "drop"), duck, [None, ("a",), ("b",)])
     assert duck.report.rows == 7 and duck.report.invalid_rows == 1
@@ -540,18 +591,26 @@ def test_a_repeated_column_is_refused_by_both_engines(tmp_path):
 
 # -- clipping --------------------------------------------------------------------------------------
 
-CLIPPED = Domain((
-    Column("w", "numeric", lower=0, upper=20000, bins=(0.0, 1000.0, 5000.0, 20000.0), clip=True),
-    Column("a", "integer", lower=18, upper=90, clip=True),
-    Column("b", "integer", lower=0, upper=100, bins=tuple(float(e) for e in range(0, 101, 2)), clip=True),  # searched bins
-))
-CLIPPED_FRAME = pd.DataFrame({"w": [-5, 0, 999.5, 25000, np.inf, 20000, 1e300, 7],
-                              "a": [10, 18, 95, 50, 90, 17, 30, 2.5],
-                              "b": [-1, 0, 101, 57, 100, 3, 1e20, 4]})
+CLIPPED = Domain(
+    (
+        Column("w", "numeric", lower=0, upper=20000, bins=(0.0, 1000.0, 5000.0, 20000.0), clip=True),
+        Column("a", "integer", lower=18, upper=90, clip=True),
+        Column("b", "integer", lower=0, upper=100, bins=tuple(float(e) for e in range(0, 101, 2)), clip=True),  # searched bins
+    )
+)
+CLIPPED_FRAME = pd.DataFrame(
+    {
+        "w": [-5, 0, 999.5, 25000, np.inf, 20000, 1e300, 7],
+        "a": [10, 18, 95, 50, 90, 17, 30, 2.5],
+        "b": [-1, 0, 101, 57, 100, 3, 1e20, 4],
+    }
+)
 # The last row is invalid (2.5 is no integer: clipping never makes a wrong type valid).
-CLIPPED_VALUES = {"w": [0.0, 0.0, 999.5, 20000.0, 20000.0, 20000.0, 20000.0],
-                  "a": [18.0, 18.0, 90.0, 50.0, 90.0, 18.0, 30.0],
-                  "b": [0.0, 0.0, 100.0, 57.0, 100.0, 3.0, 100.0]}
+CLIPPED_VALUES = {
+    "w": [0.0, 0.0, 999.5, 20000.0, 20000.0, 20000.0, 20000.0],
+    "a": [18.0, 18.0, 90.0, 50.0, 90.0, 18.0, 30.0],
+    "b": [0.0, 0.0, 100.0, 57.0, 100.0, 3.0, 100.0],
+}
 
 
 def assert_clipped(engine: Engine) -> None:
@@ -586,7 +645,10 @@ def test_duckdb_engine_clips_to_the_bounds(tmp_path, suffix):
 def test_without_clip_the_same_values_are_outside():
     plain = Domain(tuple(dataclasses.replace(c, clip=False) for c in CLIPPED.columns))
     report = NumpyEngine(CLIPPED_FRAME, plain, "drop").report
-    assert {(i.column, i.problem, i.rows) for i in report.issues} >= {("w", "values outside the domain", 4), ("b", "values outside the domain", 3)}
+    assert {(i.column, i.problem, i.rows) for i in report.issues} >= {
+        ("w", "values outside the domain", 4),
+        ("b", "values outside the domain", 3),
+    }
 
 
 def test_parquet_integers_coded_in_integers_agree(tmp_path):
@@ -594,15 +656,22 @@ def test_parquet_integers_coded_in_integers_agree(tmp_path):
     signed types, nulls, values below, inside and far above the bounds (past 2**53)."""
     rng = np.random.default_rng(5)
     n = 2000
-    frame = pd.DataFrame({
-        "u8": rng.integers(0, 256, n).astype("uint8"),
-        "i64": np.where(rng.random(n) < 0.01, 2**60 + 1, rng.integers(-20, 40, n)).astype("int64"),
-        "nullable": pd.array(np.where(rng.random(n) < 0.05, None, rng.integers(-3, 12, n)), dtype="Int64"),
-    })
+    frame = pd.DataFrame(
+        {
+            "u8": rng.integers(0, 256, n).astype("uint8"),
+            "i64": np.where(rng.random(n) < 0.01, 2**60 + 1, rng.integers(-20, 40, n)).astype("int64"),
+            "nullable": pd.array(np.where(rng.random(n) < 0.05, None, rng.integers(-3, 12, n)), dtype="Int64"),
+        }
+    )
     path = tmp_path / "ints.parquet"
     frame.to_parquet(path)
-    domain = Domain((Column("u8", "integer", lower=3, upper=250), Column("i64", "integer", lower=-10, upper=30),
-                     Column("nullable", "integer", lower=0, upper=9)))
+    domain = Domain(
+        (
+            Column("u8", "integer", lower=3, upper=250),
+            Column("i64", "integer", lower=-10, upper=30),
+            Column("nullable", "integer", lower=0, upper=9),
+        )
+    )
     a, b = NumpyEngine(pd.read_parquet(path), domain, "drop"), DuckDBEngine(path, domain, "drop")
     assert b._whole_range(domain["u8"]) and b._whole_range(domain["i64"])
     assert_agree(a, b, [None, *subsets(domain.names, 2)])
@@ -617,15 +686,22 @@ def test_counting_distinct_raw_rows_first_agrees(tmp_path, suffix, monkeypatch):
     '1.0') still lands in one cell; a binned column keeps the row-by-row path."""
     rng = np.random.default_rng(8)
     n = 3000
-    frame = pd.DataFrame({
-        "k": rng.choice([" 1", "01", "1", "2", "3.0", "+3"], n) if suffix == ".csv" else rng.integers(1, 4, n),
-        "c": rng.choice(["a", "b", "x y"], n),
-        "w": rng.uniform(0, 10, n),
-    })
+    frame = pd.DataFrame(
+        {
+            "k": rng.choice([" 1", "01", "1", "2", "3.0", "+3"], n) if suffix == ".csv" else rng.integers(1, 4, n),
+            "c": rng.choice(["a", "b", "x y"], n),
+            "w": rng.uniform(0, 10, n),
+        }
+    )
     path = tmp_path / f"d{suffix}"
     frame.to_csv(path, index=False) if suffix == ".csv" else frame.to_parquet(path, index=False)
-    domain = Domain((Column("k", "integer", lower=1, upper=3), Column("c", "categorical", categories=("a", "b", "x y")),
-                     Column("w", "numeric", lower=0, upper=10, bins=(0.0, 2.5, 5.0, 10.0))))
+    domain = Domain(
+        (
+            Column("k", "integer", lower=1, upper=3),
+            Column("c", "categorical", categories=("a", "b", "x y")),
+            Column("w", "numeric", lower=0, upper=10, bins=(0.0, 2.5, 5.0, 10.0)),
+        )
+    )
     read = pd.read_csv(path) if suffix == ".csv" else pd.read_parquet(path)
     grouped = []
     original = DuckDBEngine._grouped_cell_counts
@@ -666,12 +742,18 @@ def test_codes_that_would_spill_are_not_materialized(tmp_path, monkeypatch):
     """Once its codes table would not fit in half of DuckDB's memory, an engine counts every
     table of columns with few values from the file (distinct raw rows), with the same counts."""
     rng = np.random.default_rng(4)
-    frame = pd.DataFrame({"k": rng.integers(1, 4, 2000).astype("int16"), "c": rng.choice(["a", "b", "x"], 2000),
-                          "w": rng.uniform(0, 10, 2000)})
+    frame = pd.DataFrame(
+        {"k": rng.integers(1, 4, 2000).astype("int16"), "c": rng.choice(["a", "b", "x"], 2000), "w": rng.uniform(0, 10, 2000)}
+    )
     path = tmp_path / "f.parquet"
     frame.to_parquet(path, index=False)
-    domain = Domain((Column("k", "integer", lower=1, upper=3), Column("c", "categorical", categories=("a", "b", "x")),
-                     Column("w", "numeric", lower=0, upper=10, bins=(0.0, 5.0, 10.0))))
+    domain = Domain(
+        (
+            Column("k", "integer", lower=1, upper=3),
+            Column("c", "categorical", categories=("a", "b", "x")),
+            Column("w", "numeric", lower=0, upper=10, bins=(0.0, 5.0, 10.0)),
+        )
+    )
     duck = DuckDBEngine(path, domain)
     assert duck._codes_fit()  # 2,000 rows of 3 one-byte codes
     duck._report = dataclasses.replace(duck.report, rows=10**9, invalid_rows=0)  # as if 10⁹ rows

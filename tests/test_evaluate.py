@@ -6,12 +6,11 @@ import json
 
 import pandas as pd
 import pytest
+from conftest import CE_DATA, CE_DOMAIN
 
 import dipsy
 from dipsy.cli import main
 from dipsy.errors import DipsyError
-
-from conftest import CE_DATA, CE_DOMAIN
 
 FORMULA = "Expenditure ~ Income + C(UrbanRural)"
 
@@ -28,8 +27,13 @@ def copy_release(folder, frame, sets=1):
         frame.to_csv(folder / f"synthetic_{k}.csv", index=False)
     dipsy.Domain.load(CE_DOMAIN).save(folder / "domain.yaml")
     privacy = {"definition": "none", "neighbouring": "-", "public": [], "mechanism": "copy", "composition": "-", "sets": sets}
-    meta = {"release": "records", "method": "copy", "sets": sets, "privacy": privacy,
-            "combining_rule": "single" if sets == 1 else "reiter2003-partial"}
+    meta = {
+        "release": "records",
+        "method": "copy",
+        "sets": sets,
+        "privacy": privacy,
+        "combining_rule": "single" if sets == 1 else "reiter2003-partial",
+    }
     (folder / "release.json").write_text(json.dumps(meta))
     return folder
 
@@ -73,8 +77,19 @@ def test_bad_formula_and_table_release_are_clear_errors(tmp_path, ce):
 def test_cli_writes_metrics_and_report(tmp_path, capsys):
     rel = tmp_path / "rel"
     assert main(["synth", str(CE_DATA), "--domain", str(CE_DOMAIN), "--epsilon", "10", "--seed", "1", "--out", str(rel)]) == 0
-    code = main(["evaluate", str(CE_DATA), str(rel), "--formula", FORMULA, "--json", str(tmp_path / "m.json"),
-                 "--report", str(tmp_path / "r.html")])
+    code = main(
+        [
+            "evaluate",
+            str(CE_DATA),
+            str(rel),
+            "--formula",
+            FORMULA,
+            "--json",
+            str(tmp_path / "m.json"),
+            "--report",
+            str(tmp_path / "r.html"),
+        ]
+    )
     out = capsys.readouterr()
     assert code == 0, out.err
     assert "k-marginal score" in out.out

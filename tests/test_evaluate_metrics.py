@@ -17,6 +17,7 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import CE_DATA, CE_DOMAIN, ROOT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
@@ -28,8 +29,6 @@ from dipsy.evaluation.marginals import BASELINE_FRACTIONS, kway_marginals, margi
 from dipsy.evaluation.numeric import QUANTILES, binning_floor, ecdf_distances, numeric_summary, redraw_in_bins
 from dipsy.evaluation.propensity import CART_CAVEAT, MAX_DESIGN_COLUMNS, independent_columns, pmse, pmse_all
 from dipsy.evaluation.relationships import indicator_relationships, numeric_correlations
-
-from conftest import CE_DATA, CE_DOMAIN, ROOT
 
 ADULT = ROOT / "tests" / "data" / "adult.csv"
 ADULT_DOMAIN = ROOT / "tests" / "data" / "adult-domain.json"
@@ -50,13 +49,14 @@ def cat(name: str, k: int) -> Column:
 
 # -- marginal TVD ---------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     "p, q, tvd",
     [
-        ([3, 1], [1, 1], 0.25),          # 0.5 (|3/4 - 1/2| + |1/4 - 1/2|)
-        ([5, 0], [0, 2], 1.0),           # disjoint point masses
-        ([2, 2], [7, 7], 0.0),           # same proportions, different totals
-        ([1, 2, 1], [0, 2, 2], 0.25),    # 0.5 (1/4 + 0 + 1/4)
+        ([3, 1], [1, 1], 0.25),  # 0.5 (|3/4 - 1/2| + |1/4 - 1/2|)
+        ([5, 0], [0, 2], 1.0),  # disjoint point masses
+        ([2, 2], [7, 7], 0.0),  # same proportions, different totals
+        ([1, 2, 1], [0, 2, 2], 0.25),  # 0.5 (1/4 + 0 + 1/4)
         ([[1, 0], [0, 1]], [[0, 1], [1, 0]], 1.0),
     ],
 )
@@ -72,6 +72,7 @@ def test_marginal_tvd_rejects_mismatched_or_empty_counts():
 
 
 # -- k-way marginals ------------------------------------------------------------------------------
+
 
 def test_kway_hand_case_two_columns():
     # Original: the four cells of a 2x2 table once each. Synthetic: only the diagonal, twice.
@@ -103,8 +104,14 @@ def test_kway_known_one_way_counts_and_column_selection():
 def test_kway_identical_data_scores_1000_and_baselines_rise_with_the_fraction():
     rng = np.random.default_rng(3)
     domain = Domain((cat("a", 3), cat("b", 4), cat("c", 5), cat("d", 2)))
-    orig = pd.DataFrame({"a": rng.integers(0, 3, 20_000), "b": rng.integers(0, 4, 20_000),
-                         "c": rng.integers(0, 5, 20_000), "d": rng.integers(0, 2, 20_000)})
+    orig = pd.DataFrame(
+        {
+            "a": rng.integers(0, 3, 20_000),
+            "b": rng.integers(0, 4, 20_000),
+            "c": rng.integers(0, 5, 20_000),
+            "d": rng.integers(0, 2, 20_000),
+        }
+    )
     out = kway_marginals(orig, [orig.copy(), orig.sample(frac=1, random_state=1)], domain, three_way=2, seed=5)
     for order in ("1-way", "2-way", "3-way"):
         assert out[order]["mean_tvd"] == 0 and out[order]["worst_tvd"] == 0
@@ -150,6 +157,7 @@ def test_kway_needs_a_synthetic_set():
 
 
 # -- ECDF distances -------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     "x, y, um, ua",
@@ -206,6 +214,7 @@ def test_numeric_summary_keys_means_and_quantiles():
 
 # -- the binning floor ----------------------------------------------------------------------------
 
+
 def test_binning_floor_by_hand():
     # Bins [0, 10) and [10, 100]: rows 1, 2, 3 (mean 2, a uniform draw averages 5) and 20 (a
     # uniform draw averages 55). Expected mean shift (3 (5 − 2) + (55 − 20)) / 4 = 11 on a mean of
@@ -256,23 +265,29 @@ def test_ce_income_floor_names_the_top_bin():
 
 # -- pMSE -----------------------------------------------------------------------------------------
 
+
 def mixed(n: int, rng: np.random.Generator, shift: float = 0.0) -> pd.DataFrame:
-    return pd.DataFrame({
-        "g": rng.choice(4, size=n, p=[0.4, 0.3, 0.2, 0.1]),
-        "h": rng.integers(0, 2, n),
-        "x": np.clip(rng.normal(50 + shift, 10, n), 0, 100),
-    })
+    return pd.DataFrame(
+        {
+            "g": rng.choice(4, size=n, p=[0.4, 0.3, 0.2, 0.1]),
+            "h": rng.integers(0, 2, n),
+            "x": np.clip(rng.normal(50 + shift, 10, n), 0, 100),
+        }
+    )
 
 
 MIXED = Domain((cat("g", 4), cat("h", 2), Column("x", "numeric", lower=0, upper=100)))
 
 
-@pytest.mark.parametrize("interactions, k", [
-    (False, 6),   # 1 + (4 − 1) + (2 − 1) + 1: intercept, g, h, x
-    # main effects 5, the square of x 1, products g×h 3, g×x 3, h×x 1 (g by its 3 indicators
-    # after the most common, h by 1, x by its value): 1 + 5 + 1 + 7
-    (True, 14),
-])
+@pytest.mark.parametrize(
+    "interactions, k",
+    [
+        (False, 6),  # 1 + (4 − 1) + (2 − 1) + 1: intercept, g, h, x
+        # main effects 5, the square of x 1, products g×h 3, g×x 3, h×x 1 (g by its 3 indicators
+        # after the most common, h by 1, x by its value): 1 + 5 + 1 + 7
+        (True, 14),
+    ],
+)
 def test_pmse_null_is_snoke_et_al_formula(interactions, k):
     # N = 3000, c = 1000 / 3000.
     rng = np.random.default_rng(0)
@@ -323,7 +338,10 @@ def test_headline_pmse_tells_an_independent_columns_release_from_the_originals_o
     domain = Domain.load(CE_DOMAIN)
     shuffled = independent_columns(ce, seed=0)
     subsample = ce.sample(frac=0.5, random_state=1).reset_index(drop=True)
-    main = {name: pmse(ce, other, domain, interactions=False)["ratio"] for name, other in (("shuffled", shuffled), ("subsample", subsample))}
+    main = {
+        name: pmse(ce, other, domain, interactions=False)["ratio"]
+        for name, other in (("shuffled", shuffled), ("subsample", subsample))
+    }
     assert main["shuffled"] < 2 and main["subsample"] < 2  # the old headline: neither looks worse than chance
     head = {name: pmse(ce, other, domain)["ratio"] for name, other in (("shuffled", shuffled), ("subsample", subsample))}
     assert head["subsample"] < 2 and head["shuffled"] > 5 and head["shuffled"] > 4 * head["subsample"]
@@ -382,6 +400,7 @@ def test_pmse_all_floor_is_the_original_redrawn_in_its_bins():
 
 # -- indicator slopes and correlations ------------------------------------------------------------
 
+
 def test_indicator_slopes_and_correlations_match_numpy():
     rng = np.random.default_rng(11)
     domain = Domain((cat("a", 3), Column("n", "integer", lower=0, upper=9), cat("b", 2)))
@@ -392,8 +411,10 @@ def test_indicator_slopes_and_correlations_match_numpy():
     assert out["indicators"] == 4 and out["pairs_available"] == 3 == out["pairs_used"] and out["mirrors_dropped"] == 1
     for pair in out["pairs"]:
         (cx, vx), (cy, vy) = (s.split("=") for s in (pair["x"], pair["y"]))
-        for frame, corr, slope in ((orig, pair["corr_original"], pair["slope_original"]),
-                                   (syn, pair["corr_synthetic"][0], pair["slope_synthetic"][0])):
+        for frame, corr, slope in (
+            (orig, pair["corr_original"], pair["slope_original"]),
+            (syn, pair["corr_synthetic"][0], pair["slope_synthetic"][0]),
+        ):
             x = (frame[cx] == int(vx)).to_numpy(float)
             y = (frame[cy] == int(vy)).to_numpy(float)
             if x.std() == 0:  # a=2 never occurs in the synthetic set
@@ -410,9 +431,13 @@ def test_indicator_slopes_and_correlations_match_numpy():
 def test_indicators_skip_constant_categories_and_sample_pairs_by_seed():
     domain = Domain((cat("a", 3), cat("b", 3), cat("c", 4)))
     rng = np.random.default_rng(0)
-    orig = pd.DataFrame({"a": np.r_[np.zeros(10, int), np.ones(10, int)],  # a=2 never: no indicator
-                         "b": np.zeros(20, int),                            # b constant: none
-                         "c": rng.integers(0, 4, 20)})
+    orig = pd.DataFrame(
+        {
+            "a": np.r_[np.zeros(10, int), np.ones(10, int)],  # a=2 never: no indicator
+            "b": np.zeros(20, int),  # b constant: none
+            "c": rng.integers(0, 4, 20),
+        }
+    )
     orig.loc[:3, "c"] = [0, 1, 2, 3]
     out = indicator_relationships(orig, [orig], domain, max_pairs=5, seed=9, one_per_binary=False)
     assert out["indicators"] == 6 and out["pairs_available"] == 8 and out["pairs_used"] == 5
@@ -456,12 +481,22 @@ def test_numeric_correlations_match_corrcoef_and_constant_columns_are_nan():
 
 # -- Adult against a bootstrap resample -----------------------------------------------------------
 
+
 def test_adult_against_a_bootstrap_resample():
     # The sizes-form domain makes every column integer; the small ones are categorical here, so
     # every metric has work to do (the domain is public, so this is a choice, not a leak).
     sizes = Domain.load(ADULT_DOMAIN)
-    nominal = {"workclass", "education-num", "marital-status", "occupation", "relationship", "race", "sex",
-               "native-country", "income>50K"}
+    nominal = {
+        "workclass",
+        "education-num",
+        "marital-status",
+        "occupation",
+        "relationship",
+        "race",
+        "sex",
+        "native-country",
+        "income>50K",
+    }
     domain = Domain(tuple(cat(c.name, c.size) if c.name in nominal else c for c in sizes.columns))
     orig = pd.read_csv(ADULT)
     boot = orig.iloc[np.random.default_rng(0).integers(0, len(orig), len(orig))].reset_index(drop=True)

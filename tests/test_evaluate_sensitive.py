@@ -4,7 +4,6 @@ report section and the --sensitive option of `dipsy evaluate`."""
 from __future__ import annotations
 
 import dataclasses
-
 import json
 import math
 import re
@@ -21,10 +20,12 @@ from dipsy.evaluation import evaluate
 from dipsy.evaluation.report import render
 from dipsy.evaluation.sensitive import sensitive_utility
 
-BINARY = Domain((
-    Column("p", "categorical", categories=(0, 1)),
-    Column("s", "categorical", categories=(0, 1)),
-))
+BINARY = Domain(
+    (
+        Column("p", "categorical", categories=(0, 1)),
+        Column("s", "categorical", categories=(0, 1)),
+    )
+)
 
 
 def pair(out, x, y):
@@ -65,11 +66,13 @@ def test_one_sensitive_column_by_hand():
     assert math.isnan(ind["slope_r"][0]) and ind["slope_mean_abs_diff"] == [pytest.approx(1 / 3)]
 
 
-TRIPLE = Domain((
-    Column("p", "categorical", categories=(0, 1)),
-    Column("s", "categorical", categories=(0, 1)),
-    Column("r", "categorical", categories=(0, 1)),
-))
+TRIPLE = Domain(
+    (
+        Column("p", "categorical", categories=(0, 1)),
+        Column("s", "categorical", categories=(0, 1)),
+        Column("r", "categorical", categories=(0, 1)),
+    )
+)
 
 
 def test_two_sensitive_columns_by_hand():
@@ -109,8 +112,14 @@ def records(n: int, seed: int) -> pd.DataFrame:
     return pd.DataFrame({"a": a, "b": b, "s": s, "r": r})
 
 
-WIDE = Domain((Column("a", "categorical", categories=(0, 1, 2, 3)), Column("b", "categorical", categories=(0, 1, 2)),
-               Column("s", "categorical", categories=(0, 1)), Column("r", "categorical", categories=(0, 1, 2))))
+WIDE = Domain(
+    (
+        Column("a", "categorical", categories=(0, 1, 2, 3)),
+        Column("b", "categorical", categories=(0, 1, 2)),
+        Column("s", "categorical", categories=(0, 1)),
+        Column("r", "categorical", categories=(0, 1, 2)),
+    )
+)
 
 
 def test_an_exact_copy_agrees_everywhere():
@@ -119,8 +128,15 @@ def test_an_exact_copy_agrees_everywhere():
     assert all(t["tvd"] == [0.0, 0.0] for t in out["tables"])
     assert out["proportions"]["r"] == [pytest.approx(1.0)] * 2
     assert out["indicators"]["slope_r"] == [pytest.approx(1.0)] * 2 and out["indicators"]["corr_r"] == [pytest.approx(1.0)] * 2
-    assert {tuple(t["columns"]) for t in out["tables"]} == {("s", "a"), ("s", "b"), ("r", "a"), ("r", "b"), ("s", "r"),
-                                                             ("s", "r", "a"), ("s", "r", "b")}
+    assert {tuple(t["columns"]) for t in out["tables"]} == {
+        ("s", "a"),
+        ("s", "b"),
+        ("r", "a"),
+        ("r", "b"),
+        ("s", "r"),
+        ("s", "r", "a"),
+        ("s", "r", "b"),
+    }
     logit = out["logit"]["s"]
     rarer = str(original["s"].value_counts().index[-1])
     assert logit["response"] == f"s = {rarer}" and logit["level_rule"] == "the rarer of two categories"
@@ -198,8 +214,13 @@ def test_binned_columns_are_read_by_their_bins_and_unbinned_numeric_ones_skipped
     rng = np.random.default_rng(6)
     n = 2000
     frame = pd.DataFrame({"age": rng.integers(0, 100, n), "w": rng.random(n), "s": rng.integers(0, 2, n)})
-    domain = Domain((Column("age", "integer", lower=0, upper=99, bins=(0, 30, 60, 99)),
-                     Column("w", "numeric", lower=0, upper=1), Column("s", "categorical", categories=(0, 1))))
+    domain = Domain(
+        (
+            Column("age", "integer", lower=0, upper=99, bins=(0, 30, 60, 99)),
+            Column("w", "numeric", lower=0, upper=1),
+            Column("s", "categorical", categories=(0, 1)),
+        )
+    )
     out = sensitive_utility(frame, [frame], domain, ["s"])
     assert out["public"] == ["age"] and "w" in out["skipped"]
     assert out["proportions"]["cells"] == [2 * 3]
@@ -232,7 +253,7 @@ def perturbed(original: pd.DataFrame, seed: int) -> pd.DataFrame:
 
 
 def section(page: str) -> str:
-    return page[page.find('id="sensitive"'):page.find('id="inference"')]
+    return page[page.find('id="sensitive"') : page.find('id="inference"')]
 
 
 def test_an_rdt_release_gets_the_section_and_others_say_not_applicable(tmp_path):
@@ -247,7 +268,9 @@ def test_an_rdt_release_gets_the_section_and_others_say_not_applicable(tmp_path)
     here = section(page)
     assert "Sensitive attributes" in here and "Not applicable" not in here
     # the proportions scatter, the slope/correlation scatters and one coefficient plot per model
-    assert here.count("<img") == 4 and all(s.startswith("data:image/png;base64,") for s in re.findall(r'<img[^>]*src="([^"]+)"', here))
+    assert here.count("<img") == 4 and all(
+        s.startswith("data:image/png;base64,") for s in re.findall(r'<img[^>]*src="([^"]+)"', here)
+    )
     assert "Fig. 3b" in here and "Figs. 10–14" in here
     assert "sensitive × public proportions: r" in page  # the summary row
 
@@ -278,8 +301,14 @@ def test_a_real_rdt_release_is_recognised(tmp_path):
     data = records(2000, 3)
     records(2000, 4).to_csv(tmp_path / "structure.csv", index=False)
     public = Domain(tuple(dataclasses.replace(c, role="public") if c.name in ("a", "b") else c for c in WIDE.columns))
-    release = dipsy.synthesize(data, public, method="rdt", epsilon=20.0, seed=1,
-                               options={"sensitive": "s,r", "structure": str(tmp_path / "structure.csv"), "n_b": 100, "leaf_min": 10})
+    release = dipsy.synthesize(
+        data,
+        public,
+        method="rdt",
+        epsilon=20.0,
+        seed=1,
+        options={"sensitive": "s,r", "structure": str(tmp_path / "structure.csv"), "n_b": 100, "leaf_min": 10},
+    )
     part = evaluate(data, release)["sensitive"]
     assert part["sensitive"] == ["s", "r"] and part["public"] == ["a", "b"]
     assert part["proportions"]["r"][0] > 0.9  # ε = 20: the trees keep the joint shares

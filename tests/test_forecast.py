@@ -9,6 +9,7 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import CE_DATA, CE_DOMAIN
 
 import dipsy
 from dipsy.api import plan_forecast
@@ -23,8 +24,6 @@ from dipsy.privacy.measurement import DiscreteGaussian, DiscreteLaplace
 from dipsy.privacy.rng import Randomness
 from dipsy.privacy.samplers import discrete_gaussian, discrete_laplace
 
-from conftest import CE_DATA, CE_DOMAIN
-
 
 @pytest.mark.parametrize("cells, epsilon, sets", [(6, 5.0, 1), (960, 10.0, 1), (766_080, 5.0, 5), (12, 1.0, 3)])
 def test_the_dirichlet_prior_share_is_k_over_k_plus_e_to_the_eps_minus_one(cells, epsilon, sets):
@@ -36,13 +35,24 @@ def test_the_dirichlet_prior_share_is_k_over_k_plus_e_to_the_eps_minus_one(cells
         assert share == pytest.approx(cells / (cells + math.expm1(epsilon / sets)), rel=1e-12)
 
 
-@pytest.mark.parametrize("mech", [DiscreteLaplace(Fraction(4, 3)), DiscreteLaplace(Fraction(20, 27)), DiscreteLaplace(Fraction(50)),
-                                  DiscreteGaussian(Fraction(9, 4)), DiscreteGaussian(Fraction(457))])
+@pytest.mark.parametrize(
+    "mech",
+    [
+        DiscreteLaplace(Fraction(4, 3)),
+        DiscreteLaplace(Fraction(20, 27)),
+        DiscreteLaplace(Fraction(50)),
+        DiscreteGaussian(Fraction(9, 4)),
+        DiscreteGaussian(Fraction(457)),
+    ],
+)
 def test_the_spurious_records_of_an_empty_cell_match_the_samplers(mech):
     """E[max(e, 0)] in closed form (or summed) against 200,000 draws of the exact sampler: within 5 standard errors."""
     rand = Randomness.from_seed(7)
-    draws = (discrete_laplace(mech.scale, 200_000, rand) if isinstance(mech, DiscreteLaplace)
-             else discrete_gaussian(mech.sigma2, 200_000, rand))
+    draws = (
+        discrete_laplace(mech.scale, 200_000, rand)
+        if isinstance(mech, DiscreteLaplace)
+        else discrete_gaussian(mech.sigma2, 200_000, rand)
+    )
     positive = np.maximum(draws, 0)
     se = positive.std() / math.sqrt(positive.size)
     assert abs(positive.mean() - _positive_noise(mech)) < 5 * se
@@ -104,12 +114,28 @@ def test_the_forecast_goes_into_the_release_and_a_noise_release_needs_consent(tm
 
 def test_the_plan_command_prints_the_verdict_and_writes_json(tmp_path, capsys):
     path = tmp_path / "f.json"
-    code = main(["plan", str(CE_DATA), "--domain", str(CE_DOMAIN), "--method", "smoothed-histogram", "--columns", "Expenditure",
-                 "--epsilon", "1.5", "--json", str(path)])
+    code = main(
+        [
+            "plan",
+            str(CE_DATA),
+            "--domain",
+            str(CE_DOMAIN),
+            "--method",
+            "smoothed-histogram",
+            "--columns",
+            "Expenditure",
+            "--epsilon",
+            "1.5",
+            "--json",
+            str(path),
+        ]
+    )
     text = capsys.readouterr().out
     assert code == 0 and "NOISE" in text and "δ = 0.964" in text
     assert json.loads(path.read_text())["verdict"] == "noise"
-    code = main(["plan", "--domain", str(CE_DOMAIN), "--method", "smoothed-histogram", "--columns", "Expenditure", "--epsilon", "1.5"])
+    code = main(
+        ["plan", "--domain", str(CE_DOMAIN), "--method", "smoothed-histogram", "--columns", "Expenditure", "--epsilon", "1.5"]
+    )
     assert code == 2 and "needs the data's row count" in capsys.readouterr().err
 
 

@@ -12,13 +12,12 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import CE_DATA, CE_DOMAIN
 
 from dipsy import inference
 from dipsy.cli import main
 from dipsy.errors import DipsyError
 from dipsy.formula import Column, Negative, Number, Operation, design, parse
-
-from conftest import CE_DATA, CE_DOMAIN
 
 INJECTION = "y ~ __import__('os').system('touch X')"
 
@@ -28,12 +27,19 @@ def data():
     """Numbers, text, a pandas Categorical in its own order, booleans, an odd name, missing values."""
     rng = np.random.default_rng(0)
     n = 400
-    frame = pd.DataFrame({
-        "y": rng.normal(size=n), "x": rng.normal(size=n), "z": rng.uniform(1, 5, n),
-        "g": rng.choice(["a", "b", "c"], n), "h": rng.choice([1, 2, 3, 4], n),
-        "k": pd.Categorical(rng.choice(["u", "v", "w"], n), categories=["w", "u", "v"]),
-        "t": rng.choice([True, False], n), "odd name": rng.normal(size=n), "s": rng.choice(["f", "m"], n),
-    })
+    frame = pd.DataFrame(
+        {
+            "y": rng.normal(size=n),
+            "x": rng.normal(size=n),
+            "z": rng.uniform(1, 5, n),
+            "g": rng.choice(["a", "b", "c"], n),
+            "h": rng.choice([1, 2, 3, 4], n),
+            "k": pd.Categorical(rng.choice(["u", "v", "w"], n), categories=["w", "u", "v"]),
+            "t": rng.choice([True, False], n),
+            "odd name": rng.normal(size=n),
+            "s": rng.choice(["f", "m"], n),
+        }
+    )
     frame["b"] = (frame["x"] + rng.normal(size=n) > 0).astype(int)
     frame.loc[[3, 30], "x"] = np.nan
     frame.loc[5, "g"] = None
@@ -54,13 +60,22 @@ ACCEPTED = [
     ("y ~ -1 + x", "y", ["x"]),
     ("y ~ x + 0", "y", ["x"]),
     ("y ~ x - 1 + 1", "y", ["Intercept", "x"]),
-    ("y ~ np.log(x) + log(x) + np.log1p(x) + exp(x) + np.sqrt(x)",
-     "y", ["Intercept", "np.log(x)", "log(x)", "np.log1p(x)", "exp(x)", "np.sqrt(x)"]),
-    ("y ~ np.log(x+1) + I(x+z*2) + I(-x**2) + I(2**-x) + I((x - 1) / z)",
-     "y", ["Intercept", "np.log(x + 1)", "I(x + z * 2)", "I(-x ** 2)", "I(2 ** -x)", "I((x - 1) / z)"]),
-    ('y ~ Q("odd name") + Q(\'x\')', "y", ["Intercept", 'Q("odd name")', "Q('x')"]),
-    ("y ~ C(g,Treatment(reference='b')) + C(h, Treatment(3)) + C(Q(\"odd name\"))",
-     "y", ["Intercept", "C(g, Treatment(reference='b'))", "C(h, Treatment(3))", 'C(Q("odd name"))']),
+    (
+        "y ~ np.log(x) + log(x) + np.log1p(x) + exp(x) + np.sqrt(x)",
+        "y",
+        ["Intercept", "np.log(x)", "log(x)", "np.log1p(x)", "exp(x)", "np.sqrt(x)"],
+    ),
+    (
+        "y ~ np.log(x+1) + I(x+z*2) + I(-x**2) + I(2**-x) + I((x - 1) / z)",
+        "y",
+        ["Intercept", "np.log(x + 1)", "I(x + z * 2)", "I(-x ** 2)", "I(2 ** -x)", "I((x - 1) / z)"],
+    ),
+    ("y ~ Q(\"odd name\") + Q('x')", "y", ["Intercept", 'Q("odd name")', "Q('x')"]),
+    (
+        "y ~ C(g,Treatment(reference='b')) + C(h, Treatment(3)) + C(Q(\"odd name\"))",
+        "y",
+        ["Intercept", "C(g, Treatment(reference='b'))", "C(h, Treatment(3))", 'C(Q("odd name"))'],
+    ),
     ("C(s) ~ x", "C(s)", ["Intercept", "x"]),
     ("np.log1p(y) ~ x:C(g):z", "np.log1p(y)", ["Intercept", "x:C(g):z"]),
     ("Région ~ Größe", "Région", ["Intercept", "Größe"]),
@@ -76,8 +91,9 @@ def test_accepted_formulas_give_patsys_terms(text, response, terms):
 def test_arithmetic_is_a_tree_with_pythons_precedence():
     (factor,) = parse("y ~ I(-x ** 2 / 3 - z)").terms[1].factors
     assert factor.coding == "numeric"
-    assert factor.expression == Operation("-", Operation("/", Negative(Operation("**", Column("x"), Number(2.0))), Number(3.0)),
-                                          Column("z"))
+    assert factor.expression == Operation(
+        "-", Operation("/", Negative(Operation("**", Column("x"), Number(2.0))), Number(3.0)), Column("z")
+    )
     assert parse("y ~ C(g, Treatment(reference=-2))").terms[1].factors[0].reference == -2
 
 
@@ -131,7 +147,9 @@ def test_a_formula_without_a_tilde_says_how_one_is_written():
         parse("y x")
 
 
-@pytest.mark.parametrize("text", ["y ~ " + "(" * 5000 + "x" + ")" * 5000, "y ~ I(" + "-" * 5000 + "x)", "y ~ I(x" + " ** x" * 5000 + ")"])
+@pytest.mark.parametrize(
+    "text", ["y ~ " + "(" * 5000 + "x" + ")" * 5000, "y ~ I(" + "-" * 5000 + "x)", "y ~ I(x" + " ** x" * 5000 + ")"]
+)
 def test_deep_nesting_is_refused_not_a_crash(text):
     with pytest.raises(DipsyError, match="nests too deeply"):
         parse(text)
@@ -140,8 +158,11 @@ def test_deep_nesting_is_refused_not_a_crash(text):
 def test_the_injection_is_refused_by_every_entry_point_and_creates_nothing(data, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     frame = data.assign(X=1.0)
-    for call in (lambda: inference.fit(INJECTION, frame), lambda: inference.regression([frame, frame], INJECTION),
-                 lambda: design(INJECTION, frame)):
+    for call in (
+        lambda: inference.fit(INJECTION, frame),
+        lambda: inference.regression([frame, frame], INJECTION),
+        lambda: design(INJECTION, frame),
+    ):
         with pytest.raises(DipsyError, match="__import__"):
             call()
     assert not (tmp_path / "X").exists()
@@ -165,10 +186,18 @@ DATA_REFUSED = [
     ("Nope ~ x", "ols", "the data have no column 'Nope'"),
     ("y ~ np.log(g)", "ols", "np.log(g) computes with 'g', which holds categories"),
     ("y ~ I(k * 2)", "ols", "which holds categories"),
-    ("y ~ C(g, Treatment(reference='zz'))", "ols", "the reference 'zz' of C(g, Treatment(reference='zz')) is not one of its categories ('a', 'b', 'c')"),
+    (
+        "y ~ C(g, Treatment(reference='zz'))",
+        "ols",
+        "the reference 'zz' of C(g, Treatment(reference='zz')) is not one of its categories ('a', 'b', 'c')",
+    ),
     ("y ~ C(h, Treatment(reference='1'))", "ols", "is not one of its categories (1, 2, 3, 4)"),
     ("g ~ x", "ols", "the response g is categorical, and a linear model needs a number"),
-    ("C(g) ~ x", "logit", "the response C(g) has 3 categories ('a', 'b', 'c'), and a logit models one category against one other"),
+    (
+        "C(g) ~ x",
+        "logit",
+        "the response C(g) has 3 categories ('a', 'b', 'c'), and a logit models one category against one other",
+    ),
 ]
 
 
@@ -182,11 +211,29 @@ def test_formulas_that_do_not_fit_the_data_are_clear_errors(data, text, model, m
 # -- agreement with statsmodels' formula API (patsy) ---------------------------------------------
 
 OLS = [
-    "y ~ x", "y ~ C(g) + x", "y ~ x * C(g)", "y ~ C(g):x", "y ~ C(g):C(h)", "y ~ C(g) * C(h)", "y ~ C(g) - 1",
-    "y ~ 0 + x + C(g)", "y ~ x + C(g):C(h) - 1", "y ~ np.log(z) + I(x ** 2) + I(x*z - 1) + np.exp(x / 3)", "y ~ g + k + t",
-    "y ~ x:z + x + z", "y ~ C(h, Treatment(reference=3)) + x", "y ~ C(g, Treatment('b')) * x", 'y ~ Q("odd name") + np.sqrt(z)',
-    "y ~ x:C(g):C(h)", "y ~ C(g) + C(g):x + C(h):x", "y ~ (x + z) * C(g) - z", "np.log(z) ~ I(-x + 2**-1) + np.log1p(z)",
-    "y ~ x + x:z:C(g) + z:C(h)", "y ~ C(k) * C(g)", "y ~ t:x + x", "y ~ C(g) + I(x*2):C(g)",
+    "y ~ x",
+    "y ~ C(g) + x",
+    "y ~ x * C(g)",
+    "y ~ C(g):x",
+    "y ~ C(g):C(h)",
+    "y ~ C(g) * C(h)",
+    "y ~ C(g) - 1",
+    "y ~ 0 + x + C(g)",
+    "y ~ x + C(g):C(h) - 1",
+    "y ~ np.log(z) + I(x ** 2) + I(x*z - 1) + np.exp(x / 3)",
+    "y ~ g + k + t",
+    "y ~ x:z + x + z",
+    "y ~ C(h, Treatment(reference=3)) + x",
+    "y ~ C(g, Treatment('b')) * x",
+    'y ~ Q("odd name") + np.sqrt(z)',
+    "y ~ x:C(g):C(h)",
+    "y ~ C(g) + C(g):x + C(h):x",
+    "y ~ (x + z) * C(g) - z",
+    "np.log(z) ~ I(-x + 2**-1) + np.log1p(z)",
+    "y ~ x + x:z:C(g) + z:C(h)",
+    "y ~ C(k) * C(g)",
+    "y ~ t:x + x",
+    "y ~ C(g) + I(x*2):C(g)",
 ]
 
 

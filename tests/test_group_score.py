@@ -106,8 +106,21 @@ def test_evaluate_and_the_report_show_the_worst_groups(tmp_path, capsys):
     orig.to_csv(tmp_path / "orig.csv", index=False)
     release = dipsy.synthesize(orig, DOMAIN, method="privsyn", rho=1.0, seed=3, options={"iterations": 3})
     release.save(tmp_path / "rel")
-    code = main(["evaluate", str(tmp_path / "orig.csv"), str(tmp_path / "rel"), "--groups", "g", "--group-k", "2",
-                 "--report", str(tmp_path / "r.html"), "--json", str(tmp_path / "m.json")])
+    code = main(
+        [
+            "evaluate",
+            str(tmp_path / "orig.csv"),
+            str(tmp_path / "rel"),
+            "--groups",
+            "g",
+            "--group-k",
+            "2",
+            "--report",
+            str(tmp_path / "r.html"),
+            "--json",
+            str(tmp_path / "m.json"),
+        ]
+    )
     assert code == 0 and "2-way score inside 3 groups of g" in capsys.readouterr().out
     html = (tmp_path / "r.html").read_text()
     assert "Inside each group" in html and "worst groups" in html and "g = " in html

@@ -15,6 +15,7 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import CE_DATA, CE_DOMAIN
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
@@ -25,7 +26,7 @@ from dipsy.domain import Column, Domain
 from dipsy.domain.codec import encode_column
 from dipsy.engine import NumpyEngine, engine_for
 from dipsy.errors import DipsyError, DomainError, PrivacyError
-from dipsy.methods import REGISTRY
+from dipsy.methods import REGISTRY, histograms
 from dipsy.methods.dp_prior import minimum_prior
 from dipsy.methods.exponential_ecdf import (
     MAX_CANDIDATES,
@@ -35,18 +36,19 @@ from dipsy.methods.exponential_ecdf import (
     ks_levels,
     number_of_candidates,
 )
-from dipsy.methods import histograms
-from dipsy.privacy.selection import exponential_choice
 from dipsy.methods.histograms import MAX_CELLS, PerturbedHistogram, SmoothedDraw, SmoothedHistogram, equal_bins, least_delta
 from dipsy.privacy import PureDP
 from dipsy.privacy.audit import compositions, largest_privacy_loss, neighbours
 from dipsy.privacy.rng import Randomness
-from dipsy.privacy.session import Session
 from dipsy.privacy.samplers import discrete_laplace
+from dipsy.privacy.selection import exponential_choice
+from dipsy.privacy.session import Session
 
-from conftest import CE_DATA, CE_DOMAIN
-
-METHODS = {"perturbed-histogram": PerturbedHistogram, "smoothed-histogram": SmoothedHistogram, "exponential-ecdf": ExponentialECDF}
+METHODS = {
+    "perturbed-histogram": PerturbedHistogram,
+    "smoothed-histogram": SmoothedHistogram,
+    "exponential-ecdf": ExponentialECDF,
+}
 
 
 def test_the_methods_are_registered():
@@ -77,6 +79,7 @@ def bin_of(values: np.ndarray, edges) -> np.ndarray:
 
 # -- sensitivity of bin counts (property tests) ----------------------------------------------------------
 
+
 @st.composite
 def binned_data(draw):
     interior = draw(st.lists(st.floats(0.01, 9.99), min_size=1, max_size=4, unique=True))
@@ -98,10 +101,10 @@ def test_changing_a_record_moves_the_bin_counts_by_at_most_two_and_removing_one_
     domain = one_column(edges)
     before = counts_of(values, domain)
     assert before.tolist() == np.bincount(bin_of(np.array(values), edges), minlength=len(edges) - 1).tolist()
-    changed = counts_of(values[:i] + [new] + values[i + 1:], domain)
+    changed = counts_of(values[:i] + [new] + values[i + 1 :], domain)
     moved = bin_of(np.array([values[i]]), edges)[0] != bin_of(np.array([new]), edges)[0]
     assert np.abs(changed - before).sum() == (2 if moved else 0)  # substitution: Δ = 2, attained across bins
-    removed = counts_of(values[:i] + values[i + 1:], domain) if len(values) > 1 else np.zeros_like(before)
+    removed = counts_of(values[:i] + values[i + 1 :], domain) if len(values) > 1 else np.zeros_like(before)
     assert np.abs(removed - before).sum() == 1  # add/remove: Δ = 1, always attained
 
 
@@ -115,7 +118,7 @@ def test_the_ecdf_on_the_grid_counts_values_at_most_each_grid_point_and_moves_by
     cells = Domain((ecdf_cells(column, grid),))
     a = np.cumsum(counts_of(values, cells))
     assert a.tolist() == [(np.array(values) <= t).sum() for t in grid]  # F^(t_i) = #{x <= t_i}
-    b = np.cumsum(counts_of(values[:i] + [new] + values[i + 1:], cells))
+    b = np.cumsum(counts_of(values[:i] + [new] + values[i + 1 :], cells))
     assert np.abs(a - b).max() <= 1
 
 
@@ -137,6 +140,7 @@ def test_moving_one_record_between_the_extreme_bins_attains_both_sensitivities()
 
 
 # -- perturbed histogram -----------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def ce():
@@ -257,8 +261,9 @@ def test_under_add_remove_no_plan_receives_n(ce, monkeypatch):
     real = PerturbedHistogram.plan
     monkeypatch.setattr(PerturbedHistogram, "plan", lambda self, n, d: seen.append(n) or real(self, n, d))
     added = dipsy.synthesize(data, domain, method="perturbed-histogram", epsilon=1.0, sets=3, seed=1, options={"bins": 5})
-    substituted = dipsy.synthesize(data, domain, method="perturbed-histogram", epsilon=1.0, sets=3, seed=1,
-                                   options={"bins": 5}, neighbouring="substitute")
+    substituted = dipsy.synthesize(
+        data, domain, method="perturbed-histogram", epsilon=1.0, sets=3, seed=1, options={"bins": 5}, neighbouring="substitute"
+    )
     assert seen == [None, len(data)]
     assert not any(p.startswith("n =") for p in added.statement.public) and "n" not in added.parameters
     table = "the counts of the Income × Expenditure table"
@@ -270,8 +275,9 @@ def test_under_add_remove_no_plan_receives_n(ce, monkeypatch):
 def test_a_noisy_total_at_or_below_zero_gives_an_empty_set_not_a_crash():
     data, domain = pd.DataFrame({"x": [0.5]}), one_column([0, 0.5, 1])
     for seed in range(60):  # a total of noise scale 80 around n = 1: about half the sets come out <= 0
-        release = dipsy.synthesize(data, domain, method="perturbed-histogram", epsilon=0.05, sets=2, seed=seed,
-                                   options={"total_share": 0.5})
+        release = dipsy.synthesize(
+            data, domain, method="perturbed-histogram", epsilon=0.05, sets=2, seed=seed, options={"total_share": 0.5}
+        )
         assert all(list(t.columns) == ["x"] and t["x"].between(0, 1).all() for t in release.tables)
         if any(len(t) == 0 for t in release.tables):
             break
@@ -293,12 +299,15 @@ def test_perturbed_plans_without_n_under_add_remove_and_models_refuse_a_further_
 
 # -- smoothed histogram --------------------------------------------------------------------------------------
 
+
 def smoothed_log_pmf(delta: float, shares: np.ndarray):
     """log P(bin counts c | data y) for n draws from (1 - δ) histogram + δ uniform: a multinomial."""
+
     def log_pmf(outputs: np.ndarray, y: np.ndarray) -> np.ndarray:
         n = y.sum()
         p = (1 - delta) * y / n + delta * shares
         return gammaln(n + 1) - gammaln(outputs + 1).sum(axis=1) + (outputs * np.log(p)).sum(axis=1)
+
     return log_pmf
 
 
@@ -312,8 +321,11 @@ GRIDS = {
 
 
 def grid_domain(edges_per_column) -> Domain:
-    return Domain(tuple(Column(f"x{j}", "numeric", lower=e[0], upper=e[-1], bins=tuple(map(float, e)))
-                        for j, e in enumerate(edges_per_column)))
+    return Domain(
+        tuple(
+            Column(f"x{j}", "numeric", lower=e[0], upper=e[-1], bins=tuple(map(float, e))) for j, e in enumerate(edges_per_column)
+        )
+    )
 
 
 def grid_shares(edges_per_column) -> np.ndarray:
@@ -403,6 +415,7 @@ def test_smoothed_delta_option_may_raise_delta_never_lower_it():
 
 # -- exponential-mechanism ECDF -----------------------------------------------------------------------------
 
+
 def ks_level(y: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     """n · KS between data counts ``y`` and candidate counts (per grid cell), on the grid."""
     return np.abs(np.cumsum(candidates, axis=1) - np.cumsum(y)).max(axis=1)
@@ -425,6 +438,7 @@ def ecdf_log_pmf(epsilon: float, sensitivity_times_n: float):
     def log_pmf(outputs: np.ndarray, y: np.ndarray) -> np.ndarray:
         score = -epsilon * ks_level(y, outputs) / (2 * sensitivity_times_n)
         return score - logsumexp(score)
+
     return log_pmf
 
 
@@ -507,10 +521,19 @@ def test_exponential_ecdf_refuses_too_many_candidates():
 
 # -- end to end on the CE sample ----------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("method, sets, rows", [("perturbed-histogram", 10, None), ("smoothed-histogram", 1, 994)])
 def test_ce_income_and_expenditure_end_to_end(tmp_path, method, sets, rows):
-    release = dipsy.synthesize(CE_DATA, CE_DOMAIN, method=method, epsilon=10.0, sets=sets,
-                               columns=["Income", "Expenditure"], seed=2026, accept_noise=True)
+    release = dipsy.synthesize(
+        CE_DATA,
+        CE_DOMAIN,
+        method=method,
+        epsilon=10.0,
+        sets=sets,
+        columns=["Income", "Expenditure"],
+        seed=2026,
+        accept_noise=True,
+    )
     assert len(release.tables) == sets
     for table in release.tables:
         assert list(table.columns) == ["Income", "Expenditure"]
@@ -523,8 +546,17 @@ def test_ce_income_and_expenditure_end_to_end(tmp_path, method, sets, rows):
 
 def test_other_bins_are_read_from_files_too(tmp_path):
     """Re-binned counts (``bins=K``, the ECDF's grid cells) come from the same backend: DuckDB for a file."""
-    release = dipsy.synthesize(CE_DATA, CE_DOMAIN, method="perturbed-histogram", epsilon=5.0, sets=2,
-                               columns=["Income", "Expenditure"], seed=1, options={"bins": 6}, neighbouring="substitute")
+    release = dipsy.synthesize(
+        CE_DATA,
+        CE_DOMAIN,
+        method="perturbed-histogram",
+        epsilon=5.0,
+        sets=2,
+        columns=["Income", "Expenditure"],
+        seed=1,
+        options={"bins": 6},
+        neighbouring="substitute",
+    )
     assert [len(t) for t in release.tables] == [994, 994] and release.parameters["bins"]["Income"][1] == 1_000_000 / 6
     data = pd.DataFrame({"x": [0.0, 0.25, 0.25, 0.3, 1.0]})
     path = tmp_path / "x.csv"

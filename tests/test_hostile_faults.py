@@ -34,6 +34,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import CE_DATA, CE_DOMAIN, default_sigint
 
 from dipsy.cli import main
 from dipsy.engine.owner import MARKER, POINTER_PREFIX, RUN_PREFIX, sweep_runs
@@ -41,14 +42,29 @@ from dipsy.errors import DipsyError
 from dipsy.privacy import Ledger
 from dipsy.release import Release
 
-from conftest import CE_DATA, CE_DOMAIN
-
 # -- helpers ------------------------------------------------------------------------------------
 
 
 def synth(out: Path, ledger: Path, *extra: str, columns: str = "Race") -> list[str]:
-    return ["synth", str(CE_DATA), "--domain", str(CE_DOMAIN), "--method", "laplace-sanitizer", "--columns", columns,
-            "--epsilon", "1", "--out", str(out), "--ledger", str(ledger), "--dataset-id", "ce", *extra]
+    return [
+        "synth",
+        str(CE_DATA),
+        "--domain",
+        str(CE_DOMAIN),
+        "--method",
+        "laplace-sanitizer",
+        "--columns",
+        columns,
+        "--epsilon",
+        "1",
+        "--out",
+        str(out),
+        "--ledger",
+        str(ledger),
+        "--dataset-id",
+        "ce",
+        *extra,
+    ]
 
 
 def run(capfd, args: list[str]) -> tuple[int, str, str]:
@@ -74,8 +90,13 @@ def statuses(ledger: Path) -> list[str]:
 
 def litter(*folders: Path) -> list[str]:
     """What a run may leave in ``folders``: run folders, their pointers, DuckDB scratch, old temporary folders."""
-    return sorted(p.name for f in folders if f.is_dir() for p in f.iterdir()
-                  if p.name.startswith((RUN_PREFIX, POINTER_PREFIX, "dipsy-duckdb-", ".rel.")))
+    return sorted(
+        p.name
+        for f in folders
+        if f.is_dir()
+        for p in f.iterdir()
+        if p.name.startswith((RUN_PREFIX, POINTER_PREFIX, "dipsy-duckdb-", ".rel."))
+    )
 
 
 @pytest.fixture
@@ -99,8 +120,10 @@ def device(tmp_path):
             pytest.skip("no mount command here: the full-device cases mount a small tmpfs")
         done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True, text=True)
         if done.returncode:
-            pytest.skip(f"cannot mount a {size} tmpfs here ({' '.join(done.stderr.split()) or 'mount failed'}): "
-                        "the full-device cases need root")
+            pytest.skip(
+                f"cannot mount a {size} tmpfs here ({' '.join(done.stderr.split()) or 'mount failed'}): "
+                "the full-device cases need root"
+            )
         mounted.append(where)
         return where
 
@@ -140,12 +163,15 @@ def test_a_device_without_room_is_refused_before_the_charge(capfd, device, tmp_p
     assert list(dev.iterdir()) == [] and not ledger.exists() and litter(temp) == []
 
 
-@pytest.mark.parametrize("extra", [
-    pytest.param([], id="parquet"),
-    pytest.param(["--format", "csv"], id="csv"),
-    pytest.param(["--stream"], id="streamed"),
-    pytest.param(["--partition-by", "UrbanRural"], id="partitioned"),
-])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        pytest.param([], id="parquet"),
+        pytest.param(["--format", "csv"], id="csv"),
+        pytest.param(["--stream"], id="streamed"),
+        pytest.param(["--partition-by", "UrbanRural"], id="partitioned"),
+    ],
+)
 def test_a_device_that_fills_after_the_charge_takes_the_spend_back(capfd, device, tmp_path, temp, monkeypatch, extra):
     dev, ledger = device("4m"), tmp_path / "l.sqlite"
     save = Release.save
@@ -175,14 +201,33 @@ def test_a_spend_that_cannot_be_taken_back_is_said_to_be_pending(capfd, tmp_path
     monkeypatch.setattr(Ledger, "cancel", locked)
     code, _, err = run(capfd, synth(out, ledger))
     assert code == 2
-    one_line(err, "error: no space left on device", "nothing was released, but its spend (ε = 1 under substitute for data set "
-             "'ce'; release ", f"stays pending in the ledger {ledger}")
+    one_line(
+        err,
+        "error: no space left on device",
+        "nothing was released, but its spend (ε = 1 under substitute for data set 'ce'; release ",
+        f"stays pending in the ledger {ledger}",
+    )
     assert statuses(ledger) == ["pending"] and not out.exists() and litter(tmp_path, temp) == []
 
 
 def discover(out: Path, ledger: Path, skeleton: Path) -> list[str]:
-    return ["domain", "discover", str(CE_DATA), "--domain", str(skeleton), "--out", str(out), "--epsilon", "1",
-            "--delta", "1e-6", "--ledger", str(ledger), "--dataset-id", "ce"]
+    return [
+        "domain",
+        "discover",
+        str(CE_DATA),
+        "--domain",
+        str(skeleton),
+        "--out",
+        str(out),
+        "--epsilon",
+        "1",
+        "--delta",
+        "1e-6",
+        "--ledger",
+        str(ledger),
+        "--dataset-id",
+        "ce",
+    ]
 
 
 @pytest.fixture
@@ -232,14 +277,36 @@ UNSTORABLE = [
 
 
 @pytest.mark.parametrize("categories, value, extra, message", [pytest.param(*c[1:], id=c[0]) for c in UNSTORABLE])
-def test_categories_the_format_cannot_store_are_refused_before_the_charge(capfd, tmp_path, temp, categories, value, extra,
-                                                                        message):
+def test_categories_the_format_cannot_store_are_refused_before_the_charge(
+    capfd, tmp_path, temp, categories, value, extra, message
+):
     domain, data = tmp_path / "d.yaml", tmp_path / "d.csv"
-    domain.write_text(f"columns:\n  D: {{kind: categorical, categories: {categories}}}\n  E: {{kind: categorical, categories: [1, 2]}}\n")
+    domain.write_text(
+        f"columns:\n  D: {{kind: categorical, categories: {categories}}}\n  E: {{kind: categorical, categories: [1, 2]}}\n"
+    )
     data.write_text("D,E\n" + f"{value},1\n{value},2\n" * 10)
     ledger, out = tmp_path / "l.sqlite", tmp_path / "rel"
-    code, _, err = run(capfd, ["synth", data, "--domain", domain, "--method", "laplace-sanitizer", "--epsilon", "1", "--out", out,
-                               "--ledger", ledger, "--dataset-id", "ce", "--accept-noise", *extra])
+    code, _, err = run(
+        capfd,
+        [
+            "synth",
+            data,
+            "--domain",
+            domain,
+            "--method",
+            "laplace-sanitizer",
+            "--epsilon",
+            "1",
+            "--out",
+            out,
+            "--ledger",
+            ledger,
+            "--dataset-id",
+            "ce",
+            "--accept-noise",
+            *extra,
+        ],
+    )
     assert code == 2
     one_line(err, "error: ", message)
     assert not ledger.exists() and not out.exists() and litter(tmp_path, temp) == []
@@ -265,8 +332,12 @@ def test_a_release_whose_terminal_is_full_is_a_success(capfd, tmp_path, temp, mo
     code, _, err = run(capfd, synth(out, ledger))
     assert code == 0
     release_id = json.loads((out / "release.json").read_text())["release_id"]
-    one_line(err, f"warning: released to {out} (release {release_id}): ε = 1 under substitute for data set 'ce', recorded in "
-                  f"the ledger {ledger}; after that: OSError:", "No space left on device")
+    one_line(
+        err,
+        f"warning: released to {out} (release {release_id}): ε = 1 under substitute for data set 'ce', recorded in "
+        f"the ledger {ledger}; after that: OSError:",
+        "No space left on device",
+    )
     assert statuses(ledger) == ["released"] and litter(tmp_path, temp) == []
 
 
@@ -314,6 +385,7 @@ def judge(code: int, err: str, expected: int, says: str, sig: int, out: Path, le
         assert statuses(ledger) == [] and not out.exists()
 
 
+@pytest.mark.usefixtures("ctrl_c")
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 @pytest.mark.parametrize("module, path, when, says, expected", [pytest.param(*m[1:], id=m[0]) for m in MOMENTS])
 def test_a_signal_at_any_moment_gives_one_true_line(capfd, tmp_path, temp, monkeypatch, module, path, when, says, expected, sig):
@@ -397,8 +469,9 @@ def processes(tmp_path_factory) -> dict:
             read, write = os.pipe()
             os.close(read)
             sink = os.fdopen(write, "w")
-        process = subprocess.Popen(argv, stdout=sink if sink is not None else subprocess.PIPE, stderr=subprocess.PIPE,
-                                   text=True, env=env)
+        process = subprocess.Popen(
+            default_sigint(argv), stdout=sink if sink is not None else subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
         if sink is not None:
             sink.close()
         started[name] = (process, where, temp, out, ledger)
@@ -423,8 +496,11 @@ def test_a_release_whose_terminal_cannot_be_written_is_a_success(processes, name
     assert code == 0, err
     release_id = json.loads((out / "release.json").read_text())["release_id"]
     error = "OSError: [Errno 28] No space left on device" if "full" in name else "BrokenPipeError: [Errno 32] Broken pipe"
-    one_line(err, f"warning: released to {out} (release {release_id}): ε = 1 under substitute for data set 'ce', recorded",
-             f"after that: {error}")
+    one_line(
+        err,
+        f"warning: released to {out} (release {release_id}): ε = 1 under substitute for data set 'ce', recorded",
+        f"after that: {error}",
+    )
     assert statuses(ledger) == ["released"] and litter(where, out.parent, temp) == []
 
 

@@ -26,17 +26,16 @@ from types import SimpleNamespace
 
 import pandas as pd
 import pytest
+from conftest import CE_DATA, CE_DOMAIN, address_limited
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from dipsy.cli import EPSILON_RANGE, MAX_SETS, main
 from dipsy.domain import CELL_LIMIT, MAX_CODES, Domain, check_cells
 from dipsy.engine import NumpyEngine
-from dipsy.errors import DataError, DomainError
 from dipsy.engine.owner import MARKER
+from dipsy.errors import DataError, DomainError
 from dipsy.release import sweep_stale
-
-from conftest import CE_DATA, CE_DOMAIN, address_limited
 
 ALIAS_BOMB = """\
 a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
@@ -84,10 +83,14 @@ def inputs(tmp_path_factory) -> SimpleNamespace:
     p.yes_no = write("yes_no.yaml", "columns:\n  Race: {kind: categorical, categories: [yes, no]}\n")
     p.yes_key = write("yes_key.yaml", "columns:\n  yes: {kind: categorical, categories: [a, b]}\n")
     p.bins_bomb = write("bins_bomb.yaml", "columns:\n  Income: {kind: numeric, lower: 0, upper: 1000000, bins: 1000000000}\n")
-    p.many_cats = write("many_cats.json", json.dumps({"columns": {"Race": {"kind": "categorical", "categories": list(range(MAX_CODES + 1))}}}))
+    p.many_cats = write(
+        "many_cats.json", json.dumps({"columns": {"Race": {"kind": "categorical", "categories": list(range(MAX_CODES + 1))}}})
+    )
     p.no_bins = write("no_bins.yaml", "columns:\n  Income: {kind: numeric, lower: 0, upper: 1000000}\n")
     p.broken = write("broken.yaml", "columns: [Race")
-    p.cells_domain = write("cells.yaml", "columns:\n  a: {kind: integer, lower: 0, upper: 99999}\n  b: {kind: integer, lower: 0, upper: 99999}\n")
+    p.cells_domain = write(
+        "cells.yaml", "columns:\n  a: {kind: integer, lower: 0, upper: 99999}\n  b: {kind: integer, lower: 0, upper: 99999}\n"
+    )
     p.cells_data = write("cells.csv", "a,b\n1,2\n3,4\n5,6\n")
     p.a_file = write("a_file.txt", "not a folder\n")
     p.folder = d / "a_folder"
@@ -111,9 +114,17 @@ def make_release(folder: Path, table: pd.DataFrame) -> Path:
     folder.mkdir()
     table.to_parquet(folder / "synthetic_1.parquet", index=False)
     Domain.load(CE_DOMAIN).project(list(table.columns)).save(folder / "domain.yaml")
-    meta = {"release_id": uuid.uuid4().hex, "release": "records", "method": "dirichlet-multinomial", "sets": 1,
-            "rows": [len(table)], "columns": list(table.columns), "dipsy_version": "test", "privacy": {"definition": "pure-DP"},
-            "combining_rule": "single"}
+    meta = {
+        "release_id": uuid.uuid4().hex,
+        "release": "records",
+        "method": "dirichlet-multinomial",
+        "sets": 1,
+        "rows": [len(table)],
+        "columns": list(table.columns),
+        "dipsy_version": "test",
+        "privacy": {"definition": "pure-DP"},
+        "combining_rule": "single",
+    }
     (folder / "release.json").write_text(json.dumps(meta))
     return folder
 
@@ -179,7 +190,6 @@ def evaluate(p, s, *extra, release=None):
     return ["evaluate", p.ce, release or p.release, *extra]
 
 
-
 # (id, argv builder, a part of the message or None)
 CASES = [
     # the budget, checked before any work
@@ -198,7 +208,11 @@ CASES = [
     ("rho above range", lambda p, s: synth(p, s, "--method", "privsyn", "--rho", "1e5"), "rho must lie between"),
     ("rho negative", lambda p, s: synth(p, s, "--method", "privsyn", "--rho", "-1"), "rho must be a finite number > 0"),
     ("budget cap text", lambda p, s: synth(p, s, "--epsilon", "1", "--budget-cap", "lots", "--dataset-id", "ce"), "budget cap"),
-    ("budget cap below spend", lambda p, s: synth(p, s, "--epsilon", "1", "--budget-cap", "0.5", "--dataset-id", "ce", "--accept-noise"), "cap"),
+    (
+        "budget cap below spend",
+        lambda p, s: synth(p, s, "--epsilon", "1", "--budget-cap", "0.5", "--dataset-id", "ce", "--accept-noise"),
+        "cap",
+    ),
     # sets
     ("sets 10^9", lambda p, s: synth(p, s, "--epsilon", "1", "--sets", "1000000000"), f"at most {MAX_SETS}"),
     ("sets 0", lambda p, s: synth(p, s, "--epsilon", "1", "--sets", "0"), "see 'dipsy synth --help'"),
@@ -225,9 +239,17 @@ CASES = [
     ("data is a folder", lambda p, s: synth(p, s, "--epsilon", "1", data=p.folder), "a_folder"),
     ("data of unknown kind", lambda p, s: synth(p, s, "--epsilon", "1", data=p.text_data), "neither CSV nor Parquet"),
     ("text named parquet", lambda p, s: synth(p, s, "--epsilon", "1", "--columns", "Race", data=p.fake_parquet), "data.parquet"),
-    ("values outside the domain", lambda p, s: synth(p, s, "--epsilon", "1", data=p.bad), "column 'Race': 3 rows with values outside the domain"),
+    (
+        "values outside the domain",
+        lambda p, s: synth(p, s, "--epsilon", "1", data=p.bad),
+        "column 'Race': 3 rows with values outside the domain",
+    ),
     ("header only", lambda p, s: synth(p, s, "--epsilon", "1", data=p.header_only), "no"),
-    ("duplicated header", lambda p, s: synth(p, s, "--epsilon", "1", "--columns", "Race", data=p.dup_header), "names the column 'Race' more than once"),
+    (
+        "duplicated header",
+        lambda p, s: synth(p, s, "--epsilon", "1", "--columns", "Race", data=p.dup_header),
+        "names the column 'Race' more than once",
+    ),
     ("check: header only", lambda p, s: check(p, s, data=p.header_only), "has no rows"),
     ("check: duplicated header", lambda p, s: check(p, s, "--columns", "Race", data=p.dup_header), "more than once"),
     ("check: values outside", lambda p, s: check(p, s, data=p.bad), "'Race': 3 rows"),
@@ -246,31 +268,58 @@ CASES = [
     ("numeric without bins", lambda p, s: synth(p, s, "--epsilon", "1", domain=p.no_bins), "numeric without bins"),
     ("10^9 bins", lambda p, s: synth(p, s, "--epsilon", "1", domain=p.bins_bomb), "1,000,000,000 bins"),
     ("10^6 + 1 categories", lambda p, s: check(p, s, domain=p.many_cats), "1,000,001 categories"),
-    pytest.param("10^10 cells", lambda p, s: synth(p, s, "--epsilon", "1", data=p.cells_data, domain=p.cells_domain),
-                 "cross-tabulation", id="10^10 cells"),
-    pytest.param("perturbed-histogram bins=10^10",
-                 lambda p, s: synth(p, s, "--epsilon", "1", "--method", "perturbed-histogram", "--option", "bins=10000000000"),
-                 "more than the 1,000,000", id="perturbed-histogram bins=10^10"),
+    pytest.param(
+        "10^10 cells",
+        lambda p, s: synth(p, s, "--epsilon", "1", data=p.cells_data, domain=p.cells_domain),
+        "cross-tabulation",
+        id="10^10 cells",
+    ),
+    pytest.param(
+        "perturbed-histogram bins=10^10",
+        lambda p, s: synth(p, s, "--epsilon", "1", "--method", "perturbed-histogram", "--option", "bins=10000000000"),
+        "more than the 1,000,000",
+        id="perturbed-histogram bins=10^10",
+    ),
     # outputs, checked before any work
     ("out exists", lambda p, s: synth(p, s, "--epsilon", "1", "--out", p.release), "already exists"),
-    ("overwrite a folder that is no release", lambda p, s: synth(p, s, "--epsilon", "1", "--out", p.not_release, "--overwrite"), "not a dipsy release"),
-    ("overwrite a release with other files", lambda p, s: synth(p, s, "--epsilon", "1", "--out", p.release_plus, "--overwrite"), "notes.txt"),
+    (
+        "overwrite a folder that is no release",
+        lambda p, s: synth(p, s, "--epsilon", "1", "--out", p.not_release, "--overwrite"),
+        "not a dipsy release",
+    ),
+    (
+        "overwrite a release with other files",
+        lambda p, s: synth(p, s, "--epsilon", "1", "--out", p.release_plus, "--overwrite"),
+        "notes.txt",
+    ),
     ("out is a file", lambda p, s: synth(p, s, "--epsilon", "1", "--out", p.a_file, "--overwrite"), "not a folder"),
     ("out under a file", lambda p, s: synth(p, s, "--epsilon", "1", "--out", p.a_file / "rel"), "not a folder"),
     ("out under /proc", lambda p, s: synth(p, s, "--epsilon", "1", "--out", "/proc/dipsy-nowhere/rel"), "cannot write into"),
     ("ledger is a folder", lambda p, s: synth(p, s, "--epsilon", "1", "--ledger", p.folder), "is a folder"),
     ("ledger under a file", lambda p, s: synth(p, s, "--epsilon", "1", "--ledger", p.a_file / "l.sqlite"), "budget ledger"),
-    ("ledger under /proc", lambda p, s: synth(p, s, "--epsilon", "1", "--ledger", "/proc/dipsy-nowhere/l.sqlite"), "budget ledger"),
+    (
+        "ledger under /proc",
+        lambda p, s: synth(p, s, "--epsilon", "1", "--ledger", "/proc/dipsy-nowhere/l.sqlite"),
+        "budget ledger",
+    ),
     ("budget show: ledger is a folder", lambda p, s: ["budget", "show", "--ledger", p.folder], "is a folder"),
     # evaluate
     ("evaluate: corrupt parquet", lambda p, s: evaluate(p, s, release=p.corrupt), "cannot be read"),
     ("evaluate: garbage release.json", lambda p, s: evaluate(p, s, release=p.garbage_json), "not a dipsy release folder"),
     ("evaluate: no release", lambda p, s: evaluate(p, s, release=p.dir / "missing"), "does not exist"),
     ("evaluate: not a release", lambda p, s: evaluate(p, s, release=p.folder), "not a dipsy release folder"),
-    ("evaluate: report under /proc", lambda p, s: evaluate(p, s, "--json", s.work / "m.json", "--report", "/proc/dipsy-nowhere/r.html"), "--report"),
+    (
+        "evaluate: report under /proc",
+        lambda p, s: evaluate(p, s, "--json", s.work / "m.json", "--report", "/proc/dipsy-nowhere/r.html"),
+        "--report",
+    ),
     ("evaluate: json is a folder", lambda p, s: evaluate(p, s, "--json", p.folder), "is a folder"),
     ("evaluate: json under a file", lambda p, s: evaluate(p, s, "--json", p.a_file / "m.json"), "not a folder"),
-    ("evaluate: json and report alike", lambda p, s: evaluate(p, s, "--json", s.work / "x", "--report", s.work / "x"), "both name"),
+    (
+        "evaluate: json and report alike",
+        lambda p, s: evaluate(p, s, "--json", s.work / "x", "--report", s.work / "x"),
+        "both name",
+    ),
     ("evaluate: missing original", lambda p, s: ["evaluate", p.dir / "missing.csv", p.release], "missing.csv"),
 ]
 
@@ -315,7 +364,7 @@ def test_any_bytes_as_a_domain_file_are_refused_cleanly(capfd, tmp_path, quiet_t
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(value=st.text(max_size=12) | st.floats().map(repr) | st.integers(-10**400, 10**400).map(str))
+@given(value=st.text(max_size=12) | st.floats().map(repr) | st.integers(-(10**400), 10**400).map(str))
 def test_any_epsilon_outside_the_range_is_refused_before_any_work(capfd, tmp_path, quiet_temp, inputs, value):
     try:
         x = float(value)
@@ -326,7 +375,9 @@ def test_any_epsilon_outside_the_range_is_refused_before_any_work(capfd, tmp_pat
     s = fresh_sandbox(tmp_path)
     s.roots = (s.work, quiet_temp)
     s.before = snapshot(*s.roots)
-    code, _, err = run(capfd, ["synth", inputs.ce, "--domain", inputs.dom, "--epsilon", value, "--out", s.out, "--ledger", s.ledger])
+    code, _, err = run(
+        capfd, ["synth", inputs.ce, "--domain", inputs.dom, "--epsilon", value, "--out", s.out, "--ledger", s.ledger]
+    )
     assert_refused(code, err, s, "epsilon")
 
 
@@ -339,8 +390,10 @@ def test_any_columns_that_name_no_domain_column_are_refused(capfd, tmp_path, qui
     s = fresh_sandbox(tmp_path)
     s.roots = (s.work, quiet_temp)
     s.before = snapshot(*s.roots)
-    code, _, err = run(capfd, ["synth", inputs.ce, "--domain", inputs.dom, "--epsilon", "1", "--columns", value,
-                               "--out", s.out, "--ledger", s.ledger])
+    code, _, err = run(
+        capfd,
+        ["synth", inputs.ce, "--domain", inputs.dom, "--epsilon", "1", "--columns", value, "--out", s.out, "--ledger", s.ledger],
+    )
     assert_refused(code, err, s)
 
 
@@ -349,8 +402,18 @@ def test_any_columns_that_name_no_domain_column_are_refused(capfd, tmp_path, qui
 
 def test_the_bins_bomb_is_refused_before_any_allocation(inputs, tmp_path):
     limit = 2 << 30  # 2 GiB of address space: enough for Python, pandas and DuckDB, not for 10^9 edges
-    argv = ["synth", str(inputs.ce), "--domain", str(inputs.bins_bomb), "--epsilon", "1",
-            "--out", str(tmp_path / "rel"), "--ledger", str(tmp_path / "l.sqlite")]
+    argv = [
+        "synth",
+        str(inputs.ce),
+        "--domain",
+        str(inputs.bins_bomb),
+        "--epsilon",
+        "1",
+        "--out",
+        str(tmp_path / "rel"),
+        "--ledger",
+        str(tmp_path / "l.sqlite"),
+    ]
     cli = [sys.executable, "-c", "import sys; from dipsy.cli import main; sys.exit(main(sys.argv[1:]))", *argv]
     done = subprocess.run(address_limited(limit, cli), capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2, done.stderr
@@ -401,8 +464,23 @@ def test_a_release_folder_gets_ordinary_permissions(capfd, tmp_path):
     out = tmp_path / "rel"
     old = os.umask(0o022)
     try:
-        code, _, err = run(capfd, ["synth", CE_DATA, "--domain", CE_DOMAIN, "--epsilon", "1", "--columns", "Race",
-                                   "--out", out, "--ledger", tmp_path / "l.sqlite"])
+        code, _, err = run(
+            capfd,
+            [
+                "synth",
+                CE_DATA,
+                "--domain",
+                CE_DOMAIN,
+                "--epsilon",
+                "1",
+                "--columns",
+                "Race",
+                "--out",
+                out,
+                "--ledger",
+                tmp_path / "l.sqlite",
+            ],
+        )
     finally:
         os.umask(old)
     assert code == 0, err
@@ -448,8 +526,23 @@ def test_stale_temporary_folders_of_killed_runs_are_swept(tmp_path):
 def test_a_killed_run_leaves_nothing_the_next_save_does_not_sweep(capfd, tmp_path):
     out = tmp_path / "rel"
     stale = _stale(tmp_path, "rel", "new", _dead_pid())
-    code, _, err = run(capfd, ["synth", CE_DATA, "--domain", CE_DOMAIN, "--epsilon", "1", "--columns", "Race",
-                               "--out", out, "--ledger", tmp_path / "l.sqlite"])
+    code, _, err = run(
+        capfd,
+        [
+            "synth",
+            CE_DATA,
+            "--domain",
+            CE_DOMAIN,
+            "--epsilon",
+            "1",
+            "--columns",
+            "Race",
+            "--out",
+            out,
+            "--ledger",
+            tmp_path / "l.sqlite",
+        ],
+    )
     assert code == 0, err
     assert not stale.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["l.sqlite", "rel"]
@@ -472,8 +565,23 @@ def test_out_of_memory_mid_run_is_one_line_and_takes_back_the_new_ledger(capfd, 
     cancelled, and the ledger this command created, which now records nothing, is removed."""
     _fail_while_drawing(monkeypatch, MemoryError)
     sub = sandbox.work / "new" / "folder"
-    code, _, err = run(capfd, ["synth", inputs.ce, "--domain", inputs.dom, "--epsilon", "1", "--columns", "Race",
-                               "--out", sub / "rel", "--ledger", sub / "ledger.sqlite"])
+    code, _, err = run(
+        capfd,
+        [
+            "synth",
+            inputs.ce,
+            "--domain",
+            inputs.dom,
+            "--epsilon",
+            "1",
+            "--columns",
+            "Race",
+            "--out",
+            sub / "rel",
+            "--ledger",
+            sub / "ledger.sqlite",
+        ],
+    )
     assert_refused(code, err, sandbox, "out of memory while synthesizing")
 
 
@@ -514,12 +622,30 @@ def test_spill_folders_of_killed_runs_are_swept(quiet_temp):
 @pytest.mark.parametrize(
     "args",
     [
-        pytest.param(["--epsilon", str(EPSILON_RANGE[0]), "--sets", "10", "--accept-noise"], id="dirichlet-multinomial at the least ε"),
+        pytest.param(
+            ["--epsilon", str(EPSILON_RANGE[0]), "--sets", "10", "--accept-noise"], id="dirichlet-multinomial at the least ε"
+        ),
         pytest.param(["--epsilon", str(EPSILON_RANGE[1])], id="dirichlet-multinomial at the greatest ε"),
-        pytest.param(["--method", "laplace-sanitizer", "--epsilon", str(EPSILON_RANGE[1])], id="laplace-sanitizer at the greatest ε"),
+        pytest.param(
+            ["--method", "laplace-sanitizer", "--epsilon", str(EPSILON_RANGE[1])], id="laplace-sanitizer at the greatest ε"
+        ),
     ],
 )
 def test_the_ends_of_the_accepted_range_work(capfd, tmp_path, args):
-    code, _, err = run(capfd, ["synth", CE_DATA, "--domain", CE_DOMAIN, "--columns", "Race", "--out", tmp_path / "rel",
-                               "--ledger", tmp_path / "l.sqlite", *args])
+    code, _, err = run(
+        capfd,
+        [
+            "synth",
+            CE_DATA,
+            "--domain",
+            CE_DOMAIN,
+            "--columns",
+            "Race",
+            "--out",
+            tmp_path / "rel",
+            "--ledger",
+            tmp_path / "l.sqlite",
+            *args,
+        ],
+    )
     assert code == 0, err

@@ -15,12 +15,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import CE_DATA, CE_DOMAIN
 
 from dipsy.cli import main
 from dipsy.privacy import Ledger, PureDP
 from dipsy.privacy.relation import ADD_REMOVE
-
-from conftest import CE_DATA, CE_DOMAIN
 
 
 def run(capsys, *args) -> tuple[int, str]:
@@ -38,14 +37,53 @@ def world(tmp_path, capsys, private_ledger):
     data, domain = tmp_path / "ce.csv", tmp_path / "domain.yaml"
     shutil.copy(CE_DATA, data)
     shutil.copy(CE_DOMAIN, domain)
-    code, err = run(capsys, "synth", data, "--domain", domain, "--method", "dirichlet-multinomial", "--columns", "Race",
-                    "--epsilon", "5", "--out", tmp_path / "rel", "--dataset-id", "ce")
+    code, err = run(
+        capsys,
+        "synth",
+        data,
+        "--domain",
+        domain,
+        "--method",
+        "dirichlet-multinomial",
+        "--columns",
+        "Race",
+        "--epsilon",
+        "5",
+        "--out",
+        tmp_path / "rel",
+        "--dataset-id",
+        "ce",
+    )
     assert code == 0, err
     other = tmp_path / "books" / "other.sqlite"
-    code, err = run(capsys, "synth", data, "--domain", domain, "--method", "dirichlet-multinomial", "--columns", "Race",
-                    "--epsilon", "5", "--out", tmp_path / "rel2", "--dataset-id", "ce", "--ledger", other)
+    code, err = run(
+        capsys,
+        "synth",
+        data,
+        "--domain",
+        domain,
+        "--method",
+        "dirichlet-multinomial",
+        "--columns",
+        "Race",
+        "--epsilon",
+        "5",
+        "--out",
+        tmp_path / "rel2",
+        "--dataset-id",
+        "ce",
+        "--ledger",
+        other,
+    )
     assert code == 0, err
-    return {"data": data, "domain": domain, "release": tmp_path / "rel", "ledger": private_ledger, "other": other, "tmp": tmp_path}
+    return {
+        "data": data,
+        "domain": domain,
+        "release": tmp_path / "rel",
+        "ledger": private_ledger,
+        "other": other,
+        "tmp": tmp_path,
+    }
 
 
 def refused(capsys, world, args, why, watched):
@@ -59,24 +97,124 @@ EVALUATE = ["evaluate", "{data}", "{release}"]
 CASES = [
     ("evaluate --report onto the data (E17)", EVALUATE + ["--report", "{data}"], "which is the data", "data"),
     ("evaluate --json onto the data (E18)", EVALUATE + ["--json", "{data}"], "which is the data", "data"),
-    ("evaluate --report onto release.json (E19)", EVALUATE + ["--report", "{release}/release.json"], "inside the release", "release.json"),
-    ("evaluate --json onto the domain (E20)", EVALUATE + ["--domain", "{domain}", "--json", "{domain}"], "which is the --domain file", "domain"),
+    (
+        "evaluate --report onto release.json (E19)",
+        EVALUATE + ["--report", "{release}/release.json"],
+        "inside the release",
+        "release.json",
+    ),
+    (
+        "evaluate --json onto the domain (E20)",
+        EVALUATE + ["--domain", "{domain}", "--json", "{domain}"],
+        "which is the --domain file",
+        "domain",
+    ),
     ("evaluate --json onto the default ledger (E31)", EVALUATE + ["--json", "{ledger}"], "budget ledger", "ledger"),
     ("evaluate --report onto another ledger dipsy made (E32)", EVALUATE + ["--report", "{other}"], "budget ledger", "other"),
-    ("compare --json onto the data (C08)", ["compare", "{data}", "{release}", "--column", "Race", "--json", "{data}"], "which is the data", "data"),
-    ("compare --report onto the data (C09)", ["compare", "{data}", "{release}", "--column", "Race", "--report", "{data}"], "which is the data", "data"),
-    ("compare --json onto the ledger (C13)", ["compare", "{data}", "{release}", "--column", "Race", "--json", "{ledger}"], "budget ledger", "ledger"),
-    ("plan --json onto the data (PL05)", ["plan", "{data}", "--domain", "{domain}", "--method", "dirichlet-multinomial", "--epsilon", "1",
-                                         "--columns", "Race", "--json", "{data}"], "which is the data", "data"),
-    ("plan --json onto the ledger (PL14)", ["plan", "{data}", "--domain", "{domain}", "--method", "dirichlet-multinomial", "--epsilon", "1",
-                                           "--columns", "Race", "--json", "{other}"], "budget ledger", "other"),
-    ("evaluate --json through a symbolic link to the data", EVALUATE + ["--json", "{tmp}/link.json"], "which is the data", "data"),
+    (
+        "compare --json onto the data (C08)",
+        ["compare", "{data}", "{release}", "--column", "Race", "--json", "{data}"],
+        "which is the data",
+        "data",
+    ),
+    (
+        "compare --report onto the data (C09)",
+        ["compare", "{data}", "{release}", "--column", "Race", "--report", "{data}"],
+        "which is the data",
+        "data",
+    ),
+    (
+        "compare --json onto the ledger (C13)",
+        ["compare", "{data}", "{release}", "--column", "Race", "--json", "{ledger}"],
+        "budget ledger",
+        "ledger",
+    ),
+    (
+        "plan --json onto the data (PL05)",
+        [
+            "plan",
+            "{data}",
+            "--domain",
+            "{domain}",
+            "--method",
+            "dirichlet-multinomial",
+            "--epsilon",
+            "1",
+            "--columns",
+            "Race",
+            "--json",
+            "{data}",
+        ],
+        "which is the data",
+        "data",
+    ),
+    (
+        "plan --json onto the ledger (PL14)",
+        [
+            "plan",
+            "{data}",
+            "--domain",
+            "{domain}",
+            "--method",
+            "dirichlet-multinomial",
+            "--epsilon",
+            "1",
+            "--columns",
+            "Race",
+            "--json",
+            "{other}",
+        ],
+        "budget ledger",
+        "other",
+    ),
+    (
+        "evaluate --json through a symbolic link to the data",
+        EVALUATE + ["--json", "{tmp}/link.json"],
+        "which is the data",
+        "data",
+    ),
     ("evaluate --json onto a hard link of the data", EVALUATE + ["--json", "{tmp}/hard.json"], "which is the data", "data"),
-    ("synth --ledger onto the data", ["synth", "{data}", "--domain", "{domain}", "--method", "dirichlet-multinomial", "--columns", "Race",
-                                      "--epsilon", "1", "--out", "{tmp}/x", "--ledger", "{data}"], "--ledger names", "data"),
-    ("synth --overwrite of a release folder that holds the domain", ["synth", "{data}", "--domain", "{release}/domain.yaml", "--method",
-                                                                      "dirichlet-multinomial", "--columns", "Race", "--epsilon", "1",
-                                                                      "--out", "{release}", "--overwrite"], "holds the --domain file", "release.json"),
+    (
+        "synth --ledger onto the data",
+        [
+            "synth",
+            "{data}",
+            "--domain",
+            "{domain}",
+            "--method",
+            "dirichlet-multinomial",
+            "--columns",
+            "Race",
+            "--epsilon",
+            "1",
+            "--out",
+            "{tmp}/x",
+            "--ledger",
+            "{data}",
+        ],
+        "--ledger names",
+        "data",
+    ),
+    (
+        "synth --overwrite of a release folder that holds the domain",
+        [
+            "synth",
+            "{data}",
+            "--domain",
+            "{release}/domain.yaml",
+            "--method",
+            "dirichlet-multinomial",
+            "--columns",
+            "Race",
+            "--epsilon",
+            "1",
+            "--out",
+            "{release}",
+            "--overwrite",
+        ],
+        "holds the --domain file",
+        "release.json",
+    ),
 ]
 
 
@@ -98,8 +236,25 @@ def test_a_device_is_no_output(world, capsys):
 def test_a_ledger_dipsy_made_that_is_gone_is_an_error_not_a_fresh_start(world, capsys):
     """A deleted or moved ledger would let the next release start from zero spent."""
     world["other"].rename(world["tmp"] / "moved.sqlite")
-    code, err = run(capsys, "synth", world["data"], "--domain", world["domain"], "--method", "dirichlet-multinomial", "--columns",
-                    "Race", "--epsilon", "1", "--out", world["tmp"] / "y", "--ledger", world["other"], "--dataset-id", "ce")
+    code, err = run(
+        capsys,
+        "synth",
+        world["data"],
+        "--domain",
+        world["domain"],
+        "--method",
+        "dirichlet-multinomial",
+        "--columns",
+        "Race",
+        "--epsilon",
+        "1",
+        "--out",
+        world["tmp"] / "y",
+        "--ledger",
+        world["other"],
+        "--dataset-id",
+        "ce",
+    )
     assert code == 2 and "that dipsy created is missing" in err and "restore it" in err, err
     assert not world["other"].exists() and not (world["tmp"] / "y").exists()
     code, err = run(capsys, "budget", "show", "--ledger", world["other"])
@@ -119,8 +274,23 @@ def test_a_file_that_is_not_a_ledger_is_neither_read_nor_written(world, capsys, 
     before = digest(path)
     code, err = run(capsys, "budget", "show", "--ledger", path)
     assert code == 2 and "is not a dipsy budget ledger" in err, err
-    code, err = run(capsys, "synth", world["data"], "--domain", world["domain"], "--method", "dirichlet-multinomial", "--columns",
-                    "Race", "--epsilon", "1", "--out", world["tmp"] / "z", "--ledger", path)
+    code, err = run(
+        capsys,
+        "synth",
+        world["data"],
+        "--domain",
+        world["domain"],
+        "--method",
+        "dirichlet-multinomial",
+        "--columns",
+        "Race",
+        "--epsilon",
+        "1",
+        "--out",
+        world["tmp"] / "z",
+        "--ledger",
+        path,
+    )
     assert code == 2 and "is not a dipsy budget ledger" in err, err
     assert digest(path) == before and not (world["tmp"] / "z").exists()
 
@@ -133,30 +303,64 @@ def test_a_ledger_carries_dipsys_application_id(world):
 @pytest.mark.parametrize("given", ["", "   "])
 def test_an_empty_dataset_id_is_refused(world, capsys, given):
     """R12h–j: an id that expands to nothing escaped the data set's cap."""
-    code, err = run(capsys, "synth", world["data"], "--domain", world["domain"], "--method", "dirichlet-multinomial", "--columns",
-                    "Race", "--epsilon", "1", "--out", world["tmp"] / "e", "--dataset-id", given)
+    code, err = run(
+        capsys,
+        "synth",
+        world["data"],
+        "--domain",
+        world["domain"],
+        "--method",
+        "dirichlet-multinomial",
+        "--columns",
+        "Race",
+        "--epsilon",
+        "1",
+        "--out",
+        world["tmp"] / "e",
+        "--dataset-id",
+        given,
+    )
     assert code == 2 and "is empty" in err, err
     assert len(Ledger(world["ledger"]).spends()) == 1
     import dipsy
+
     with pytest.raises(dipsy.errors.DipsyError, match="is empty"):
-        dipsy.synthesize(pd.read_csv(world["data"]), world["domain"], columns=["Race"], epsilon=1.0, dataset_id=given,
-                         ledger=world["ledger"])
+        dipsy.synthesize(
+            pd.read_csv(world["data"]), world["domain"], columns=["Race"], epsilon=1.0, dataset_id=given, ledger=world["ledger"]
+        )
 
 
 @pytest.mark.parametrize("copy", ["the file itself", "a byte copy", "the rows as Parquet"])
 def test_a_public_input_that_is_the_data_is_refused(world, capsys, copy):
     """M76, M77: dpsyn's public= and rdt's structure= naming the confidential file were taken as public."""
     frame = pd.read_csv(world["data"])
-    public = {"the file itself": world["data"], "a byte copy": world["tmp"] / "copy.csv",
-              "the rows as Parquet": world["tmp"] / "copy.parquet"}[copy]
+    public = {
+        "the file itself": world["data"],
+        "a byte copy": world["tmp"] / "copy.csv",
+        "the rows as Parquet": world["tmp"] / "copy.parquet",
+    }[copy]
     if copy == "a byte copy":
         shutil.copy(world["data"], public)
     elif copy != "the file itself":
         frame.sample(frac=1.0, random_state=1).to_parquet(public)
     for method, option in (("dpsyn", f"public={public}"), ("rdt", f"structure={public}")):
         budget = ["--epsilon", "1", "--delta", "1e-9"] if method == "dpsyn" else ["--epsilon", "1", "--option", "sensitive=Race"]
-        code, err = run(capsys, "synth", world["data"], "--domain", world["domain"], "--method", method, *budget,
-                        "--option", option, "--out", world["tmp"] / f"{method}-out", "--columns", "UrbanRural,Race")
+        code, err = run(
+            capsys,
+            "synth",
+            world["data"],
+            "--domain",
+            world["domain"],
+            "--method",
+            method,
+            *budget,
+            "--option",
+            option,
+            "--out",
+            world["tmp"] / f"{method}-out",
+            "--columns",
+            "UrbanRural,Race",
+        )
         assert code == 2 and "a file given as public" in err and "confidential data" in err, err
         assert not (world["tmp"] / f"{method}-out").exists()
     assert len(Ledger(world["ledger"]).spends()) == 1  # nothing charged
@@ -176,4 +380,3 @@ def test_the_record_of_ledgers_forgets_one_a_failed_first_run_took_back(tmp_path
     forget(book)
     check_not_lost(book)
     assert not record_path().exists()  # an empty record leaves nothing behind
-

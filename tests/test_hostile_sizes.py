@@ -18,12 +18,16 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+from collections.abc import Mapping
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 import pytest
+import test_hostile_input
+from conftest import CE_DATA, CE_DOMAIN, address_limited
+from test_hostile_input import assert_refused, make_release, run, snapshot
 
 import dipsy
 from dipsy.domain import MAX_CODES, Domain
@@ -36,15 +40,21 @@ from dipsy.methods import REGISTRY
 from dipsy.methods.base import MAX_PRIOR, MAX_ROWS, real, whole
 from dipsy.methods.rdt.calibration import EPSILON_RANGE
 
-from conftest import CE_DATA, CE_DOMAIN, address_limited
-import test_hostile_input
-from test_hostile_input import assert_refused, make_release, run, snapshot
-
 sandbox = test_hostile_input.sandbox  # the same fixture, over this module's inputs
 
 #: CE's response and predictor for the pseudo-posterior, whose options are parsed before anything.
-POSTERIOR = ["--method", "pseudo-posterior", "--epsilon", "100", "--columns", "UrbanRural,Expenditure",
-             "--option", "response=Expenditure", "--option", "predictors=UrbanRural"]
+POSTERIOR = [
+    "--method",
+    "pseudo-posterior",
+    "--epsilon",
+    "100",
+    "--columns",
+    "UrbanRural,Expenditure",
+    "--option",
+    "response=Expenditure",
+    "--option",
+    "predictors=UrbanRural",
+]
 
 
 # -- inputs, made once --------------------------------------------------------------------------
@@ -65,9 +75,14 @@ def inputs(tmp_path_factory) -> SimpleNamespace:
     p.dates = write("dates.yaml", race % "[2020-01-01, 2]")
     p.binary = write("binary.yaml", race % "[!!binary aGVsbG8=, 2]")
     p.twice_column = write("twice_column.yaml", race % "[1, 2]" + "  Race: {kind: categorical, categories: [1, 2, 3, 4, 5, 6]}\n")
-    p.twice_field = write("twice_field.yaml", "columns:\n  Race: {kind: ordinal, categories: [1, 2, 3, 4, 5, 6], kind: categorical}\n")
-    p.twice_json = write("twice.json", '{"columns": {"Race": {"kind": "categorical", "categories": [1, 2]}, '
-                                       '"Race": {"kind": "categorical", "categories": [1, 2, 3, 4, 5, 6]}}}')
+    p.twice_field = write(
+        "twice_field.yaml", "columns:\n  Race: {kind: ordinal, categories: [1, 2, 3, 4, 5, 6], kind: categorical}\n"
+    )
+    p.twice_json = write(
+        "twice.json",
+        '{"columns": {"Race": {"kind": "categorical", "categories": [1, 2]}, '
+        '"Race": {"kind": "categorical", "categories": [1, 2, 3, 4, 5, 6]}}}',
+    )
     p.wide_domain = write("wide.json", json.dumps({f"c{i}": 2 for i in range(MAX_COLUMNS + 1)}))
     p.wide_csv = write("wide.csv", ",".join(f"c{i}" for i in range(20_000)) + "\n" + ",".join("1" for _ in range(20_000)) + "\n")
     p.dup_csv = write("dup.csv", "Race,Income,Race\n1,2,3\n")
@@ -105,40 +120,87 @@ def check(p, s, *extra, data=None, domain=None):
 # (id, argv builder, a part of the message)
 CASES = [
     # a user's model file is the user's input
-    ("model file that does not compile", lambda p, s: synth(p, s, *POSTERIOR, "--option", f"model={p.syntax}:M"), "does not compile"),
-    ("model file that raises", lambda p, s: synth(p, s, *POSTERIOR, "--option", f"model={p.raises}:M"),
-     "raised RuntimeError: no model here as it ran (line 3)"),
+    (
+        "model file that does not compile",
+        lambda p, s: synth(p, s, *POSTERIOR, "--option", f"model={p.syntax}:M"),
+        "does not compile",
+    ),
+    (
+        "model file that raises",
+        lambda p, s: synth(p, s, *POSTERIOR, "--option", f"model={p.raises}:M"),
+        "raised RuntimeError: no model here as it ran (line 3)",
+    ),
     # values past a ceiling that overflow, or parse only to fail later
     ("dirichlet alpha=1e308", lambda p, s: synth(p, s, "--epsilon", "1", "--option", "alpha=1e308"), "more than the 1e+18"),
-    ("beta-binomial alpha=inf", lambda p, s: synth(p, s, "--epsilon", "1", "--method", "beta-binomial", "--option", "alpha=inf"),
-     "more than the 1e+18"),
-    ("dp-prior prior=1e300", lambda p, s: synth(p, s, "--epsilon", "1", "--method", "dp-prior", "--option", "prior=1e300"),
-     "more than the 1e+18"),
-    ("gamma-poisson strength=1e300",
-     lambda p, s: synth(p, s, "--epsilon", "1", "--method", "gamma-poisson", "--option", "strength=1e300"), "more than the 1e+18"),
-    ("modips prior=1e400", lambda p, s: synth(p, s, "--epsilon", "1", "--method", "modips", "--option", "prior=1e400"),
-     "more than the 1e+18"),
+    (
+        "beta-binomial alpha=inf",
+        lambda p, s: synth(p, s, "--epsilon", "1", "--method", "beta-binomial", "--option", "alpha=inf"),
+        "more than the 1e+18",
+    ),
+    (
+        "dp-prior prior=1e300",
+        lambda p, s: synth(p, s, "--epsilon", "1", "--method", "dp-prior", "--option", "prior=1e300"),
+        "more than the 1e+18",
+    ),
+    (
+        "gamma-poisson strength=1e300",
+        lambda p, s: synth(p, s, "--epsilon", "1", "--method", "gamma-poisson", "--option", "strength=1e300"),
+        "more than the 1e+18",
+    ),
+    (
+        "modips prior=1e400",
+        lambda p, s: synth(p, s, "--epsilon", "1", "--method", "modips", "--option", "prior=1e400"),
+        "more than the 1e+18",
+    ),
     ("pseudo-posterior c=1e300", lambda p, s: synth(p, s, *POSTERIOR, "--option", "c=1e300"), "more than the 1e+06"),
     ("pseudo-posterior target=1e300", lambda p, s: synth(p, s, *POSTERIOR, "--option", "target=1e300"), "more than the 10000"),
-    ("pseudo-posterior range=0.5,1e300", lambda p, s: synth(p, s, *POSTERIOR, "--option", "range=0.5,1e300"), "more than the 1000"),
-    ("mst theta=10^9", lambda p, s: synth(p, s, "--rho", "1", "--method", "mst", "--option", "theta=1000000000"),
-     "more than the 1,000,000"),
-    ("plan --rows 10^30", lambda p, s: ["plan", p.ce, "--domain", p.dom, "--method", "privsyn", "--rho", "1", "--rows", "1" + "0" * 30],
-     "is not in the range 1<=x<=1000000000"),
+    (
+        "pseudo-posterior range=0.5,1e300",
+        lambda p, s: synth(p, s, *POSTERIOR, "--option", "range=0.5,1e300"),
+        "more than the 1000",
+    ),
+    (
+        "mst theta=10^9",
+        lambda p, s: synth(p, s, "--rho", "1", "--method", "mst", "--option", "theta=1000000000"),
+        "more than the 1,000,000",
+    ),
+    (
+        "plan --rows 10^30",
+        lambda p, s: ["plan", p.ce, "--domain", p.dom, "--method", "privsyn", "--rho", "1", "--rows", "1" + "0" * 30],
+        "is not in the range 1<=x<=1000000000",
+    ),
     # domains dipsy cannot hold
-    ("a date as a category", lambda p, s: check(p, s, domain=p.dates), "'Race': the category 2020-01-01 (line 2) is read by YAML as a date"),
+    (
+        "a date as a category",
+        lambda p, s: check(p, s, domain=p.dates),
+        "'Race': the category 2020-01-01 (line 2) is read by YAML as a date",
+    ),
     ("!!binary category", lambda p, s: check(p, s, domain=p.binary), "is tagged !!binary"),
-    ("a column listed twice", lambda p, s: check(p, s, domain=p.twice_column), "gives the key 'Race' twice in one mapping (lines 2 and 3)"),
+    (
+        "a column listed twice",
+        lambda p, s: check(p, s, domain=p.twice_column),
+        "gives the key 'Race' twice in one mapping (lines 2 and 3)",
+    ),
     ("a field given twice", lambda p, s: check(p, s, domain=p.twice_field), "gives the key 'kind' twice"),
     ("a JSON key twice", lambda p, s: check(p, s, domain=p.twice_json), "gives the key 'Race' twice in one object"),
     ("1,001 columns", lambda p, s: synth(p, s, "--epsilon", "1", domain=p.wide_domain), f"more than the {MAX_COLUMNS:,}"),
     # data files
-    ("init: a column named twice", lambda p, s: ["domain", "init", p.dup_csv, "--out", s.work / "domain.yaml"],
-     "names 'Race' more than once"),
-    ("evaluate: inf in the original", lambda p, s: ["evaluate", p.inf, p.release, "--json", s.work / "m.json"],
-     "column 'Income' holds infinite values in 2 row(s) (data rows 3, 6"),
+    (
+        "init: a column named twice",
+        lambda p, s: ["domain", "init", p.dup_csv, "--out", s.work / "domain.yaml"],
+        "names 'Race' more than once",
+    ),
+    (
+        "evaluate: inf in the original",
+        lambda p, s: ["evaluate", p.inf, p.release, "--json", s.work / "m.json"],
+        "column 'Income' holds infinite values in 2 row(s) (data rows 3, 6",
+    ),
     # a ledger that is not dipsy's
-    ("budget show: a foreign SQLite file", lambda p, s: ["budget", "show", "--ledger", p.foreign], "is not a dipsy budget ledger"),
+    (
+        "budget show: a foreign SQLite file",
+        lambda p, s: ["budget", "show", "--ledger", p.foreign],
+        "is not a dipsy budget ledger",
+    ),
 ]
 
 
@@ -153,43 +215,106 @@ def test_refused_with_exit_code_2(capfd, inputs, sandbox, name, argv, message):
 #: (id, argv builder, a part of the message). Each would run for hours or allocate gigabytes if its
 #: ceiling were gone.
 SIZES = [
-    ("exponential-ecdf grid=10^9", lambda p, w: _synth(p, w, "--method", "exponential-ecdf", "--columns", "Income",
-                                                       "--option", "grid=1000000000"), "grid=1,000,000,000 is more than the 4,472"),
-    ("privsyn rows=10^12", lambda p, w: _synth(p, w, "--method", "privsyn", "--option", "rows=1000000000000"),
-     f"is more than the {MAX_ROWS:,}"),
-    ("dpsyn pool=10^12", lambda p, w: _synth(p, w, "--method", "dpsyn", "--delta", "1e-9", "--option", "pool=1000000000000"),
-     "pool=1,000,000,000,000 is more than the 1,000,000"),
-    ("pseudo-posterior draws=10^9", lambda p, w: _synth(p, w, *POSTERIOR, "--option", "draws=1000000000"), "more than the 10,000"),
+    (
+        "exponential-ecdf grid=10^9",
+        lambda p, w: _synth(p, w, "--method", "exponential-ecdf", "--columns", "Income", "--option", "grid=1000000000"),
+        "grid=1,000,000,000 is more than the 4,472",
+    ),
+    (
+        "privsyn rows=10^12",
+        lambda p, w: _synth(p, w, "--method", "privsyn", "--option", "rows=1000000000000"),
+        f"is more than the {MAX_ROWS:,}",
+    ),
+    (
+        "dpsyn pool=10^12",
+        lambda p, w: _synth(p, w, "--method", "dpsyn", "--delta", "1e-9", "--option", "pool=1000000000000"),
+        "pool=1,000,000,000,000 is more than the 1,000,000",
+    ),
+    (
+        "pseudo-posterior draws=10^9",
+        lambda p, w: _synth(p, w, *POSTERIOR, "--option", "draws=1000000000"),
+        "more than the 10,000",
+    ),
     ("pseudo-posterior chains=10^6", lambda p, w: _synth(p, w, *POSTERIOR, "--option", "chains=1000000"), "more than the 16"),
-    ("aim iterations=10^9", lambda p, w: _synth(p, w, "--method", "aim", "--option", "iterations=1000000000"), "more than the 100,000"),
+    (
+        "aim iterations=10^9",
+        lambda p, w: _synth(p, w, "--method", "aim", "--option", "iterations=1000000000"),
+        "more than the 100,000",
+    ),
     ("aim rounds=10^9", lambda p, w: _synth(p, w, "--method", "aim", "--option", "rounds=1000000000"), "more than the 10,000"),
-    ("aim max_size_mb=1e300", lambda p, w: _synth(p, w, "--method", "aim", "--option", "max_size_mb=1e300"), "more than the 10000"),
-    ("privsyn iterations=10^9", lambda p, w: _synth(p, w, "--method", "privsyn", "--option", "iterations=1000000000"), "more than the 1,000"),
-    ("privsyn gamma=10^12", lambda p, w: _synth(p, w, "--method", "privsyn", "--option", "gamma=1000000000000"), "more than the 1,000,000"),
-    ("rdt trees=10^6", lambda p, w: _synth(p, w, "--method", "rdt", "--option", "structure=random", "--option", "trees=1000000"),
-     "more than the 100"),
-    ("rdt depth=10^6", lambda p, w: _synth(p, w, "--method", "rdt", "--option", "structure=random", "--option", "depth=1000000"),
-     "more than the 20"),
-    ("rdt weights=Race:1e300", lambda p, w: _synth(p, w, "--method", "rdt", "--option", "weights=Race:1e300"), "more than the 1e+06"),
-    ("smoothed-histogram bins=10^10", lambda p, w: _synth(p, w, "--method", "smoothed-histogram", "--option", "bins=10000000000"),
-     "more than the 1,000,000"),
-    ("rdt-leaf-size epsilon 1e-300", lambda p, w: ["rdt-leaf-size", "--p0", "0.25", "--epsilon", "1e-300", "--width", "0.05"],
-     f"epsilon must lie between {EPSILON_RANGE[0]:g} and {EPSILON_RANGE[1]:g}"),
-    ("rdt-leaf-size grid of 10^10", lambda p, w: ["rdt-leaf-size", "--p0", "0.25", "--epsilon", "0.4", "--width", "0.05",
-                                                  "--grid", "100,10000000000"], "a leaf of 10,000,000,000 records"),
+    (
+        "aim max_size_mb=1e300",
+        lambda p, w: _synth(p, w, "--method", "aim", "--option", "max_size_mb=1e300"),
+        "more than the 10000",
+    ),
+    (
+        "privsyn iterations=10^9",
+        lambda p, w: _synth(p, w, "--method", "privsyn", "--option", "iterations=1000000000"),
+        "more than the 1,000",
+    ),
+    (
+        "privsyn gamma=10^12",
+        lambda p, w: _synth(p, w, "--method", "privsyn", "--option", "gamma=1000000000000"),
+        "more than the 1,000,000",
+    ),
+    (
+        "rdt trees=10^6",
+        lambda p, w: _synth(p, w, "--method", "rdt", "--option", "structure=random", "--option", "trees=1000000"),
+        "more than the 100",
+    ),
+    (
+        "rdt depth=10^6",
+        lambda p, w: _synth(p, w, "--method", "rdt", "--option", "structure=random", "--option", "depth=1000000"),
+        "more than the 20",
+    ),
+    (
+        "rdt weights=Race:1e300",
+        lambda p, w: _synth(p, w, "--method", "rdt", "--option", "weights=Race:1e300"),
+        "more than the 1e+06",
+    ),
+    (
+        "smoothed-histogram bins=10^10",
+        lambda p, w: _synth(p, w, "--method", "smoothed-histogram", "--option", "bins=10000000000"),
+        "more than the 1,000,000",
+    ),
+    (
+        "rdt-leaf-size epsilon 1e-300",
+        lambda p, w: ["rdt-leaf-size", "--p0", "0.25", "--epsilon", "1e-300", "--width", "0.05"],
+        f"epsilon must lie between {EPSILON_RANGE[0]:g} and {EPSILON_RANGE[1]:g}",
+    ),
+    (
+        "rdt-leaf-size grid of 10^10",
+        lambda p, w: ["rdt-leaf-size", "--p0", "0.25", "--epsilon", "0.4", "--width", "0.05", "--grid", "100,10000000000"],
+        "a leaf of 10,000,000,000 records",
+    ),
     ("--domain /dev/zero", lambda p, w: _synth(p, w, domain="/dev/zero"), "is not a regular file"),
     ("--domain a pipe", lambda p, w: _synth(p, w, domain=p.fifo), "is not a regular file"),
     ("--domain larger than 64 MB", lambda p, w: _synth(p, w, domain=p.huge), "larger than the 64 MB"),
     ("a 20,000-column CSV", lambda p, w: _synth(p, w, data=p.wide_csv), f"names 20,000 columns, more than the {MAX_COLUMNS:,}"),
     ("check: a 20,000-column CSV", lambda p, w: ["domain", "check", p.wide_csv, "--domain", p.dom], "names 20,000 columns"),
-    ("init: a 20,000-column CSV", lambda p, w: ["domain", "init", p.wide_csv, "--out", w / "domain.yaml"], "names 20,000 columns"),
+    (
+        "init: a 20,000-column CSV",
+        lambda p, w: ["domain", "init", p.wide_csv, "--out", w / "domain.yaml"],
+        "names 20,000 columns",
+    ),
 ]
 
 
 def _synth(p, work: Path, *extra, data=None, domain=None) -> list:
     zcdp = any(m in extra for m in ("aim", "privsyn", "mst"))
     budget = [] if "--epsilon" in extra else ["--rho", "1"] if zcdp else ["--epsilon", "1"]
-    return ["synth", data or p.ce, "--domain", domain or p.dom, *budget, *extra, "--out", work / "rel", "--ledger", work / "l.sqlite"]
+    return [
+        "synth",
+        data or p.ce,
+        "--domain",
+        domain or p.dom,
+        *budget,
+        *extra,
+        "--out",
+        work / "rel",
+        "--ledger",
+        work / "l.sqlite",
+    ]
 
 
 #: Runs each case with dipsy.cli.main in one interpreter (one start-up for all), its standard error
@@ -224,11 +349,22 @@ def test_sizes_are_refused_before_any_work(inputs, tmp_path):
         work.mkdir(parents=True)
         cases.append([name, [str(a) for a in argv(inputs, work)], str(logs / f"{len(cases)}.err")])
     before = snapshot(inputs.dir)
-    env = {**os.environ, "TMPDIR": str(temp), "DIPSY_LEDGER": str(tmp_path / "default.sqlite"),
-           "DIPSY_CONFIG_DIR": str(tmp_path / "config")}
+    env = {
+        **os.environ,
+        "TMPDIR": str(temp),
+        "DIPSY_LEDGER": str(tmp_path / "default.sqlite"),
+        "DIPSY_CONFIG_DIR": str(tmp_path / "config"),
+    }
     try:
-        done = subprocess.run(address_limited(limit, [sys.executable, "-c", DRIVER]), input=json.dumps(cases), capture_output=True,
-                              text=True, timeout=240, env=env, check=False)
+        done = subprocess.run(
+            address_limited(limit, [sys.executable, "-c", DRIVER]),
+            input=json.dumps(cases),
+            capture_output=True,
+            text=True,
+            timeout=240,
+            env=env,
+            check=False,
+        )
     except subprocess.TimeoutExpired as e:
         started = [line for line in (e.stdout or b"").decode().splitlines() if line.startswith("start")]
         pytest.fail(f"timed out: {started[-1] if started else 'before the first case'}")
@@ -276,15 +412,20 @@ def test_every_numeric_option_has_a_ceiling(method):
                 parsed = option.parse(value)
             except DipsyError:
                 continue
-            assert not _holds_number(parsed), f"{method} option {option.name}={value} is accepted as {parsed!r}: give it a ceiling"
+            assert not _holds_number(parsed), (
+                f"{method} option {option.name}={value} is accepted as {parsed!r}: give it a ceiling"
+            )
 
 
-@pytest.mark.parametrize("parse, at, past, message", [
-    (whole("k", 1, 100), "100", "101", "k=101 is more than the 100 it may be; give k= at most 100"),
-    (whole("k", 0, MAX_ROWS), str(MAX_ROWS), str(MAX_ROWS + 1), f"k={MAX_ROWS + 1:,} is more than the {MAX_ROWS:,}"),
-    (real("a", 0.0, MAX_PRIOR, open_low=True), "1e18", "1.000001e18", "a=1e+18 is more than the 1e+18 it may be"),
-    (real("a", 0.0, MAX_PRIOR, open_low=True), "1e18", "1e400", "a=inf is more than the 1e+18"),
-])
+@pytest.mark.parametrize(
+    "parse, at, past, message",
+    [
+        (whole("k", 1, 100), "100", "101", "k=101 is more than the 100 it may be; give k= at most 100"),
+        (whole("k", 0, MAX_ROWS), str(MAX_ROWS), str(MAX_ROWS + 1), f"k={MAX_ROWS + 1:,} is more than the {MAX_ROWS:,}"),
+        (real("a", 0.0, MAX_PRIOR, open_low=True), "1e18", "1.000001e18", "a=1e+18 is more than the 1e+18 it may be"),
+        (real("a", 0.0, MAX_PRIOR, open_low=True), "1e18", "1e400", "a=inf is more than the 1e+18"),
+    ],
+)
 def test_a_ceiling_is_accepted_and_one_past_it_refused(parse, at, past, message):
     assert parse(at) == float(at)
     with pytest.raises(DipsyError, match=message.replace("+", r"\+")):
@@ -391,7 +532,9 @@ def _closed_port() -> int:
 def test_an_unreachable_master_is_named_before_spark_starts(monkeypatch):
     monkeypatch.setattr(spark_engine, "require_spark", lambda: None)  # no JVM is needed to refuse it
     master = f"spark://127.0.0.1:{_closed_port()}"
-    with pytest.raises(DataError, match=r"the Spark master 'spark://127\.0\.0\.1:\d+' is unreachable .*refused.*; start the master"):
+    with pytest.raises(
+        DataError, match=r"the Spark master 'spark://127\.0\.0\.1:\d+' is unreachable .*refused.*; start the master"
+    ):
         spark_engine.spark_session(master)
     assert "spark" not in spark_engine._SESSION
     with pytest.raises(DataError, match="unreachable .*; start the master"):

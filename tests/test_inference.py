@@ -69,7 +69,10 @@ def test_mean_and_proportion_helpers_match_hand_values():
 
     from dipsy.inference import mean, proportion
 
-    sets = [pd.DataFrame({"x": [1.0, 2.0, 3.0], "g": ["a", "b", "a"]}), pd.DataFrame({"x": [2.0, 3.0, 4.0], "g": ["a", "a", "a"]})]
+    sets = [
+        pd.DataFrame({"x": [1.0, 2.0, 3.0], "g": ["a", "b", "a"]}),
+        pd.DataFrame({"x": [2.0, 3.0, 4.0], "g": ["a", "a", "a"]}),
+    ]
     m = mean(sets, "x").combined
     # q = (2, 3), u = (1/3, 1/3): b = 0.5, T = 1/3 + 0.25
     assert m.estimate[0] == 2.5 and m.variance[0] == pytest.approx(1 / 3 + 0.25)

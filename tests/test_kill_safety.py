@@ -16,10 +16,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import CE_DATA, CE_DOMAIN
 
 from dipsy.privacy import Ledger
-
-from conftest import CE_DATA, CE_DOMAIN
 
 #: (module, object path, before or after): the stages of a release, in order.
 STAGES = [
@@ -54,8 +53,24 @@ DRIVER = textwrap.dedent("""
 
 
 def synth(out: Path, ledger: Path, *stage: str) -> subprocess.CompletedProcess:
-    args = ["synth", str(CE_DATA), "--domain", str(CE_DOMAIN), "--method", "laplace-sanitizer", "--columns", "Race",
-            "--epsilon", "1", "--out", str(out), "--ledger", str(ledger), "--dataset-id", "ce"]
+    args = [
+        "synth",
+        str(CE_DATA),
+        "--domain",
+        str(CE_DOMAIN),
+        "--method",
+        "laplace-sanitizer",
+        "--columns",
+        "Race",
+        "--epsilon",
+        "1",
+        "--out",
+        str(out),
+        "--ledger",
+        str(ledger),
+        "--dataset-id",
+        "ce",
+    ]
     if stage:
         return subprocess.run([sys.executable, "-c", DRIVER, *stage, *args], capture_output=True, text=True, timeout=120)
     return subprocess.run([sys.executable, "-m", "dipsy", *args], capture_output=True, text=True, timeout=120)

@@ -38,12 +38,12 @@ PLACED = {
                   methods.exponential_ecdf methods.gamma_poisson methods.histograms methods.laplace_sanitizer
                   methods.marginals methods.marginals.aim methods.marginals.consistency methods.marginals.dpsyn
                   methods.marginals.estimation methods.marginals.gum methods.marginals.marginal methods.marginals.mst
-                  methods.marginals.privsyn methods.marginals.selection methods.marginals.sets methods.marginals.tree
+                  methods.marginals.nist_encoding methods.marginals.privsyn methods.marginals.selection methods.marginals.sets methods.marginals.tree
                   methods.modips methods.modips.models methods.modips.noise methods.modips.synthesizer
                   methods.modips.vectorised methods.pseudo_posterior methods.pseudo_posterior.design
                   methods.pseudo_posterior.draws methods.pseudo_posterior.mechanism methods.pseudo_posterior.models
                   methods.pseudo_posterior.range_bound methods.pseudo_posterior.synthesizer methods.rdt
-                  methods.rdt.calibration methods.rdt.features methods.rdt.synthesizer methods.rdt.trees""",
+                  methods.rdt.calibration methods.rdt.features methods.rdt.sequential methods.rdt.synthesizer methods.rdt.trees""",
     "release": """authoring discovery_run forecast release release_sets request""",
     "evaluation": """evaluation evaluation.compare evaluation.groups evaluation.marginals evaluation.numeric evaluation.plots
                      evaluation.propensity evaluation.regressions evaluation.relationships evaluation.report
@@ -128,18 +128,26 @@ def graph(root: Path = SOURCE) -> list[Import]:
 def backward(edges: list[Import], layer: dict[str, str]) -> list[str]:
     """The imports from a higher layer than the importing module's."""
     rank = {name: LAYERS.index(where) for name, where in layer.items()}
-    return [f"{e.module} (layer {layer[e.module]}, line {e.line}) imports {e.target}" + (f".{e.name}" if e.name else "")
-            + f" (layer {layer[e.target]})"
-            for e in edges if e.module in rank and e.target in rank and rank[e.target] > rank[e.module]]
+    return [
+        f"{e.module} (layer {layer[e.module]}, line {e.line}) imports {e.target}"
+        + (f".{e.name}" if e.name else "")
+        + f" (layer {layer[e.target]})"
+        for e in edges
+        if e.module in rank and e.target in rank and rank[e.target] > rank[e.module]
+    ]
 
 
 def private(edges: list[Import]) -> list[str]:
     """The imports of another module's private names (``_x``; dunders such as ``__version__`` are public)."""
+
     def is_private(name: str) -> bool:
         return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
 
-    return [f"{e.module} (line {e.line}) imports {e.name} from {e.target}" for e in edges
-            if e.target != e.module and (e.name and is_private(e.name) or is_private(e.target.rsplit(".", 1)[-1]))]
+    return [
+        f"{e.module} (line {e.line}) imports {e.name} from {e.target}"
+        for e in edges
+        if e.target != e.module and (e.name and is_private(e.name) or is_private(e.target.rsplit(".", 1)[-1]))
+    ]
 
 
 def circles(edges: list[Import]) -> list[list[str]]:
@@ -216,7 +224,13 @@ def test_the_checks_can_fail(tmp_path):
     (package / "domain" / "columns.py").write_text("from ..errors import _hidden\n\n\ndef f():\n    from ..api import run\n")
     (package / "api.py").write_text("import dipsy.domain.columns\n")
     found = graph(package)
-    layer = {"dipsy": "api", "dipsy.errors": "base", "dipsy.domain": "domain", "dipsy.domain.columns": "domain", "dipsy.api": "api"}
+    layer = {
+        "dipsy": "api",
+        "dipsy.errors": "base",
+        "dipsy.domain": "domain",
+        "dipsy.domain.columns": "domain",
+        "dipsy.api": "api",
+    }
     assert backward(found, layer) == [
         "dipsy.domain.columns (layer domain, line 5) imports dipsy.api.run (layer api)",
         "dipsy.errors (layer base, line 1) imports dipsy.domain.columns (layer domain)",

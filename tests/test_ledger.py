@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from dipsy.errors import BudgetError, DipsyError
-from dipsy.privacy import ApproxDP, Ledger, PureDP, Spend, ZCDP
-from dipsy.privacy.composition import TABLE_CAPS, conversion_table, format_conversion_table, total_under
+from dipsy.privacy import ZCDP, ApproxDP, Ledger, PureDP, Spend
 from dipsy.privacy.budget import LocalDP
+from dipsy.privacy.composition import TABLE_CAPS, conversion_table, format_conversion_table, total_under
 from dipsy.privacy.relation import ADD_REMOVE, SUBSTITUTE, Relation, individual, substitute_values
 
 S, A1, A3 = SUBSTITUTE, ADD_REMOVE, individual(3)
@@ -62,8 +62,12 @@ TABLE = [
     (A3, A3, 1, [P(1), Z(0.5), A(1, 0), X, Z(0.1), A(2.141939, 1e-6), X, X, A(1, 1e-9)]),
 ]
 SPENDS = (PureDP(1.0), ZCDP(0.1), ApproxDP(1.0, 1e-9))
-CASES = [(sr, cr, k, spend, cap, cells[3 * i + j])
-         for sr, cr, k, cells in TABLE for i, spend in enumerate(SPENDS) for j, cap in enumerate(TABLE_CAPS)]
+CASES = [
+    (sr, cr, k, spend, cap, cells[3 * i + j])
+    for sr, cr, k, cells in TABLE
+    for i, spend in enumerate(SPENDS)
+    for j, cap in enumerate(TABLE_CAPS)
+]
 
 
 def test_the_hand_table_covers_every_pair():
@@ -71,11 +75,17 @@ def test_the_hand_table_covers_every_pair():
     assert {(sr, cr) for sr, cr, *_ in TABLE} == {(a, b) for a in (S, A1, A3) for b in (S, A1, A3)}
 
 
-@pytest.mark.parametrize("spent, cap_relation, k, spend, cap, expected", CASES,
-                         ids=[f"{c[0]}->{c[1]}:{c[3].definition}->{c[4].definition}" for c in CASES])
+@pytest.mark.parametrize(
+    "spent, cap_relation, k, spend, cap, expected",
+    CASES,
+    ids=[f"{c[0]}->{c[1]}:{c[3].definition}->{c[4].definition}" for c in CASES],
+)
 def test_conversion_table(spent, cap_relation, k, spend, cap, expected):
-    row = next(r for r in conversion_table() if (r.spend_relation, r.cap_relation, r.spend, r.cap_definition)
-               == (spent, cap_relation, spend, cap.definition))
+    row = next(
+        r
+        for r in conversion_table()
+        if (r.spend_relation, r.cap_relation, r.spend, r.cap_definition) == (spent, cap_relation, spend, cap.definition)
+    )
     assert row.k == k
     if isinstance(expected, str):
         assert row.result is None and row.refusal == expected
@@ -121,6 +131,7 @@ def test_the_printed_table_matches_the_hand_table():
 
 
 # -- the audit's reproduction ----------------------------------------------------------------------
+
 
 def one(e: float) -> list[Spend]:
     return [Spend("all", PureDP(e))]
@@ -196,6 +207,7 @@ def test_substitute_values_relations_are_told_apart_by_their_public_columns(tmp_
 
 # -- guarantees ------------------------------------------------------------------------------------
 
+
 def test_test_releases_are_shown_never_counted_nor_checked(tmp_path):
     led = Ledger(tmp_path / "l.sqlite")
     led.reserve("d", "r1", "m", one(1.0), SUBSTITUTE, cap=PureDP(1.0))
@@ -257,7 +269,9 @@ def test_an_uncapped_data_set_shows_one_composed_total_per_relation(tmp_path):
     led.reserve("d", "r2", "privsyn", [Spend("all", ZCDP(0.01))], ADD_REMOVE, stated_delta=1e-9)
     [line] = led.totals()  # the zCDP spend, stated at δ = 1e-9, converts there and composes
     assert isinstance(line.spent, ApproxDP) and line.spent.delta == pytest.approx(2e-9)
-    assert line.spent.epsilon == pytest.approx(3.0 + total_under(ApproxDP(9, 1e-9), ADD_REMOVE, [(ZCDP(0.01), ADD_REMOVE)]).epsilon)
+    assert line.spent.epsilon == pytest.approx(
+        3.0 + total_under(ApproxDP(9, 1e-9), ADD_REMOVE, [(ZCDP(0.01), ADD_REMOVE)]).epsilon
+    )
 
 
 def test_a_data_set_with_test_releases_only_is_shown(tmp_path):
@@ -268,6 +282,7 @@ def test_a_data_set_with_test_releases_only_is_shown(tmp_path):
 
 
 # -- the protocol ----------------------------------------------------------------------------------
+
 
 def test_reserve_confirm_cancel_and_a_killed_run_counts(tmp_path):
     led = Ledger(tmp_path / "l.sqlite")
@@ -334,6 +349,7 @@ def test_eight_processes_racing_for_a_cap_of_five(tmp_path):
 
 # -- caps ------------------------------------------------------------------------------------------
 
+
 def test_cap_changes_are_refused_unless_lower_and_all_recorded(tmp_path):
     led = Ledger(tmp_path / "l.sqlite")
     led.reserve("d", "r1", "m", one(0.5), SUBSTITUTE, cap=PureDP(3.0))
@@ -348,8 +364,11 @@ def test_cap_changes_are_refused_unless_lower_and_all_recorded(tmp_path):
     led.set_cap("d", PureDP(3.0), SUBSTITUTE)  # lower, without a release
     history = led.cap_history("d")
     assert [(c.how, c.old, c.new) for c in history] == [
-        ("set", None, PureDP(3.0)), ("lowered", PureDP(3.0), PureDP(2.5)), ("raised", PureDP(2.5), PureDP(4.0)),
-        ("lowered", PureDP(4.0), PureDP(3.0))]
+        ("set", None, PureDP(3.0)),
+        ("lowered", PureDP(3.0), PureDP(2.5)),
+        ("raised", PureDP(2.5), PureDP(4.0)),
+        ("lowered", PureDP(4.0), PureDP(3.0)),
+    ]
     assert all(c.new_relation == SUBSTITUTE for c in history) and "set: none → ε = 3 under substitute" in history[0].describe()
 
 
@@ -381,6 +400,7 @@ def test_zcdp_totals_are_stated_as_epsilon_delta(tmp_path):
 
 
 # -- creation and reading --------------------------------------------------------------------------
+
 
 def test_reading_never_creates_and_writing_creates_lazily(tmp_path):
     path = tmp_path / "sub" / "l.sqlite"

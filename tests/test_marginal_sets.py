@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
+from test_charge_before_read import QUERIES, VALIDATION, recorder  # noqa: F401  (the spy fixture)
 
 import dipsy
 from dipsy import inference
@@ -27,15 +28,13 @@ from dipsy.errors import BudgetError, PrivacyError
 from dipsy.methods.marginals.dpsyn import DPSyn, DPSynModel, post_process_groups, thresholds
 from dipsy.methods.marginals.privsyn import SHARES, PrivSyn, PrivSynModel
 from dipsy.methods.marginals.sets import Composed, SetsModel
-from dipsy.privacy import ApproxDP, Ledger, PureDP, ZCDP
+from dipsy.privacy import ZCDP, ApproxDP, Ledger, PureDP
 from dipsy.privacy.composition import total_as
 from dipsy.privacy.conversions import zcdp_to_epsilon
 from dipsy.privacy.ledger_records import budget_of
 from dipsy.privacy.measurement import DiscreteGaussian, DiscreteLaplace
 from dipsy.privacy.rng import Randomness
 from dipsy.privacy.session import Session
-
-from test_charge_before_read import QUERIES, VALIDATION, recorder  # noqa: F401  (the spy fixture)
 
 SIZES = {"a": 4, "b": 3, "c": 2, "d": 5}
 DOMAIN = Domain.from_sizes(SIZES)
@@ -46,8 +45,14 @@ def frame(n: int, seed: int) -> pd.DataFrame:
     """b follows a w.p. 0.8, d follows c w.p. 0.7: two pairs worth measuring, two that are not."""
     rng = np.random.default_rng(seed)
     a, c = rng.integers(0, 4, n), rng.integers(0, 2, n)
-    return pd.DataFrame({"a": a, "b": np.where(rng.random(n) < 0.8, a % 3, rng.integers(0, 3, n)), "c": c,
-                         "d": np.where(rng.random(n) < 0.7, 2 * c, rng.integers(0, 5, n))})
+    return pd.DataFrame(
+        {
+            "a": a,
+            "b": np.where(rng.random(n) < 0.8, a % 3, rng.integers(0, 3, n)),
+            "c": c,
+            "d": np.where(rng.random(n) < 0.7, 2 * c, rng.integers(0, 5, n)),
+        }
+    )
 
 
 def by_set(spends) -> dict[int, list]:
@@ -80,7 +85,7 @@ def test_privsyn_plan_declares_every_set_at_its_share(m):
     sets = by_set(plan.spends)
     assert sorted(sets) == list(range(1, m + 1))
     first = [(s.label.split("(", 1)[1], s.budget) for s in sets[1]]
-    for k, spends in sets.items():
+    for spends in sets.values():
         # every set declares the same: d one-way marginals (≤ s₁ρ/m), scores (s₂ρ/m), chosen marginals (s₃ρ/m exactly)
         assert [(s.label.split("(", 1)[1], s.budget) for s in spends] == first
         one_way = sum(s.budget.rho for s in spends if "one-way marginal" in s.label)
@@ -102,8 +107,17 @@ def test_privsyn_plan_declares_every_set_at_its_share(m):
 
 @pytest.fixture(scope="module")
 def privsyn_release():
-    return dipsy.synthesize(frame(3000, 1), DOMAIN, method="privsyn", rho=0.05, delta=1e-9, sets=4, seed=11,
-                            options={"iterations": 5}, accept_noise=True)
+    return dipsy.synthesize(
+        frame(3000, 1),
+        DOMAIN,
+        method="privsyn",
+        rho=0.05,
+        delta=1e-9,
+        sets=4,
+        seed=11,
+        options={"iterations": 5},
+        accept_noise=True,
+    )
 
 
 def test_privsyn_statement_is_what_ran_and_each_set_costs_a_quarter(privsyn_release, tmp_path):
@@ -143,7 +157,9 @@ def test_privsyn_statement_is_what_ran_and_each_set_costs_a_quarter(privsyn_rele
 
 def test_one_set_is_released_as_before(privsyn_release):
     """m = 1: labels without sets, the chosen marginals one measurement each, the rule 'single'."""
-    r = dipsy.synthesize(frame(3000, 1), DOMAIN, method="privsyn", rho=0.05, seed=11, options={"iterations": 5}, accept_noise=True)
+    r = dipsy.synthesize(
+        frame(3000, 1), DOMAIN, method="privsyn", rho=0.05, seed=11, options={"iterations": 5}, accept_noise=True
+    )
     assert not any(SET.search(x.label) for x in r.spends)
     assert sum("chosen marginal " in x.label for x in r.spends) == len(r.parameters["selected_marginals"])
     assert r.metadata()["combining_rule"] == "single" and "selected_marginals_per_set" not in r.parameters
@@ -152,17 +168,21 @@ def test_one_set_is_released_as_before(privsyn_release):
 # -- the ledger: every set reserved before any read -------------------------------------------------------
 
 
-@pytest.mark.parametrize("method, kwargs", [
-    ("privsyn", {"rho": 0.05, "delta": 1e-9, "options": {"iterations": 3}}),
-    ("dpsyn", {"epsilon": 3.0, "delta": 1e-9, "options": {"pool": 300, "iterations": 3, "least": 10}}),
-])
+@pytest.mark.parametrize(
+    "method, kwargs",
+    [
+        ("privsyn", {"rho": 0.05, "delta": 1e-9, "options": {"iterations": 3}}),
+        ("dpsyn", {"epsilon": 3.0, "delta": 1e-9, "options": {"pool": 300, "iterations": 3, "least": 10}}),
+    ],
+)
 def test_the_ledger_reserves_every_set_before_any_read(method, kwargs, recorder, public, tmp_path):  # noqa: F811
     if method == "dpsyn":
         kwargs = {**kwargs, "options": {**kwargs["options"], "public": str(public)}}
     ledger = tmp_path / "ledger.sqlite"
     recorder.events.clear()
-    release = dipsy.synthesize(frame(2000, 2), DOMAIN, method=method, sets=3, ledger=ledger, dataset_id="ds",
-                               accept_noise=True, **kwargs)  # unseeded: a DP release, counted in the ledger
+    release = dipsy.synthesize(
+        frame(2000, 2), DOMAIN, method=method, sets=3, ledger=ledger, dataset_id="ds", accept_noise=True, **kwargs
+    )  # unseeded: a DP release, counted in the ledger
     events = recorder.events
     assert events[:4] == [*VALIDATION, "ledger: asked", "ledger: charged"], events[:6]
     assert any(e in QUERIES for e in events[4:])  # the reads came, after the charge
@@ -185,8 +205,17 @@ def test_a_cap_too_small_for_three_sets_reads_nothing(recorder, tmp_path):  # no
     ledger = tmp_path / "ledger.sqlite"
     recorder.events.clear()
     with pytest.raises(BudgetError, match="cap"):
-        dipsy.synthesize(frame(500, 3), DOMAIN, method="privsyn", rho=0.05, sets=3, ledger=ledger, dataset_id="ds",
-                         budget_cap="rho=0.04", accept_noise=True)
+        dipsy.synthesize(
+            frame(500, 3),
+            DOMAIN,
+            method="privsyn",
+            rho=0.05,
+            sets=3,
+            ledger=ledger,
+            dataset_id="ds",
+            budget_cap="rho=0.04",
+            accept_noise=True,
+        )
     assert recorder.events == [*VALIDATION, "ledger: asked"]
 
 
@@ -196,8 +225,14 @@ def test_a_cap_too_small_for_three_sets_reads_nothing(recorder, tmp_path):  # no
 def fitted(method, budget, data, domain, sets, seed=0, **options):
     synthesizer = method(budget, sets=sets, options=options)
     plan = synthesizer.plan(None, domain)
-    session = Session(dipsy.engine.engine_for(data, domain), plan.declared(budget), plan.relation, Randomness.from_seed(seed),
-                      plan.measurements, plan.adaptive is not None)
+    session = Session(
+        dipsy.engine.engine_for(data, domain),
+        plan.declared(budget),
+        plan.relation,
+        Randomness.from_seed(seed),
+        plan.measurements,
+        plan.adaptive is not None,
+    )
     model = synthesizer.fit(session, plan)
     session.close()
     return plan, session, model
@@ -218,7 +253,7 @@ def test_sets_have_their_own_noise_uncorrelated_and_of_the_per_set_variance():
     sigma2 = float(DiscreteGaussian.for_budget(ZCDP(rho / m)).sigma2)
     lo, hi = stats.chi2.ppf([1e-6, 1 - 1e-6], 400)
     for e in noise:
-        assert lo <= (e ** 2).sum() / sigma2 <= hi
+        assert lo <= (e**2).sum() / sigma2 <= hi
     # |r| of two independent samples of 400 exceeds 5/√400 = 0.25 with probability < 1e-6
     corr = np.corrcoef(noise)
     assert np.all(np.abs(corr[np.triu_indices(m, 1)]) < 5 / math.sqrt(400))
@@ -267,8 +302,17 @@ def test_dpsyn_statement_each_set_exactly_its_share(public, epsilon, tmp_path):
     Gaussians would state a per-set ε below a set's own.)"""
     m, delta = 3, 1e-8
     data = frame(20_000, 8)
-    r = dipsy.synthesize(data, DOMAIN, method="dpsyn", epsilon=epsilon, delta=delta, sets=m, seed=3,
-                         options={"public": str(public), "pool": 400, "iterations": 3, "least": 10}, accept_noise=True)
+    r = dipsy.synthesize(
+        data,
+        DOMAIN,
+        method="dpsyn",
+        epsilon=epsilon,
+        delta=delta,
+        sets=m,
+        seed=3,
+        options={"public": str(public), "pool": 400, "iterations": 3, "least": 10},
+        accept_noise=True,
+    )
     s = r.statement
     sets = by_set(r.spends)
     share = ApproxDP(epsilon / m, delta / m)
@@ -339,9 +383,19 @@ def test_the_combined_interval_covers_where_one_set_s_naive_interval_does_not():
     single, combined = np.zeros(COVERAGE_REPS, dtype=bool), np.zeros(COVERAGE_REPS, dtype=bool)
     for r in range(COVERAGE_REPS):
         data = pd.DataFrame({"x": (rng.random(COVERAGE_N) < P).astype(np.int64)})
-        one = dipsy.synthesize(data, domain, method="privsyn", rho=COVERAGE_RHO, seed=r, options={"iterations": 3}, accept_noise=True)
-        five = dipsy.synthesize(data, domain, method="privsyn", rho=COVERAGE_RHO, sets=5, seed=10_000 + r,
-                                options={"iterations": 3}, accept_noise=True)
+        one = dipsy.synthesize(
+            data, domain, method="privsyn", rho=COVERAGE_RHO, seed=r, options={"iterations": 3}, accept_noise=True
+        )
+        five = dipsy.synthesize(
+            data,
+            domain,
+            method="privsyn",
+            rho=COVERAGE_RHO,
+            sets=5,
+            seed=10_000 + r,
+            options={"iterations": 3},
+            accept_noise=True,
+        )
         c1 = inference.proportion(one.tables, "x", 1).combined
         c5 = inference.proportion(five.tables, "x", 1, rule=five.metadata()["combining_rule"]).combined
         assert c5.rule == "reiter2003-partial"

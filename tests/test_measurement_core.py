@@ -15,9 +15,18 @@ from scipy import stats
 import dipsy
 from dipsy.engine import NumpyEngine
 from dipsy.errors import DipsyError, PrivacyError
-from dipsy.privacy import ApproxDP, PureDP, ZCDP
-from dipsy.privacy.measurement import (ACTIVE, DiscreteGaussian, DiscreteLaplace, Laplace, Measurement, PosteriorDraw,
-                                       Statistic, Table, Total)
+from dipsy.privacy import ZCDP, ApproxDP, PureDP
+from dipsy.privacy.measurement import (
+    ACTIVE,
+    DiscreteGaussian,
+    DiscreteLaplace,
+    Laplace,
+    Measurement,
+    PosteriorDraw,
+    Statistic,
+    Table,
+    Total,
+)
 from dipsy.privacy.relation import ADD_REMOVE, SUBSTITUTE, Relation, convert, group_factor, individual
 from dipsy.privacy.rng import Randomness
 from dipsy.privacy.samplers import discrete_laplace_pmf
@@ -88,7 +97,7 @@ def test_tables_and_totals_answer_from_the_engine():
 # -- the session ------------------------------------------------------------------------------------
 
 
-def session(planned=(), total=PureDP(1.0), adaptive=False, relation=ADD_REMOVE, **kw):
+def session(planned=(), total=PureDP(1.0), adaptive=False, relation=ADD_REMOVE, **kw):  # noqa: B008 - a frozen value
     return Session(engine(), total, relation, Randomness.from_seed(0), planned, adaptive, **kw)
 
 
@@ -150,7 +159,9 @@ def test_tamper_weakens_the_noise_but_not_the_recorded_cost():
 
 def test_measurement_marks_itself_active_while_it_runs():
     seen = []
-    m = Measurement("t", Statistic("peek", lambda e: seen.append(ACTIVE.get()) or 0), DiscreteLaplace.for_budget(PureDP(1.0)), ADD_REMOVE)
+    m = Measurement(
+        "t", Statistic("peek", lambda e: seen.append(ACTIVE.get()) or 0), DiscreteLaplace.for_budget(PureDP(1.0)), ADD_REMOVE
+    )
     session([m]).measure(m)
     assert seen == [m] and ACTIVE.get() is None
 
@@ -168,11 +179,20 @@ def test_relations_are_values_with_their_prose():
         Relation("swap")
 
 
-@pytest.mark.parametrize("spent, target, k", [
-    (SUBSTITUTE, SUBSTITUTE, 1), (ADD_REMOVE, SUBSTITUTE, 2), (individual(5), SUBSTITUTE, 2),
-    (ADD_REMOVE, ADD_REMOVE, 1), (individual(5), ADD_REMOVE, 1), (ADD_REMOVE, individual(5), 5),
-    (individual(2), individual(5), 3), (SUBSTITUTE, ADD_REMOVE, None), (SUBSTITUTE, individual(3), None),
-])
+@pytest.mark.parametrize(
+    "spent, target, k",
+    [
+        (SUBSTITUTE, SUBSTITUTE, 1),
+        (ADD_REMOVE, SUBSTITUTE, 2),
+        (individual(5), SUBSTITUTE, 2),
+        (ADD_REMOVE, ADD_REMOVE, 1),
+        (individual(5), ADD_REMOVE, 1),
+        (ADD_REMOVE, individual(5), 5),
+        (individual(2), individual(5), 3),
+        (SUBSTITUTE, ADD_REMOVE, None),
+        (SUBSTITUTE, individual(3), None),
+    ],
+)
 def test_group_factor(spent, target, k):
     assert group_factor(spent, target) == k
 

@@ -19,6 +19,7 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import CE_DATA, CE_DOMAIN
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, stats
@@ -47,8 +48,6 @@ from dipsy.privacy import PureDP
 from dipsy.privacy.rng import Randomness
 from dipsy.privacy.samplers import discrete_laplace, laplace
 from dipsy.privacy.session import Session
-
-from conftest import CE_DATA, CE_DOMAIN
 
 SETTINGS = settings(max_examples=150, deadline=None)
 P_MIN = 1e-3  # goodness-of-fit tests at a fixed seed: reject only a clearly wrong law
@@ -272,8 +271,10 @@ def test_threshold_noise_is_the_samplers_at_a_seed():
     r = Randomness.from_seed(11)
     mechanism = plan.measurements[0].mechanism
     statistics = M.normal_statistics(x["x"].to_numpy())
-    expected = [np.clip(s + laplace(float_up(b), (), r), c.lower, c.upper)
-                for s, b, c in zip(statistics, mechanism.scales, mechanism.components)]
+    expected = [
+        np.clip(s + laplace(float_up(b), (), r), c.lower, c.upper)
+        for s, b, c in zip(statistics, mechanism.scales, mechanism.components)
+    ]
     assert noisy[0] != statistics[0]  # the mean's noise did not hit a bound
     assert [float(v) for v in noisy] == [float(v) for v in expected]
     # counts: exact discrete Laplace
@@ -411,7 +412,9 @@ def test_vectorised_sets_have_their_shapes_and_stay_in_bounds():
     s = np.array([0, 5, 10])
     theta = bernoulli_sets(s, 10, 0.01, 10, "truncation", Randomness.from_seed(1), 3, noise="continuous")
     assert theta.shape == (3, 10) and np.all((theta > 0) & (theta < 1))
-    mu, sigma2 = normal_sets(np.zeros(3), np.ones(3), 30, -2.0, 3.0, 0.1, 5, "non-split", "threshold", np.random.default_rng(0), 3)
+    mu, sigma2 = normal_sets(
+        np.zeros(3), np.ones(3), 30, -2.0, 3.0, 0.1, 5, "non-split", "threshold", np.random.default_rng(0), 3
+    )
     assert mu.shape == sigma2.shape == (3, 5) and np.all(sigma2 >= 0)
     with pytest.raises(DipsyError, match="shape"):
         bernoulli_sets(np.array([1, 2]), 10, 1.0, 2, rand=1, reps=3)
@@ -422,7 +425,9 @@ def test_vectorised_sets_have_their_shapes_and_stay_in_bounds():
 
 def test_ce_income_normal_end_to_end_on_both_engines():
     releases = [
-        dipsy.synthesize(data, CE_DOMAIN, method="modips", epsilon=5.0, sets=3, columns=["Income"], seed=9, options={"model": "normal"})
+        dipsy.synthesize(
+            data, CE_DOMAIN, method="modips", epsilon=5.0, sets=3, columns=["Income"], seed=9, options={"model": "normal"}
+        )
         for data in (CE_DATA, pd.read_csv(CE_DATA))
     ]
     for release in releases:
@@ -437,12 +442,14 @@ def test_ce_income_normal_end_to_end_on_both_engines():
 
 
 def mixed_domain() -> Domain:
-    return Domain((
-        Column("sex", "categorical", categories=("f", "m")),
-        Column("region", "categorical", categories=(1, 2, 3)),
-        Column("y1", "numeric", lower=0.0, upper=10.0, bins=(0.0, 2.5, 5.0, 7.5, 10.0)),
-        Column("y2", "numeric", lower=-5.0, upper=5.0, bins=(-5.0, 0.0, 5.0)),
-    ))
+    return Domain(
+        (
+            Column("sex", "categorical", categories=("f", "m")),
+            Column("region", "categorical", categories=(1, 2, 3)),
+            Column("y1", "numeric", lower=0.0, upper=10.0, bins=(0.0, 2.5, 5.0, 7.5, 10.0)),
+            Column("y2", "numeric", lower=-5.0, upper=5.0, bins=(-5.0, 0.0, 5.0)),
+        )
+    )
 
 
 def mixed_data(n: int, seed: int) -> pd.DataFrame:
@@ -450,8 +457,9 @@ def mixed_data(n: int, seed: int) -> pd.DataFrame:
     sex, region = rng.integers(0, 2, n), rng.integers(0, 3, n)
     mean = np.column_stack([3 + 2 * sex + region, -1 + region])
     y = mean + rng.multivariate_normal([0, 0], [[1.0, 0.6], [0.6, 1.0]], n)
-    return pd.DataFrame({"sex": np.array(["f", "m"])[sex], "region": region + 1,
-                         "y1": np.clip(y[:, 0], 0, 10), "y2": np.clip(y[:, 1], -5, 5)})
+    return pd.DataFrame(
+        {"sex": np.array(["f", "m"])[sex], "region": region + 1, "y1": np.clip(y[:, 0], 0, 10), "y2": np.clip(y[:, 1], -5, 5)}
+    )
 
 
 def test_mixed_model_end_to_end(tmp_path):
@@ -497,8 +505,15 @@ def test_count_models_release_records(post, tmp_path):
     r = dipsy.synthesize(data, cat, method="modips", epsilon=1.0, sets=4, seed=1, options={"post": post})
     assert r.parameters["model"] == "bernoulli" and r.parameters["prior"] == "0.333333,0.333333"
     assert all(len(t) == 100 and set(t["g"]) <= {"a", "b"} for t in r.tables)
-    r = dipsy.synthesize(data, cat, method="modips", epsilon=1.0, seed=1, neighbouring="add-remove",
-                         options={"model": "multinomial", "post": post, "prior": "1/2"})
+    r = dipsy.synthesize(
+        data,
+        cat,
+        method="modips",
+        epsilon=1.0,
+        seed=1,
+        neighbouring="add-remove",
+        options={"model": "multinomial", "post": post, "prior": "1/2"},
+    )
     assert r.statement.relation == ADD_REMOVE and not any("n =" in p for p in r.statement.public)
     assert r.parameters["sanitization"]["cell counts"]["sensitivity"] == 1 and "n" not in r.parameters
     meta = json.loads((r.save(tmp_path / "out") / "release.json").read_text(), parse_constant=lambda c: pytest.fail(c))
@@ -516,12 +531,21 @@ def test_model_refuses_more_sets_than_paid_for():
 
 
 MODEL_CASES = {  # model: (domain, data, relation)
-    "bernoulli": (lambda: Domain((Column("g", "categorical", categories=("a", "b")),)),
-                  lambda: pd.DataFrame({"g": list("aababbbaab")}), "substitute"),
-    "multinomial": (lambda: Domain((Column("h", "categorical", categories=(1, 2, 3)),)),
-                    lambda: pd.DataFrame({"h": [1, 2, 3, 3, 2, 1, 1, 1]}), "add-remove"),
-    "normal": (lambda: Domain((Column("x", "numeric", lower=0, upper=10, bins=(0, 5, 10)),)),
-               lambda: pd.DataFrame({"x": np.linspace(1, 9, 12)}), "substitute"),
+    "bernoulli": (
+        lambda: Domain((Column("g", "categorical", categories=("a", "b")),)),
+        lambda: pd.DataFrame({"g": list("aababbbaab")}),
+        "substitute",
+    ),
+    "multinomial": (
+        lambda: Domain((Column("h", "categorical", categories=(1, 2, 3)),)),
+        lambda: pd.DataFrame({"h": [1, 2, 3, 3, 2, 1, 1, 1]}),
+        "add-remove",
+    ),
+    "normal": (
+        lambda: Domain((Column("x", "numeric", lower=0, upper=10, bins=(0, 5, 10)),)),
+        lambda: pd.DataFrame({"x": np.linspace(1, 9, 12)}),
+        "substitute",
+    ),
     "mixed": (mixed_domain, lambda: mixed_data(60, 4), "substitute"),
 }
 
@@ -570,7 +594,8 @@ def test_add_remove_plan_needs_no_n_and_a_zero_noisy_total_gives_an_empty_set():
     assert len(five) == 5 and set(five["h"]) <= {1, 2, 3}
     with pytest.raises(DipsyError, match="plan was made for n = 3"):  # under substitution the rows must be the plan's n
         Modips(PureDP(1.0), options={"model": "multinomial"}).plan(3, domain).measurements[0].query.answer(
-            NumpyEngine(pd.DataFrame({"h": [1, 2]}), domain))
+            NumpyEngine(pd.DataFrame({"h": [1, 2]}), domain)
+        )
 
 
 def test_engine_values_drop_invalid_rows_on_both_engines(tmp_path):

@@ -19,6 +19,7 @@ import pytest
 from scipy import stats
 
 import dipsy
+from dipsy.audit import CASES, audit, format_table
 from dipsy.domain import Domain
 from dipsy.engine import engine_for
 from dipsy.engine.numpy_engine import NumpyEngine
@@ -32,7 +33,6 @@ from dipsy.methods.marginals.sets import SetsModel
 from dipsy.methods.marginals.tree import TreeDistribution
 from dipsy.privacy import ZCDP
 from dipsy.privacy.accountant import Accountant
-from dipsy.audit import CASES, audit, format_table
 from dipsy.privacy.measurement import ACTIVE, Measurement
 from dipsy.privacy.relation import individual
 from dipsy.privacy.rng import Randomness
@@ -59,8 +59,9 @@ def fitted(data: pd.DataFrame, domain: Domain, rho: float, seed: int = 0, sets: 
     method = MST(ZCDP(rho), sets=sets, options=options)
     plan = method.plan(None, domain)
     engine = engine_for(data, domain)
-    session = Session(engine, plan.declared(ZCDP(rho)), plan.relation, Randomness.from_seed(seed), plan.measurements,
-                      plan.adaptive is not None)
+    session = Session(
+        engine, plan.declared(ZCDP(rho)), plan.relation, Randomness.from_seed(seed), plan.measurements, plan.adaptive is not None
+    )
     seen, real = [], session.measure
     session.measure = lambda m: (seen.append(m), real(m))[1]  # type: ignore[method-assign]
     model = method.fit(session, plan)
@@ -99,8 +100,9 @@ def test_one_ways_edge_choices_and_two_ways_each_spend_a_third_within_rounding_n
     eps = math.sqrt(8 * rho / (3 * (d - 1)))
     assert float(edge.epsilon) <= eps and float(edge.epsilon) == pytest.approx(eps, rel=1e-5)
     # the filter has no room for one more two-way marginal: refused before it reads
-    extra = Measurement("one more", MergedTable(("x0", "x1"), (model.maps[0].tolist(), model.maps[1].tolist())),
-                        two, plan.relation)
+    extra = Measurement(
+        "one more", MergedTable(("x0", "x1"), (model.maps[0].tolist(), model.maps[1].tolist())), two, plan.relation
+    )
     with pytest.raises(PrivacyError, match="declared total"):
         session.measure(extra)
     session.close()
@@ -240,7 +242,9 @@ def test_a_pair_off_the_tree_is_independent_given_the_path_exactly_in_the_model(
     frame = looped(5000, 2)
     model = tree_of(frame, sizes, edges)
     abc, b = model.marginal((0, 1, 2)), model.marginal((1,))
-    assert np.allclose(abc * b[None, :, None], model.marginal((0, 1))[:, :, None] * model.marginal((1, 2))[None, :, :], atol=1e-15)
+    assert np.allclose(
+        abc * b[None, :, None], model.marginal((0, 1))[:, :, None] * model.marginal((1, 2))[None, :, :], atol=1e-15
+    )
     # the data have the dependence the tree leaves out (so the identity above is the model's doing)
     data = counts(frame, (0, 1, 2), sizes) / len(frame)
     implied = data.sum(axis=2)[:, :, None] * data.sum(axis=0)[None, :, :] / data.sum(axis=(0, 2))[None, :, None]
@@ -342,7 +346,9 @@ def test_mst_recovers_the_chain_and_its_release_states_every_measurement(tmp_pat
     claim = meta["privacy"]["if_unseeded"]
     assert len(claim["measurements"]) == d + 2 * (d - 1)
     edge_choice = next(m for m in claim["measurements"] if "tree edge 1" in m["label"])
-    assert edge_choice["noise"]["distribution"].startswith("exponential mechanism") and edge_choice["query"].startswith("the L1 distances")
+    assert edge_choice["noise"]["distribution"].startswith("exponential mechanism") and edge_choice["query"].startswith(
+        "the L1 distances"
+    )
     assert meta["parameters"]["tree_edges"] == r.parameters["tree_edges"] and "compressed_domains" in meta["parameters"]
 
 

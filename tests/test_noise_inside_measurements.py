@@ -18,13 +18,12 @@ from __future__ import annotations
 import sys
 
 import pytest
+from test_charge_before_read import METHODS, invocation
 
 import dipsy
 from dipsy.privacy import samplers
 from dipsy.privacy.measurement import ACTIVE
 from dipsy.privacy.rng import Randomness
-
-from test_charge_before_read import METHODS, invocation
 
 NOISE = ("laplace", "gaussian")
 
@@ -56,7 +55,9 @@ def calls(monkeypatch):
 def test_every_noise_draw_belongs_to_a_charged_measurement(method, calls, tmp_path):
     data, domain, kwargs = invocation(method, tmp_path, "numpy")
     release = dipsy.synthesize(data, domain, method=method, accept_noise=True, **kwargs)  # unseeded: the production path
-    noisy = [m for m in release.statement.measurements if not m["noise"]["distribution"].startswith("none")]  # not declared public
+    noisy = [
+        m for m in release.statement.measurements if not m["noise"]["distribution"].startswith("none")
+    ]  # not declared public
     floating = all(not m["noise"]["exact_sampler"] for m in noisy)
     assert calls or floating, "the instrumentation saw no noise at all"  # a posterior draw uses rand.numpy only
     assert None not in calls, f"{calls.count(None)} noise draw(s) outside any measurement"

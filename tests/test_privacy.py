@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from dipsy.errors import BudgetError, DipsyError
 from dipsy.privacy import ZCDP, Accountant, ApproxDP, Ledger, PureDP, Spend, make_rng
-from dipsy.privacy.relation import SUBSTITUTE
 from dipsy.privacy.budget import Budget, positive
+from dipsy.privacy.relation import SUBSTITUTE
 
 amounts = st.floats(min_value=0, max_value=10, allow_nan=False)
 
@@ -66,8 +66,9 @@ def test_accountant_never_passes_its_budget_and_a_refusal_changes_nothing(total,
 
 def test_ledger_records_across_instances_and_refuses_to_pass_the_cap(tmp_path):
     path = tmp_path / "sub" / "ledger.sqlite"
-    after = Ledger(path).reserve("ce", "r1", "dirichlet-multinomial", [Spend("a", PureDP(0.5)), Spend("b", PureDP(0.5))],
-                                 SUBSTITUTE, cap=PureDP(1.5))
+    after = Ledger(path).reserve(
+        "ce", "r1", "dirichlet-multinomial", [Spend("a", PureDP(0.5)), Spend("b", PureDP(0.5))], SUBSTITUTE, cap=PureDP(1.5)
+    )
     assert after.total == PureDP(1.0)
     led = Ledger(path)  # a new process sees the same record
     led.confirm("r1")

@@ -17,8 +17,14 @@ from scipy.stats import norm
 from dipsy.audit import CASES
 from dipsy.audit.losses import check, sampled
 from dipsy.audit.record import files, recorded
-from dipsy.privacy.loss import (ALPHAS, PrivacyLoss, bounded_discrete_laplace_factor, categorical, discrete_gaussian_factor,
-                                discrete_laplace_factor)
+from dipsy.privacy.loss import (
+    ALPHAS,
+    PrivacyLoss,
+    bounded_discrete_laplace_factor,
+    categorical,
+    discrete_gaussian_factor,
+    discrete_laplace_factor,
+)
 from dipsy.privacy.measurement import DiscreteGaussian, DiscreteLaplace, Laplace
 from dipsy.privacy.selection import ExponentialSelection
 
@@ -35,6 +41,7 @@ def brute(log_p: np.ndarray, log_q: np.ndarray) -> tuple[float, callable, callab
 
     def delta(e):
         return max(np.sum(np.maximum(p - math.exp(e) * q, 0)), np.sum(np.maximum(q - math.exp(e) * p, 0)))
+
     return eps, renyi, delta
 
 
@@ -83,8 +90,10 @@ def test_the_laplace_binned_law_is_a_tight_lower_bound():
         assert exact * (1 - 1e-4) <= loss.renyi(np.array([a]))[0] <= exact
 
 
-@pytest.mark.parametrize("a, b, lower, upper, truncated", [(0, 1, 0, 1, False), (3, 5, 0, 10, False), (3, 5, 0, 10, True),
-                                                           (0, 2, 0, math.inf, False), (9, 7, 0, 9, True)])
+@pytest.mark.parametrize(
+    "a, b, lower, upper, truncated",
+    [(0, 1, 0, 1, False), (3, 5, 0, 10, False), (3, 5, 0, 10, True), (0, 2, 0, math.inf, False), (9, 7, 0, 9, True)],
+)
 def test_bounded_discrete_laplace_against_the_enumerated_law(a, b, lower, upper, truncated):
     scale, z = 1.3, np.arange(-600, 601)  # farther out the probabilities are denormal, their logs inexact
 
@@ -115,7 +124,9 @@ def test_independent_outputs_compose_into_the_product_law():
     assert product.epsilon == pytest.approx(eps, rel=1e-12)
     assert product.renyi(np.array([3.0]))[0] == pytest.approx(renyi(3.0), rel=1e-9)
     assert delta(0.5) - 1e-5 <= product.delta(0.5) <= delta(0.5) + 1e-12
-    assert PrivacyLoss((categorical(np.array([0.5, 0.5]), np.array([0.25, 0.75]), times=3),)).epsilon == pytest.approx(3 * math.log(2))
+    assert PrivacyLoss((categorical(np.array([0.5, 0.5]), np.array([0.25, 0.75]), times=3),)).epsilon == pytest.approx(
+        3 * math.log(2)
+    )
 
 
 def test_the_selection_law_is_its_draws_law():
@@ -125,6 +136,7 @@ def test_the_selection_law_is_its_draws_law():
     assert s.privacy_loss(scores, moved).epsilon <= 1.0 + 1e-12  # within its ε
     # the law of its draws: the exact sampler's frequencies match `probabilities` (χ²-style tolerance, 4 sd)
     from dipsy.privacy.rng import Randomness
+
     rand, n = Randomness.from_seed(3), 2000
     counts = np.bincount([s.randomise(scores, rand) for _ in range(n)], minlength=4)
     p = s.probabilities(scores)

@@ -16,6 +16,7 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import ROOT
 
 import dipsy
 from dipsy.cli import main
@@ -23,13 +24,11 @@ from dipsy.domain import Column, Domain
 from dipsy.errors import DipsyError
 from dipsy.methods.marginals.privsyn import SCORE_UNITS, PrivSyn, PrivSynModel, decorrelate, expand, merge_rare
 from dipsy.methods.marginals.selection import allocate
-from dipsy.privacy import Ledger, ZCDP
+from dipsy.privacy import ZCDP, Ledger
 from dipsy.privacy.conversions import approx_to_zcdp, zcdp_to_epsilon
 from dipsy.privacy.relation import individual
 from dipsy.privacy.rng import Randomness
 from dipsy.privacy.session import Session
-
-from conftest import ROOT
 
 ADULT = ROOT / "tests" / "data"
 #: Seven Adult columns with 2 to 16 values, several with values rarer than 3σ at ε = 1.
@@ -54,8 +53,14 @@ def fitted(data: pd.DataFrame, domain: Domain, budget: ZCDP, seed: int = 0, **op
     """plan → session → fit, as the release path runs them (what the API does, without the draw)."""
     method = PrivSyn(budget, options=options)
     plan = method.plan(None, domain)
-    session = Session(dipsy.engine.engine_for(data, domain), plan.declared(budget), plan.relation,
-                      Randomness.from_seed(seed), plan.measurements, plan.adaptive is not None)
+    session = Session(
+        dipsy.engine.engine_for(data, domain),
+        plan.declared(budget),
+        plan.relation,
+        Randomness.from_seed(seed),
+        plan.measurements,
+        plan.adaptive is not None,
+    )
     model = method.fit(session, plan)
     session.close()
     return plan, session, model
@@ -150,8 +155,9 @@ def test_spends_are_three_parts_adding_up_to_at_most_rho(adult, release, tmp_pat
     # at least what the accountant spent, and no more than ρ
     data, domain = adult
     path = tmp_path / "ledger.sqlite"
-    r = dipsy.synthesize(data, domain, method="privsyn", rho=RHO_1, delta=1e-9, columns=PLAIN,
-                         ledger=path, dataset_id="adult")  # unseeded: a seeded test release is not counted
+    r = dipsy.synthesize(
+        data, domain, method="privsyn", rho=RHO_1, delta=1e-9, columns=PLAIN, ledger=path, dataset_id="adult"
+    )  # unseeded: a seeded test release is not counted
     declared = PrivSyn(ZCDP(RHO_1)).plan(None, domain.project(PLAIN)).declared(ZCDP(RHO_1)).rho
     assert Ledger(path).spent("adult", "zCDP").rho == pytest.approx(declared, rel=1e-12)
     assert sum(s.budget.rho for s in r.spends) <= declared <= RHO_1 * (1 + 1e-12)
@@ -161,8 +167,9 @@ def test_spends_are_three_parts_adding_up_to_at_most_rho(adult, release, tmp_pat
 @pytest.mark.parametrize("theta", [1, 7])
 def test_theta_is_the_sensitivity_of_every_measurement(adult, theta):
     data, domain = adult
-    r = dipsy.synthesize(data, domain, method="privsyn", rho=RHO_1, delta=1e-9, seed=0, columns=PLAIN,
-                         options={"theta": theta, "iterations": 5})
+    r = dipsy.synthesize(
+        data, domain, method="privsyn", rho=RHO_1, delta=1e-9, seed=0, columns=PLAIN, options={"theta": theta, "iterations": 5}
+    )
     assert (f"θ = {theta}" in r.statement.neighbouring) == (theta > 1)
     assert any(f"θ = {theta}" in p for p in r.statement.public)
     assert r.statement.relation == individual(theta)
@@ -186,7 +193,7 @@ def test_theta_is_the_sensitivity_of_every_measurement(adult, theta):
 def test_theta_7_scales_the_one_way_variance_by_49(adult):
     data, domain = adult
     plans = [PrivSyn(ZCDP(RHO_1), options={"theta": t}).plan(None, domain.project(COLUMNS)) for t in (1, 7)]
-    for s1, s7 in zip(*([m.mechanism for m in p.measurements[:len(COLUMNS)]] for p in plans)):
+    for s1, s7 in zip(*([m.mechanism for m in p.measurements[: len(COLUMNS)]] for p in plans)):
         assert abs(s7.sigma2 - 49 * s1.sigma2) <= Fraction(49, 1024)
         assert s7.cost.rho == pytest.approx(s1.cost.rho, rel=1e-4)  # the same ρ buys 7x the sd
 
@@ -201,14 +208,16 @@ def generated(n: int, seed: int) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     x0 = rng.integers(0, 4, n)
     x2 = rng.integers(0, 3, n)
-    return pd.DataFrame({
-        "x0": x0,
-        "x1": np.where(rng.random(n) < 0.95, x0, rng.integers(0, 4, n)),
-        "x2": x2,
-        "x3": np.where(rng.random(n) < 0.8, x2, rng.integers(0, 3, n)),
-        "x4": rng.integers(0, 5, n),
-        "x5": np.where(rng.random(n) < 0.8, x0 // 2, rng.integers(0, 2, n)),
-    })
+    return pd.DataFrame(
+        {
+            "x0": x0,
+            "x1": np.where(rng.random(n) < 0.95, x0, rng.integers(0, 4, n)),
+            "x2": x2,
+            "x3": np.where(rng.random(n) < 0.8, x2, rng.integers(0, 3, n)),
+            "x4": rng.integers(0, 5, n),
+            "x5": np.where(rng.random(n) < 0.8, x0 // 2, rng.integers(0, 2, n)),
+        }
+    )
 
 
 def two_way_tvd(a: pd.DataFrame, b: pd.DataFrame, u: str, v: str) -> float:
@@ -472,9 +481,28 @@ def test_cli_privsyn_release_and_budget_show(adult, tmp_path, capsys, private_le
     path = tmp_path / "adult.csv"
     data[PLAIN].iloc[:5000].to_csv(path, index=False)
     out = tmp_path / "rel"
-    code = main(["synth", str(path), "--domain", str(ADULT / "adult-domain.json"), "--columns", ",".join(PLAIN),
-                 "--method", "privsyn", "--epsilon", "1", "--delta", "1e-9", "--seed", "1", "--out", str(out),
-                 "--format", "csv"])
+    code = main(
+        [
+            "synth",
+            str(path),
+            "--domain",
+            str(ADULT / "adult-domain.json"),
+            "--columns",
+            ",".join(PLAIN),
+            "--method",
+            "privsyn",
+            "--epsilon",
+            "1",
+            "--delta",
+            "1e-9",
+            "--seed",
+            "1",
+            "--out",
+            str(out),
+            "--format",
+            "csv",
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "TEST RELEASE" in captured.out and "zCDP" in captured.out and "δ = 1e-09" in captured.out
@@ -522,8 +550,8 @@ def test_the_model_holds_noisy_outputs_and_the_selection_is_public(adult):
     assert isinstance(model, PrivSynModel) and model.sets == 1
     assert not any(isinstance(v, (dipsy.engine.Engine, Session)) for v in vars(model).values())
     # the planned measurements ran, in order, then the chosen marginals (adaptive, within ρ₃)
-    assert session.ran[:len(plan.measurements)] == plan.measurements
-    chosen = session.ran[len(plan.measurements):]
+    assert session.ran[: len(plan.measurements)] == plan.measurements
+    chosen = session.ran[len(plan.measurements) :]
     assert len(chosen) == len(model.chosen) == len(model.selected) > 0
     assert [m.query.columns for m in chosen] == list(model.selected)
     assert all(set(s) <= set(COLUMNS) for s in model.selected)
@@ -543,8 +571,14 @@ def test_the_session_refuses_a_chosen_marginal_past_the_declared_total(adult):
     data, domain = adult
     scope = domain.project(PLAIN)
     plan, session, _ = fitted(data[PLAIN], scope, ZCDP(RHO_1), iterations=1)
-    reopened = Session(dipsy.engine.engine_for(data[PLAIN], scope), plan.declared(ZCDP(RHO_1)), plan.relation,
-                       Randomness.from_seed(0), plan.measurements, True)
+    reopened = Session(
+        dipsy.engine.engine_for(data[PLAIN], scope),
+        plan.declared(ZCDP(RHO_1)),
+        plan.relation,
+        Randomness.from_seed(0),
+        plan.measurements,
+        True,
+    )
     for m in plan.measurements:
         reopened.measure(m)
     greedy = Measurement("too much", Table(("sex",)), DiscreteGaussian.for_budget(ZCDP(0.61 * RHO_1)), plan.relation)
@@ -562,8 +596,15 @@ def test_empty_and_one_row_data_release_without_error(n, rho):
     with certainty): both release records from the noisy totals, by the documented fallback."""
     data = generated(n, 7)
     for seed in range(3):
-        r = dipsy.synthesize(data, Domain.from_sizes(SIZES), method="privsyn", rho=rho, seed=seed,
-                             neighbouring="add-remove", options={"iterations": 3})
+        r = dipsy.synthesize(
+            data,
+            Domain.from_sizes(SIZES),
+            method="privsyn",
+            rho=rho,
+            seed=seed,
+            neighbouring="add-remove",
+            options={"iterations": 3},
+        )
         table = r.tables[0]
         assert len(table) >= 1 and list(table.columns) == list(SIZES)
         for c, size in SIZES.items():
@@ -578,14 +619,28 @@ def test_the_fallback_draws_from_the_clipped_noisy_one_way_counts():
 
     noisy = (np.array([-3, 5, 0]), np.array([-1, -2]))
     merged = (np.array([-3.0, 0.0]), np.array([0.0]))  # a negative total: consistency gives all zeros
-    model = PrivSynModel(("a", "b"), noisy, (0.1, 0.1), (np.array([0, 1, 0]), np.array([0, 0])), merged, (),
-                         Settings(iterations=1, gamma=10, shuffle=True, rows=4000))
+    model = PrivSynModel(
+        ("a", "b"),
+        noisy,
+        (0.1, 0.1),
+        (np.array([0, 1, 0]), np.array([0, 0])),
+        merged,
+        (),
+        Settings(iterations=1, gamma=10, shuffle=True, rows=4000),
+    )
     out = model.sample(0, Randomness.from_seed(3))
     assert set(out["a"].tolist()) == {1}  # only the positive count
     counts = np.bincount(out["b"], minlength=2)
     assert abs(counts[0] - 2000) <= 5 * math.sqrt(4000 * 0.25)  # uniform
-    one = PrivSynModel(("a", "b"), noisy, (0.1, 0.1), (np.array([0, 1, 0]), np.array([0, 0])), merged, (),
-                       Settings(iterations=1, gamma=10, shuffle=True, rows=None))
+    one = PrivSynModel(
+        ("a", "b"),
+        noisy,
+        (0.1, 0.1),
+        (np.array([0, 1, 0]), np.array([0, 0])),
+        merged,
+        (),
+        Settings(iterations=1, gamma=10, shuffle=True, rows=None),
+    )
     assert [len(v) for v in one.sample(0, Randomness.from_seed(3)).values()] == [1, 1]  # one record by default
 
 
@@ -599,8 +654,15 @@ def test_an_attribute_no_chosen_marginal_holds_keeps_its_one_way_through_gum():
     a, b, c = np.array([7000.0, 3000.0]), np.array([2000.0, 8000.0]), np.full(40, 250.0)
     ab = Marginal((0, 1), np.array([[2000.0, 5000.0], [0.0, 3000.0]]), rho)  # far from independent: much copying
     identity = tuple(np.arange(len(x)) for x in (a, b, c))
-    model = PrivSynModel(("a", "b", "c"), tuple(x.astype(np.int64) for x in (a, b, c)), (rho,) * 3, identity, (a, b, c),
-                         (ab,), Settings(iterations=50, gamma=250, shuffle=False, rows=2000))
+    model = PrivSynModel(
+        ("a", "b", "c"),
+        tuple(x.astype(np.int64) for x in (a, b, c)),
+        (rho,) * 3,
+        identity,
+        (a, b, c),
+        (ab,),
+        Settings(iterations=50, gamma=250, shuffle=False, rows=2000),
+    )
     out = model.sample(0, Randomness.from_seed(11))
     share = np.bincount(out["c"], minlength=40) / len(out["c"])
     assert np.abs(share - c / c.sum()).sum() / 2 < 0.005  # without its own target: 0.0175-0.021 (seeds 0-2)

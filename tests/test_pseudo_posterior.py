@@ -12,8 +12,10 @@ from scipy import stats
 jax = pytest.importorskip("jax", reason="JAX is not installed: `make test` installs it with the project")
 numpyro = pytest.importorskip("numpyro", reason="NumPyro is not installed: `make test` installs it with the project")
 
-import dipsy  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
+from conftest import CE_DATA, CE_DOMAIN  # noqa: E402
+
+import dipsy  # noqa: E402
 from dipsy.errors import BudgetError, DipsyError, PrivacyError  # noqa: E402
 from dipsy.methods.pseudo_posterior import mechanism, range_bound  # noqa: E402
 from dipsy.methods.pseudo_posterior.draws import release_draws  # noqa: E402
@@ -23,8 +25,6 @@ from dipsy.privacy import Ledger, PureDP, Spend  # noqa: E402
 from dipsy.privacy.budget import ApproxDP, LocalDP  # noqa: E402
 from dipsy.privacy.composition import total_as  # noqa: E402
 from dipsy.privacy.relation import ADD_REMOVE  # noqa: E402
-
-from conftest import CE_DATA, CE_DOMAIN  # noqa: E402
 
 SMALL = MCMCSettings(chains=2, warmup=300, draws=300)
 
@@ -61,8 +61,12 @@ def test_log_likelihood_and_range_mass_match_scipy(name):
     model, X = MODELS[name](), np.column_stack([np.ones(50), rng.normal(0, 1, 50)])
     theta = _theta(name, 2, rng)
     eta = X @ theta["beta"]
-    y = {"normal": rng.normal(eta, 1), "lognormal": np.exp(rng.normal(eta, 1)), "poisson": rng.poisson(np.exp(eta)).astype(float),
-         "negative-binomial": rng.poisson(np.exp(eta) * 2).astype(float)}[name]
+    y = {
+        "normal": rng.normal(eta, 1),
+        "lognormal": np.exp(rng.normal(eta, 1)),
+        "poisson": rng.poisson(np.exp(eta)).astype(float),
+        "negative-binomial": rng.poisson(np.exp(eta) * 2).astype(float),
+    }[name]
     if name == "normal":
         law = stats.norm(eta, theta["sigma"])
     elif name == "lognormal":
@@ -116,8 +120,11 @@ def test_the_weighted_log_density_is_the_prior_plus_the_weighted_sum_of_log_like
     alpha = np.random.default_rng(5).uniform(0, 1, 30)
     theta = {"beta": np.array([1.1, 0.9]), "sigma": np.array(1.3)}
     got, _ = log_density(lambda: weighted_model(MODELS["lognormal"](), X, y, alpha), (), {}, theta)
-    by_hand = (stats.norm(0, 10).logpdf(theta["beta"]).sum() + stats.halfnorm(scale=5).logpdf(1.3)
-               + np.sum(alpha * stats.lognorm(s=1.3, scale=np.exp(X @ theta["beta"])).logpdf(y)))
+    by_hand = (
+        stats.norm(0, 10).logpdf(theta["beta"]).sum()
+        + stats.halfnorm(scale=5).logpdf(1.3)
+        + np.sum(alpha * stats.lognorm(s=1.3, scale=np.exp(X @ theta["beta"])).logpdf(y))
+    )
     assert np.isclose(float(got), by_hand, rtol=1e-10)
 
 
@@ -241,6 +248,84 @@ def test_a_ranges_epsilon_bounds_every_move_within_the_range(standard):
         assert 2 * out.delta_printed < oscillation.max()
 
 
+def _log_ratio_over_draws(F, base, other):
+    """max over measurable B of |log ξ(B | x) − log ξ(B | x')| for posteriors on the draws (any prior
+    weights cancel): exponents ``base`` and ``other`` (S vectors). A set's ratio is a weighted mean of
+    its points' ratios, so the largest is at one draw: brute force over the S points."""
+    lx, lxp = base - np.logaddexp.reduce(base), other - np.logaddexp.reduce(other)
+    return float(np.max(np.abs(lx - lxp)))
+
+
+@pytest.mark.parametrize("form", ["printed", "scaled"])
+def test_each_form_of_eq3_bounds_its_own_censoring_neighbour(form):
+    """S-001 eq. 3 in either form (eq3=) is at least the brute-force log-ratio of the neighbour it names:
+    record i's term in the weighted exponent replaced by its range's log mass, at full weight (printed)
+    or at α_i (scaled), the others held fixed; the scaled figure does not bound the printed neighbour."""
+    X, y = simulation(40, 5)
+    sampler = Sampler(MODELS["lognormal"](), X, y, SMALL)
+    fit = _synthetic_fit({"beta": np.array([1.0, 1.0]), "sigma": np.array(1.0)}, 200, 8)
+    F, L = sampler.log_likelihood(fit), sampler.log_range_mass(fit, 0.6, 1.2)
+    alpha = mechanism.weights(mechanism.record_risk("truncated", F, L))  # linear map: the riskiest record gets 0
+    delta, per = mechanism.database_bound("truncated", alpha, F, L, eq3=form)
+    other = mechanism.database_bound("truncated", alpha, F, L, eq3="scaled" if form == "printed" else "printed")[1]
+    base = F @ alpha
+    brute = np.array(
+        [
+            _log_ratio_over_draws(F, base, base - alpha[i] * F[:, i] + (1.0 if form == "printed" else alpha[i]) * L[:, i])
+            for i in range(len(y))
+        ]
+    )
+    assert np.all(2 * per >= brute - 1e-9) and 2 * delta >= brute.max() - 1e-9
+    if form == "printed":  # the scaled figure leaves the printed neighbour of a weight-0 record unbounded
+        assert np.any(2 * other < brute - 1e-6)
+    printed = np.max(np.abs(alpha * F - L), axis=0)  # eq. 3 as S-001 prints it
+    assert np.allclose(per, printed if form == "printed" else alpha * np.max(np.abs(F - L), axis=0))
+
+
+def test_the_stated_epsilon_is_the_move_bound_under_either_form_of_eq3():
+    """eq3= changes the reported S-001 figure, never the stated ε_x (the bound of a move within the range)."""
+    from dipsy.methods.pseudo_posterior.synthesizer import PseudoPosteriorSynthesizer
+
+    X, y = simulation(60, 11)
+    sampler = Sampler(MODELS["lognormal"](), X, y, MCMCSettings(chains=2, warmup=200, draws=200))
+    unweighted = sampler.fit(np.ones(len(y)), jax.random.PRNGKey(1))
+    out = {
+        form: release_draws(
+            sampler, 2, jax.random.PRNGKey(3), "truncated", 0.6, 1.2, check=False, unweighted=unweighted, eq3=form
+        )
+        for form in ("printed", "scaled")
+    }
+    assert out["printed"].epsilon == out["scaled"].epsilon
+    F1, L1 = sampler.log_likelihood(out["printed"].weighted), sampler.log_range_mass(out["printed"].weighted, 0.6, 1.2)
+    alpha = out["printed"].alpha
+    assert out["printed"].delta_printed == pytest.approx(np.max(np.abs(alpha * F1 - L1)))
+    assert out["scaled"].delta_printed == pytest.approx(np.max(alpha * np.max(np.abs(F1 - L1), axis=0)))
+    assert out["printed"].delta_printed != pytest.approx(out["scaled"].delta_printed)
+    for form, o in out.items():
+        reported = PseudoPosteriorSynthesizer(LocalDP(10.0), options={"response": "y", "range": "0.6,1.2", "eq3": form}).report(o)
+        assert reported["S001_eq3"]["form"] == form and reported["S001_eq3"]["stated"] is False
+        assert reported["S001_eq3"]["Delta"] == o.delta_printed and ("as printed" in reported["S001_eq3"]["formula"]) == (
+            form == "printed"
+        )
+
+
+def test_the_statement_names_the_form_of_eq3_and_the_reconstruction(ce_domain):
+    """The plan's mechanism text names eq. 3's form exactly, and says the averaged standard is dipsy's reconstruction."""
+    from dipsy.domain import Domain
+    from dipsy.methods.pseudo_posterior.synthesizer import PseudoPosteriorSynthesizer
+
+    domain = Domain.load(ce_domain).project(CE_COLUMNS)
+    texts = {}
+    for extra in ({"eq3": "printed"}, {"eq3": "scaled"}, {}, {"standard": "averaged"}):
+        synth = PseudoPosteriorSynthesizer(LocalDP(10.0), options={**CE_OPTIONS, "range": "0.6,1.2", **extra})
+        plan = synth.plan(None, domain)
+        texts[extra.get("eq3", extra.get("standard", "default"))] = (plan.mechanism, plan.parameters)
+    assert "|α_i f − log P(R_i)|" in texts["printed"][0] and texts["printed"][1]["eq3"] == "printed"
+    assert "α_i |f − log P(R_i)|" in texts["scaled"][0] and "printed form" not in texts["scaled"][0]
+    assert texts["default"] == texts["scaled"]
+    assert "reconstruction" in texts["averaged"][0] and "eq3" not in texts["averaged"][1]
+
+
 def _synthetic_fit(theta, S, seed):
     """Draws scattered around θ (the bound must hold for any draws; no MCMC needed)."""
     rng = np.random.default_rng(seed)
@@ -282,8 +367,9 @@ def test_the_move_bound_holds_for_every_built_in_model_and_weight_rule(case):
     raise_to = target / 2 if target else None
     alpha = mechanism.weights(risk, rule, c, g, raise_to=raise_to)
     effective = alpha if lam is None else lam + (1 - lam) * alpha
-    bound = range_bound.move_bound(sampler, standard, 0.6, 1.2, unweighted, weighted, F0, L0, F1, risk, lam, effective,
-                                 rule, c, g, raise_to)
+    bound = range_bound.move_bound(
+        sampler, standard, 0.6, 1.2, unweighted, weighted, F0, L0, F1, risk, lam, effective, rule, c, g, raise_to
+    )
     oscillation, _ = brute_force_moves(sampler, unweighted, weighted, standard, 0.6, 1.2, rule, c, g, raise_to, grid=61)
     assert np.all(bound.per_record >= oscillation - 1e-9), case
     assert bound.epsilon <= 1.05 * oscillation.max(), case
@@ -291,10 +377,10 @@ def test_the_move_bound_holds_for_every_built_in_model_and_weight_rule(case):
 
 def test_cell_extremes_bound_the_functions_inside_the_cell():
     rng = np.random.default_rng(8)
-    l, r = rng.uniform(-2, 0, 500), rng.uniform(0, 2, 500)
+    left, r = rng.uniform(-2, 0, 500), rng.uniform(0, 2, 500)
     c0, c1, c2 = rng.normal(0, 1, (3, 500))
-    lo, hi = (np.asarray(v) for v in range_bound._quadratic_extremes(c0, c1, c2, l, r))
-    t = l[:, None] + (r - l)[:, None] * np.linspace(0, 1, 401)
+    lo, hi = (np.asarray(v) for v in range_bound._quadratic_extremes(c0, c1, c2, left, r))
+    t = left[:, None] + (r - left)[:, None] * np.linspace(0, 1, 401)
     values = c0[:, None] + c1[:, None] * t + c2[:, None] * t**2
     assert np.allclose(lo, values.min(1), atol=1e-4) and np.allclose(hi, values.max(1), atol=1e-4)  # exact
     assert np.all(lo <= values.min(1) + 1e-12) and np.all(hi >= values.max(1) - 1e-12)
@@ -303,12 +389,15 @@ def test_cell_extremes_bound_the_functions_inside_the_cell():
 
     def log_mass(u):
         return np.log(np.exp(log_ndtr(u + 0.4)) - np.exp(log_ndtr(u - 0.6)))
+
     h = 1e-6
     slope = lambda u: (log_mass(u + h) - log_mass(u - h)) / (2 * h)  # noqa: E731
-    lo, hi = (np.asarray(v) for v in range_bound._curved_extremes(log_mass(l), log_mass(r), slope(l), slope(r), l, r, False))
+    lo, hi = (
+        np.asarray(v) for v in range_bound._curved_extremes(log_mass(left), log_mass(r), slope(left), slope(r), left, r, False)
+    )
     inside = log_mass(t)
     assert np.all(lo <= inside.min(1) + 1e-9) and np.all(hi >= inside.max(1) - 1e-9)
-    assert np.all(hi - inside.max(1) < 0.5 * (r - l) ** 2 + 1e-6)  # the tangents' slack is O(width²)
+    assert np.all(hi - inside.max(1) < 0.5 * (r - left) ** 2 + 1e-6)  # the tangents' slack is O(width²)
 
 
 def test_a_range_is_refused_for_a_users_model_and_with_reweight(tmp_path, ce_domain):
@@ -316,12 +405,18 @@ def test_a_range_is_refused_for_a_users_model_and_with_reweight(tmp_path, ce_dom
     path.write_text("from dipsy.methods.pseudo_posterior.models import Normal\nclass Mine(Normal):\n    pass\n")
     for options, match in (({"model": f"{path}:Mine"}, "built-in model"), ({"reweight": "true"}, "reweight")):
         with pytest.raises(DipsyError, match=match):
-            dipsy.synthesize(CE_DATA, ce_domain, method="pseudo-posterior", columns=CE_COLUMNS,
-                             options={**CE_OPTIONS, "range": "0.6,1.2", **options})
+            dipsy.synthesize(
+                CE_DATA,
+                ce_domain,
+                method="pseudo-posterior",
+                columns=CE_COLUMNS,
+                options={**CE_OPTIONS, "range": "0.6,1.2", **options},
+            )
     from dipsy.methods.pseudo_posterior.models import Normal
 
     class Mine(Normal):
         pass
+
     with pytest.raises(DipsyError, match="built-in models"):  # and at the mechanism, for a subclass given as an object
         range_bound.shape_of(Mine(), True)
 
@@ -334,7 +429,9 @@ def test_fits_that_do_not_converge_are_refused_or_warned():
         mechanism.check_fit(Fit(draws, 1.2, 500.0, 0, 0.0), "weighted")
     with pytest.raises(DipsyError, match="did not converge"):
         mechanism.check_fit(Fit(draws, 1.0, 20.0, 0, 0.0), "weighted")
-    assert mechanism.check_fit(Fit(draws, 1.02, 500.0, 0, 0.0), "weighted") == ["the weighted fit's max split R-hat is 1.020 (> 1.01)"]
+    assert mechanism.check_fit(Fit(draws, 1.02, 500.0, 0, 0.0), "weighted") == [
+        "the weighted fit's max split R-hat is 1.020 (> 1.01)"
+    ]
     assert mechanism.check_fit(Fit(draws, 1.001, 500.0, 0, 0.0), "weighted") == []
 
 
@@ -360,8 +457,16 @@ def ce_domain(tmp_path_factory):
 @pytest.fixture(scope="module")
 def ce_release(tmp_path_factory, ce_domain):
     ledger = tmp_path_factory.mktemp("ppm") / "ledger.sqlite"
-    release = dipsy.synthesize(CE_DATA, ce_domain, method="pseudo-posterior", columns=CE_COLUMNS, sets=2,
-                               options={**CE_OPTIONS, "range": "0.6,1.2", "standard": "averaged"}, ledger=ledger, dataset_id="ce")
+    release = dipsy.synthesize(
+        CE_DATA,
+        ce_domain,
+        method="pseudo-posterior",
+        columns=CE_COLUMNS,
+        sets=2,
+        options={**CE_OPTIONS, "range": "0.6,1.2", "standard": "averaged"},
+        ledger=ledger,
+        dataset_id="ce",
+    )
     return release, ledger
 
 
@@ -408,8 +513,9 @@ def test_a_local_guarantee_never_counts_against_a_dp_cap(tmp_path):
         ledger.reserve("ds", "ppm-1", "pseudo-posterior", [Spend("ppm", LocalDP(50.0))], ADD_REMOVE)
     with pytest.raises(BudgetError, match="no cap for local releases"):  # a DP cap alone never admits a local release
         ledger.reserve("ds", "ppm-2", "pseudo-posterior", [Spend("ppm", LocalDP(50.0))], ADD_REMOVE, guarantee="local")
-    ledger.reserve("ds", "ppm-2", "pseudo-posterior", [Spend("ppm", LocalDP(50.0))], ADD_REMOVE, guarantee="local",
-                   cap=LocalDP(100.0))
+    ledger.reserve(
+        "ds", "ppm-2", "pseudo-posterior", [Spend("ppm", LocalDP(50.0))], ADD_REMOVE, guarantee="local", cap=LocalDP(100.0)
+    )
     dp_line, local_line = ledger.totals()
     assert dp_line.spent.epsilon == pytest.approx(0.5) and dp_line.local == 1 and local_line.spent == LocalDP(50.0)
 
@@ -417,16 +523,24 @@ def test_a_local_guarantee_never_counts_against_a_dp_cap(tmp_path):
 def test_a_local_release_past_its_ceiling_is_refused_and_nothing_recorded(tmp_path, ce_domain):
     ledger = tmp_path / "l.sqlite"
     with pytest.raises(PrivacyError, match="past the ceiling"):
-        dipsy.synthesize(CE_DATA, ce_domain, method="pseudo-posterior", columns=CE_COLUMNS, epsilon=0.01,
-                         options=CE_OPTIONS, ledger=ledger, dataset_id="ce")
+        dipsy.synthesize(
+            CE_DATA,
+            ce_domain,
+            method="pseudo-posterior",
+            columns=CE_COLUMNS,
+            epsilon=0.01,
+            options=CE_OPTIONS,
+            ledger=ledger,
+            dataset_id="ce",
+        )
     assert not Ledger(ledger).spends("ce")
 
 
 def test_a_data_dependent_cost_is_refused_in_a_dp_session():
+    from dipsy.methods.pseudo_posterior.synthesizer import PseudoPosterior
     from dipsy.privacy.measurement import Measurement, Total
     from dipsy.privacy.rng import Randomness
     from dipsy.privacy.session import Session
-    from dipsy.methods.pseudo_posterior.synthesizer import PseudoPosterior
 
     m = Measurement("local", Total(), PseudoPosterior(None), ADD_REMOVE)
     session = Session(object(), PureDP(1.0), ADD_REMOVE, Randomness.from_seed(1), (m,))
@@ -434,20 +548,26 @@ def test_a_data_dependent_cost_is_refused_in_a_dp_session():
         session.measure(m)
 
 
-@pytest.mark.parametrize("options, match", [
-    ({"range": "1.2,1.8"}, "0 < a < 1 < b"),
-    ({"range": "0.4,0.9"}, "0 < a < 1 < b"),
-    ({"range": "0.4"}, "range must be"),
-    ({"standard": "averaged"}, "applies to a sensitive range"),
-    ({"model": "weibull"}, "unknown model"),
-    ({"response": "Race"}, "not a column in scope"),
-    ({"predictors": "log(Income)"}, "neither the response nor a predictor"),
-    ({"response": "log(UrbanRural)", "predictors": "log(Income),Expenditure"}, "log scale"),
-    ({"response": "UrbanRural", "model": "normal", "predictors": "log(Income),Expenditure"}, "does not fit"),
-    ({"response": "log(Expenditure)", "model": "lognormal"}, "log scale"),
-    ({"predictors": "Expenditure"}, "cannot also be a predictor"),
-    ({"weights": "square"}, "must be one of"),
-])
+@pytest.mark.parametrize(
+    "options, match",
+    [
+        ({"range": "1.2,1.8"}, "0 < a < 1 < b"),
+        ({"range": "0.4,0.9"}, "0 < a < 1 < b"),
+        ({"range": "0.4"}, "range must be"),
+        ({"standard": "averaged"}, "applies to a sensitive range"),
+        ({"model": "weibull"}, "unknown model"),
+        ({"response": "Race"}, "not a column in scope"),
+        ({"predictors": "log(Income)"}, "neither the response nor a predictor"),
+        ({"response": "log(UrbanRural)", "predictors": "log(Income),Expenditure"}, "log scale"),
+        ({"response": "UrbanRural", "model": "normal", "predictors": "log(Income),Expenditure"}, "does not fit"),
+        ({"response": "log(Expenditure)", "model": "lognormal"}, "log scale"),
+        ({"predictors": "Expenditure"}, "cannot also be a predictor"),
+        ({"weights": "square"}, "must be one of"),
+        ({"eq3": "printed"}, "form of S-001 eq. 3"),
+        ({"range": "0.6,1.2", "standard": "averaged", "eq3": "printed"}, "form of S-001 eq. 3"),
+        ({"range": "0.6,1.2", "eq3": "both"}, "must be one of"),
+    ],
+)
 def test_bad_options_are_refused_before_any_read(options, match, ce_domain, tmp_path):
     if "Expenditure" in options.get("predictors", "") and match != "cannot also be a predictor":
         # the case is about the response's model: a predictor the release repeats must be public first
@@ -481,9 +601,16 @@ def test_a_users_own_model_from_a_file(tmp_path, ce_domain):
         "    def log_likelihood(self, theta, X, y):\n"
         "        return -jnp.log(2 * theta['b']) - jnp.abs(y - X @ theta['beta']) / theta['b']\n"
         "    def predict(self, theta, X, rng):\n"
-        "        return rng.laplace(X @ theta['beta'], theta['b'])\n")
-    release = dipsy.synthesize(CE_DATA, ce_domain, method="pseudo-posterior", columns=CE_COLUMNS, seed=3,
-                               options={**CE_OPTIONS, "model": f"{path}:Laplace"})
+        "        return rng.laplace(X @ theta['beta'], theta['b'])\n"
+    )
+    release = dipsy.synthesize(
+        CE_DATA,
+        ce_domain,
+        method="pseudo-posterior",
+        columns=CE_COLUMNS,
+        seed=3,
+        options={**CE_OPTIONS, "model": f"{path}:Laplace"},
+    )
     assert release.options["model"]["file"] == "mymodel.py" and release.options["model"]["name"] == "Laplace"
     assert str(tmp_path) not in json.dumps(release.metadata(), default=str)  # never the operator's path
     assert release.statement.guarantee == "test"  # seeded
@@ -495,11 +622,14 @@ def test_compare_shows_the_local_guarantee_apart_from_dp(ce_release, tmp_path, c
 
     release, ledger = ce_release
     local = release.save(tmp_path / "ppm")
-    dp = dipsy.synthesize(CE_DATA, ce_domain, method="perturbed-histogram", columns=["Expenditure"], epsilon=1.0,
-                          ledger=ledger, dataset_id="ce").save(tmp_path / "hist")
+    dp = dipsy.synthesize(
+        CE_DATA, ce_domain, method="perturbed-histogram", columns=["Expenditure"], epsilon=1.0, ledger=ledger, dataset_id="ce"
+    ).save(tmp_path / "hist")
     result = compare_releases(CE_DATA, [local, dp], "Expenditure")
     ppm, hist = result["releases"]
     assert ppm["kind"] == "local" and "not DP" in ppm["guarantee"] and "ε_x" in ppm["guarantee"]
     assert ppm["epsilon"] == pytest.approx(release.statement.total.epsilon) and hist["kind"] == "dp"
-    page = write_comparison(result, *load_column(CE_DATA, [local, dp], "Expenditure"), tmp_path / "c.html").read_text(encoding="utf-8")
+    page = write_comparison(result, *load_column(CE_DATA, [local, dp], "Expenditure"), tmp_path / "c.html").read_text(
+        encoding="utf-8"
+    )
     assert "Guarantees of different kinds" in page

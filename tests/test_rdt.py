@@ -11,6 +11,7 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 import pytest
+from test_samplers import ACCEPT, REJECT, chi_square_p
 
 import dipsy
 from dipsy.cli import main
@@ -26,16 +27,16 @@ from dipsy.privacy.rng import Randomness
 from dipsy.privacy.samplers import discrete_laplace_pmf
 from dipsy.privacy.session import Session
 
-from test_samplers import ACCEPT, REJECT, chi_square_p
-
 #: The public columns a, b, h are declared public: rdt releases them as they are with its own targets.
-DOMAIN = Domain((
-    Column("a", "categorical", categories=tuple(range(6)), role="public"),
-    Column("b", "categorical", categories=tuple(range(4)), role="public"),
-    Column("h", "integer", lower=0, upper=99, bins=(0, 20, 40, 60, 80, 99), role="public"),
-    Column("sex", "categorical", categories=("F", "M")),
-    Column("race", "categorical", categories=("r1", "r2", "r3")),
-))
+DOMAIN = Domain(
+    (
+        Column("a", "categorical", categories=tuple(range(6)), role="public"),
+        Column("b", "categorical", categories=tuple(range(4)), role="public"),
+        Column("h", "integer", lower=0, upper=99, bins=(0, 20, 40, 60, 80, 99), role="public"),
+        Column("sex", "categorical", categories=("F", "M")),
+        Column("race", "categorical", categories=("r1", "r2", "r3")),
+    )
+)
 
 
 def records(n: int, seed: int) -> pd.DataFrame:
@@ -55,8 +56,15 @@ def files(tmp_path):
 
 
 def options(structure, **more):
-    return {"sensitive": "sex,race", "structure": str(structure), "n_b": 200, "leaf_min": 20, "trees": 3,
-            "structure_seed": 7, **more}
+    return {
+        "sensitive": "sex,race",
+        "structure": str(structure),
+        "n_b": 200,
+        "leaf_min": 20,
+        "trees": 3,
+        "structure_seed": 7,
+        **more,
+    }
 
 
 def planned(data: pd.DataFrame, structure, epsilon=1.0, neighbouring=None, sets=1, **more):
@@ -84,8 +92,10 @@ def test_the_structure_never_reads_confidential_data(files, monkeypatch):
     grown = []
     real = rdt_module.grow_public
     monkeypatch.setattr(rdt_module, "grow_public", lambda *a, **k: grown.append(real(*a, **k)) or grown[-1])
-    releases = [dipsy.synthesize(d, DOMAIN, method="rdt", epsilon=1.0, seed=s, options=options(structure))
-                for d, s in ((one, 1), (other, 2))]
+    releases = [
+        dipsy.synthesize(d, DOMAIN, method="rdt", epsilon=1.0, seed=s, options=options(structure))
+        for d, s in ((one, 1), (other, 2))
+    ]
     first, second = grown[:6], grown[6:]
     assert len(first) == len(second) == 6  # 3 trees × 2 sensitive columns
     for x, y in zip(first, second):
@@ -103,8 +113,9 @@ def test_splits_follow_the_structure_counts_and_weights(files):
         inner = tree.attribute >= 0
         assert (tree.support[inner] >= 200).all() and (tree.depth[inner] < 6).all()  # n_b and depth
         children = tree.parent[1:]
-        np.testing.assert_allclose(np.bincount(children, weights=tree.support[1:], minlength=tree.nodes)[inner],
-                                   tree.support[inner])  # a split partitions its node's structure records
+        np.testing.assert_allclose(
+            np.bincount(children, weights=tree.support[1:], minlength=tree.nodes)[inner], tree.support[inner]
+        )  # a split partitions its node's structure records
 
 
 def test_collapsing_is_decided_on_structure_counts(files):
@@ -134,8 +145,8 @@ def test_leaf_noise_is_discrete_laplace_of_the_stated_scale(files, relation, sen
         synth, plan = planned(data, structure, epsilon=3.0, neighbouring=relation, targets=str(targets), n_b=20, leaf_min=0)
         engine = NumpyEngine(data, DOMAIN)
         session = Session(engine, plan.declared(PureDP(3.0)), plan.relation, Randomness.from_seed(rep), plan.measurements)
-        for m in plan.measurements:
-            draws.append(session.measure(m) - m.query.answer(engine))
+        *_, noisy = synth.measure(session, plan)  # race's queries read sex's released model (S-004 §2)
+        draws += [out - m.query.answer(engine) for m, out in zip(plan.measurements, noisy)]
     draws = np.concatenate(draws)
     scale = Fraction(sensitivity) / (Fraction(3) / 6)
     assert plan.measurements[0].mechanism.scale == scale and draws.size > 20_000
@@ -147,8 +158,9 @@ def test_leaf_noise_is_discrete_laplace_of_the_stated_scale(files, relation, sen
 def test_the_leaf_query_counts_each_record_once(files):
     _, structure = files
     data = records(777, 5)
-    _, plan = planned(data, structure)
+    synth, plan = planned(data, structure)
     engine = NumpyEngine(data, DOMAIN)
+    synth.measure(Session(engine, plan.declared(PureDP(1.0)), plan.relation, Randomness.from_seed(0), plan.measurements), plan)
     for m in plan.measurements[1:]:
         counts = m.query.answer(engine)
         assert counts.sum() == 777 and counts.size == len(m.query.tree.leaves) * DOMAIN[m.query.label].size
@@ -156,6 +168,7 @@ def test_the_leaf_query_counts_each_record_once(files):
 
 def test_post_processing_projects_and_falls_back_to_the_pooled_parent():
     from dipsy.methods.rdt.trees import grow_public, project
+
     structure = np.array([[0.0]] * 50 + [[1.0]] * 5)
     tree = grow_public(("a",), [2], [1.0], structure, 1.0, 10, 1, np.random.default_rng(0))
     # leaf 1 (5 structure records) is below leaf_min = 10: it takes the root's counts, the sums of
@@ -183,8 +196,9 @@ def test_the_ensemble_costs_e_times_epsilon_per_tree(files, sets, trees, relatio
     if relation == "add-remove":
         data[["a", "b", "h"]].to_csv(tmp / "t.csv", index=False)
         more["targets"] = str(tmp / "t.csv")
-    release = dipsy.synthesize(data, DOMAIN, method="rdt", epsilon=0.7, sets=sets, neighbouring=relation,
-                               options=options(structure, **more))
+    release = dipsy.synthesize(
+        data, DOMAIN, method="rdt", epsilon=0.7, sets=sets, neighbouring=relation, options=options(structure, **more)
+    )
     leaves = [m for m in release.statement.measurements if m["epsilon"] > 0]
     per_tree = Fraction(7, 10) / (sets * 2 * trees)
     assert len(leaves) == sets * 2 * trees
@@ -206,7 +220,9 @@ def test_own_targets_are_declared_public_and_refuse_add_remove(files):
     assert release.statement.relation.kind == "substitute-values"
     assert release.statement.neighbouring.startswith("substitute one record's sensitive values")
     assert release.statement.relation.public == ("a", "b", "h")
-    assert "declared public, which the release repeats for every record as they are, are a, b, h" in release.statement.neighbouring
+    assert (
+        "declared public, which the release repeats for every record as they are, are a, b, h" in release.statement.neighbouring
+    )
     assert release.statement.to_dict()["relation"]["kind"] == "substitute-values"
     pd.testing.assert_frame_equal(release.tables[0][["a", "b", "h"]], data[["a", "b", "h"]], check_dtype=False)
     with pytest.raises(DipsyError, match="add/remove"):
@@ -216,13 +232,15 @@ def test_own_targets_are_declared_public_and_refuse_add_remove(files):
 def test_the_ledger_never_counts_own_targets_under_substitution(files, tmp_path):
     """A substitute-values spend counts under a substitute-values cap, never under substitute or
     add/remove caps; substitute spends count under its cap with k = 1."""
-    from dipsy.privacy import Ledger
     from dipsy.errors import BudgetError
+    from dipsy.privacy import Ledger
+
     _, structure = files
     data = records(300, 11)
     ledger = Ledger(tmp_path / "l.sqlite")
-    dipsy.synthesize(data, DOMAIN, method="rdt", epsilon=1.0, options=options(structure), ledger=ledger, dataset_id="d",
-                     budget_cap=3.0)
+    dipsy.synthesize(
+        data, DOMAIN, method="rdt", epsilon=1.0, options=options(structure), ledger=ledger, dataset_id="d", budget_cap=3.0
+    )
     dipsy.synthesize(data, DOMAIN, method="laplace-sanitizer", epsilon=1.0, ledger=ledger, dataset_id="d")  # substitute: k = 1
     assert ledger.cap_relation("d").kind == "substitute-values"
     with pytest.raises(BudgetError, match="cap"):
@@ -237,22 +255,102 @@ def test_the_ledger_never_counts_own_targets_under_substitution(files, tmp_path)
 
 
 @pytest.mark.parametrize("combine", ["average", "random-tree"])
-def test_at_a_large_budget_the_labels_follow_the_public_columns(files, combine):
-    """Sex depends on a (0.9 vs 0.1 female); race on sex: race trees split on the synthetic sex."""
+@pytest.mark.parametrize("condition_on", ["synthetic", "confidential"])
+def test_at_a_large_budget_the_labels_follow_the_public_columns(files, combine, condition_on):
+    """Sex depends on a (0.9 vs 0.1 female); race is r1 exactly for the women. The targets' race
+    trees split on their synthetic sex. With S-004 §2's leaf counts (condition_on=synthetic) the
+    confidential records are routed by a synthetic sex drawn from a alone, so race follows a but
+    not sex beyond a: race = r1 agrees with sex = F for 0.9² + 0.1² = 0.82 of the records; counted
+    on the confidential sex, for all of them."""
     _, structure = files
     data = records(6000, 8)
-    out = dipsy.synthesize(data, DOMAIN, method="rdt", epsilon=600.0, seed=3,
-                           options=options(structure, combine=combine, weights="a:50,sex:50")).tables[0]
+    out = dipsy.synthesize(
+        data,
+        DOMAIN,
+        method="rdt",
+        epsilon=600.0,
+        seed=3,
+        options=options(structure, combine=combine, weights="a:50,sex:50", condition_on=condition_on),
+    ).tables[0]
     female = (out["sex"] == "F").groupby(out["a"]).mean()
     assert (female[[0, 1, 2]] > 0.8).all() and (female[[3, 4, 5]] < 0.2).all()
-    assert ((out["race"] == "r1") == (out["sex"] == "F")).mean() > 0.9
+    r1 = (out["race"] == "r1").groupby(out["a"]).mean()
+    assert (r1[[0, 1, 2]] > 0.8).all() and (r1[[3, 4, 5]] < 0.2).all()
+    agree = ((out["race"] == "r1") == (out["sex"] == "F")).mean()
+    if condition_on == "confidential":
+        assert agree > 0.95
+    else:
+        assert abs(agree - 0.82) < 0.03
+
+
+def race_queries(data: pd.DataFrame, structure, seed: int = 0, **more) -> list:
+    """The race trees' leaf queries, once the sex trees of ``data`` are released (the earlier model
+    the lemma of rdt.sequential conditions on); ``seed`` gives the key of the draws."""
+    synth, plan = planned(data, structure, **more)
+    if synth.earlier is not None:
+        synth.earlier.key = rdt_module.draw_key(seed)
+    engine = NumpyEngine(data, DOMAIN)
+    synth.measure(Session(engine, plan.declared(PureDP(1.0)), plan.relation, Randomness.from_seed(1), plan.measurements), plan)
+    return [m.query for m in plan.measurements if getattr(m.query, "label", "") == "race"]
+
+
+def answers(queries: list, data: pd.DataFrame) -> np.ndarray:
+    engine = NumpyEngine(data, DOMAIN)
+    return np.concatenate([q.answer(engine) for q in queries])
+
+
+def test_race_leaves_never_read_the_confidential_sex_and_keep_the_sensitivity(files):
+    """S-004 §2: the race leaves route records by a synthetic sex. The lemma of rdt.sequential, the
+    sex model fixed: changing one record's confidential sex changes no race count; changing its race
+    moves two in each tree (the substitution Δ); the answer does not depend on the row order. Counted on
+    the confidential sex, changing a sex moves counts."""
+    _, structure = files
+    data = records(2000, 12)
+    queries = race_queries(data, structure)
+    base = answers(queries, data)
+    assert base.sum() == 3 * 2000  # every record counted once in each of the 3 trees
+    moved = data.copy()
+    moved.loc[data.index[data["race"] == "r1"], "sex"] = "M"  # every woman's confidential sex changed
+    np.testing.assert_array_equal(answers(queries, moved), base)
+    confidential = race_queries(data, structure, condition_on="confidential")
+    assert not np.array_equal(answers(confidential, moved), answers(confidential, data))
+    for i in range(0, 2000, 97):
+        other = data.copy()
+        other.loc[i, "race"] = "r2" if data.loc[i, "race"] != "r2" else "r3"
+        engine, before = NumpyEngine(other, DOMAIN), NumpyEngine(data, DOMAIN)
+        for q in queries:  # one count down, another up, in each tree
+            assert np.abs(q.answer(engine) - q.answer(before)).sum() == 2
+    shuffled = data.sample(frac=1, random_state=3)
+    np.testing.assert_array_equal(answers(queries, shuffled.reset_index(drop=True)), base)
+
+
+def test_the_sequential_race_query_has_add_remove_sensitivity_one(files):
+    """With targets=PATH under add/remove: adding a record (also one equal to a record already
+    there) changes the race counts by exactly one, whatever the key."""
+    tmp, structure = files
+    data = records(1500, 13)
+    data[["a", "b", "h"]].to_csv(tmp / "t.csv", index=False)
+    for seed in range(3):
+        queries = race_queries(data, structure, seed, neighbouring="add-remove", targets=str(tmp / "t.csv"))
+        base = answers(queries, data)
+        for extra in (data.iloc[[4]], data.iloc[[4]].assign(race="r3"), records(1, 99)):
+            bigger = pd.concat([data.iloc[:700], extra, data.iloc[700:]], ignore_index=True)
+            assert np.abs(answers(queries, bigger) - base).sum() == 3  # one in each of the 3 race trees
 
 
 def test_the_random_structure_needs_no_file_and_splits_numbers_within_bounds():
     data = records(3000, 9)
-    release = dipsy.synthesize(data, DOMAIN, method="rdt", epsilon=50.0, seed=4,
-                               options={"sensitive": "sex,race", "structure": "random", "depth": 3, "trees": 4, "structure_seed": 1})
-    synth = RandomDecisionTrees(PureDP(50.0), 1, {"sensitive": "sex,race", "structure": "random", "depth": 3, "structure_seed": 1})
+    release = dipsy.synthesize(
+        data,
+        DOMAIN,
+        method="rdt",
+        epsilon=50.0,
+        seed=4,
+        options={"sensitive": "sex,race", "structure": "random", "depth": 3, "trees": 4, "structure_seed": 1},
+    )
+    synth = RandomDecisionTrees(
+        PureDP(50.0), 1, {"sensitive": "sex,race", "structure": "random", "depth": 3, "structure_seed": 1}
+    )
     for tree in trees_of(synth.plan(3000, DOMAIN)):
         assert tree.depth.max() == 3 and (tree.depth[tree.leaves] == 3).all()
         cuts = tree.threshold[~np.isnan(tree.threshold)]
@@ -262,18 +360,37 @@ def test_the_random_structure_needs_no_file_and_splits_numbers_within_bounds():
 
 
 def test_a_random_structure_splits_on_an_earlier_integer_sensitive_column_by_its_codes():
-    domain = Domain((Column("age", "integer", lower=0, upper=9, role="public"), Column("s", "integer", lower=0, upper=1),
-                     Column("r", "integer", lower=0, upper=2)))
+    domain = Domain(
+        (
+            Column("age", "integer", lower=0, upper=9, role="public"),
+            Column("s", "integer", lower=0, upper=1),
+            Column("r", "integer", lower=0, upper=2),
+        )
+    )
     rng = np.random.default_rng(5)
     s = rng.integers(0, 2, 4000)
     data = pd.DataFrame({"age": rng.integers(0, 10, 4000), "s": s, "r": np.where(s == 1, 2, rng.integers(0, 2, 4000))})
-    out = dipsy.synthesize(data, domain, method="rdt", epsilon=500.0, seed=2,
-                           options={"sensitive": "s,r", "structure": "random", "depth": 2, "weights": "s:1000", "structure_seed": 3}).tables[0]
-    assert ((out["r"] == 2) == (out["s"] == 1)).mean() > 0.95  # race trees split on the synthetic s
+    out = dipsy.synthesize(
+        data,
+        domain,
+        method="rdt",
+        epsilon=500.0,
+        seed=2,
+        options={
+            "sensitive": "s,r",
+            "structure": "random",
+            "depth": 2,
+            "weights": "s:1000",
+            "structure_seed": 3,
+            "condition_on": "confidential",
+        },
+    ).tables[0]
+    assert ((out["r"] == 2) == (out["s"] == 1)).mean() > 0.95  # r's trees split the targets on their synthetic s
 
 
 def test_the_audit_case_reads_a_leaf_through_fifty_targets():
     from dipsy.audit import CASES
+
     case = CASES["rdt"]
     assert case.kwargs["neighbouring"] == "add-remove" and len(case.files["targets.csv"]) == 50
 
@@ -286,6 +403,7 @@ UNDECLARED = Domain(tuple(dataclasses.replace(c, role="sensitive") for c in DOMA
 
 def test_the_domains_roles_choose_the_columns_when_no_option_does(files):
     from dipsy.domain.columns import ROLE_READERS
+
     assert RandomDecisionTrees.name in ROLE_READERS  # what 'dipsy domain check' says about roles stays true
     _, structure = files
     opts = {k: v for k, v in options(structure).items() if k != "sensitive"}
@@ -296,13 +414,28 @@ def test_the_domains_roles_choose_the_columns_when_no_option_does(files):
         RandomDecisionTrees(PureDP(1.0), 1, opts).roles(UNDECLARED)
 
 
-@pytest.mark.parametrize("domain, given, message", [
-    (DOMAIN, {"sensitive": "sex"}, "rdt would release the column 'race' of every record as it is, and the domain declares it sensitive"),
-    (DOMAIN, {"public": "a,b,h,race", "sensitive": "sex"}, "release the column 'race' of every record as it is, and the domain declares it sensitive"),
-    (UNDECLARED, {"sensitive": "sex,race"}, "release the column 'a' of every record as it is, and the domain declares it sensitive"),
-    (DOMAIN, {"public": "a,b"}, "the column 'h' is neither public nor sensitive"),
-    (DOMAIN, {"sensitive": "sex,race,a"}, "'a' is named sensitive, and the domain declares it public"),
-])
+@pytest.mark.parametrize(
+    "domain, given, message",
+    [
+        (
+            DOMAIN,
+            {"sensitive": "sex"},
+            "rdt would release the column 'race' of every record as it is, and the domain declares it sensitive",
+        ),
+        (
+            DOMAIN,
+            {"public": "a,b,h,race", "sensitive": "sex"},
+            "release the column 'race' of every record as it is, and the domain declares it sensitive",
+        ),
+        (
+            UNDECLARED,
+            {"sensitive": "sex,race"},
+            "release the column 'a' of every record as it is, and the domain declares it sensitive",
+        ),
+        (DOMAIN, {"public": "a,b"}, "the column 'h' is neither public nor sensitive"),
+        (DOMAIN, {"sensitive": "sex,race,a"}, "'a' is named sensitive, and the domain declares it public"),
+    ],
+)
 def test_a_column_declared_sensitive_is_never_released_as_it_is(files, domain, given, message):
     """Roles are the contract: with its own targets, rdt repeats its public columns, and each must
     be declared public — whether or not the domain declares any column public (finding 2)."""
@@ -324,8 +457,10 @@ def test_the_tree_summary_holds_the_public_structure_and_no_true_count(files):
     one = records(1500, 2)
     other = records(1500, 12)
     other["sex"] = np.where(other["sex"] == "F", "M", "F")
-    summaries = [dipsy.synthesize(d, DOMAIN, method="rdt", epsilon=2.0, sets=2, seed=s, options=options(structure)).parameters
-                 for d, s in ((one, 1), (other, 2))]
+    summaries = [
+        dipsy.synthesize(d, DOMAIN, method="rdt", epsilon=2.0, sets=2, seed=s, options=options(structure)).parameters
+        for d, s in ((one, 1), (other, 2))
+    ]
     first, second = (p["tree_summary"] for p in summaries)
     assert list(first) == ["sex", "race"]
     for label in first:
@@ -333,7 +468,11 @@ def test_the_tree_summary_holds_the_public_structure_and_no_true_count(files):
         assert first[label] == second[label]  # the structure: public inputs and the public seed only
         assert all(0 <= k <= n for o in own for k, n in zip(o, first[label]["leaves_per_tree"]))
     sex = first["sex"]
-    assert sex["trees"] == 6 and sex["split_attributes"] == ["a", "b", "h"] and first["race"]["split_attributes"] == ["a", "b", "h", "sex"]
+    assert (
+        sex["trees"] == 6
+        and sex["split_attributes"] == ["a", "b", "h"]
+        and first["race"]["split_attributes"] == ["a", "b", "h", "sex"]
+    )
     per_tree = summaries[0]["trees"]  # the plan's facts per tree, in plan order: set, then sensitive column, then tree
     sex_trees = [per_tree[(k * 2 + 0) * 3 + t] for k in range(2) for t in range(3)]
     assert sex["leaves_per_tree"] == [t["leaves"] for t in sex_trees] and sex["depth_per_tree"] == [t["depth"] for t in sex_trees]
@@ -374,8 +513,20 @@ BAD = [
 def test_bad_options_are_refused_with_nothing_written(cli, capsys, name, given, message):
     tmp, data, domain, structure = cli
     opts = [f"structure={structure}"] + given if not any(g.startswith("structure=") for g in given) else given
-    args = ["synth", data, "--domain", domain, "--method", "rdt", "--epsilon", "1", "--out", tmp / "rel",
-            "--ledger", tmp / "ledger.sqlite"]
+    args = [
+        "synth",
+        data,
+        "--domain",
+        domain,
+        "--method",
+        "rdt",
+        "--epsilon",
+        "1",
+        "--out",
+        tmp / "rel",
+        "--ledger",
+        tmp / "ledger.sqlite",
+    ]
     for o in opts:
         args += ["--option", o]
     code, err = run(capsys, *args)
@@ -383,25 +534,66 @@ def test_bad_options_are_refused_with_nothing_written(cli, capsys, name, given, 
     assert not (tmp / "rel").exists() and not (tmp / "ledger.sqlite").exists()
 
 
-@pytest.mark.parametrize("targets, message", [
-    (pd.DataFrame({"a": [0, 1], "b": [0, 1]}), "'h'"),  # a column of the domain is missing
-    (pd.DataFrame({"a": [0, 9], "b": [0, 1], "h": [5, 50]}), "outside the domain"),  # category 9 of a is not in it
-])
+@pytest.mark.parametrize(
+    "targets, message",
+    [
+        (pd.DataFrame({"a": [0, 1], "b": [0, 1]}), "'h'"),  # a column of the domain is missing
+        (pd.DataFrame({"a": [0, 9], "b": [0, 1], "h": [5, 50]}), "outside the domain"),  # category 9 of a is not in it
+    ],
+)
 def test_a_target_file_that_does_not_match_the_domain_is_refused(cli, capsys, targets, message):
     tmp, data, domain, structure = cli
     targets.to_csv(tmp / "targets.csv", index=False)
-    code, err = run(capsys, "synth", data, "--domain", domain, "--method", "rdt", "--epsilon", "1", "--out", tmp / "rel",
-                    "--ledger", tmp / "ledger.sqlite", "--option", "sensitive=sex,race", "--option", f"structure={structure}",
-                    "--option", f"targets={tmp / 'targets.csv'}", "--neighbouring", "add-remove")
+    code, err = run(
+        capsys,
+        "synth",
+        data,
+        "--domain",
+        domain,
+        "--method",
+        "rdt",
+        "--epsilon",
+        "1",
+        "--out",
+        tmp / "rel",
+        "--ledger",
+        tmp / "ledger.sqlite",
+        "--option",
+        "sensitive=sex,race",
+        "--option",
+        f"structure={structure}",
+        "--option",
+        f"targets={tmp / 'targets.csv'}",
+        "--neighbouring",
+        "add-remove",
+    )
     assert code != 0 and message in err, err
     assert not (tmp / "rel").exists() and not (tmp / "ledger.sqlite").exists()
 
 
 def test_a_good_cli_release_records_the_files_by_hash(cli, capsys):
     tmp, data, domain, structure = cli
-    code, err = run(capsys, "synth", data, "--domain", domain, "--method", "rdt", "--epsilon", "1", "--out", tmp / "rel",
-                    "--ledger", tmp / "ledger.sqlite", "--option", "sensitive=sex,race", "--option", f"structure={structure}",
-                    "--option", "n_b=100")
+    code, err = run(
+        capsys,
+        "synth",
+        data,
+        "--domain",
+        domain,
+        "--method",
+        "rdt",
+        "--epsilon",
+        "1",
+        "--out",
+        tmp / "rel",
+        "--ledger",
+        tmp / "ledger.sqlite",
+        "--option",
+        "sensitive=sex,race",
+        "--option",
+        f"structure={structure}",
+        "--option",
+        "n_b=100",
+    )
     assert code == 0, err
     meta = json.loads((tmp / "rel" / "release.json").read_text())
     assert meta["options"]["structure"]["file"] == "structure.csv" and len(meta["options"]["structure"]["sha256"]) == 64

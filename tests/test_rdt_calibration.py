@@ -11,8 +11,16 @@ import pytest
 from scipy import stats
 
 from dipsy.errors import DipsyError
-from dipsy.methods.rdt.calibration import (Interval, calibration_table, format_calibration, interval,
-                                           laplace_binomial_pmf, min_leaf_size, plot_calibration, simulate)
+from dipsy.methods.rdt.calibration import (
+    Interval,
+    calibration_table,
+    format_calibration,
+    interval,
+    laplace_binomial_pmf,
+    min_leaf_size,
+    plot_calibration,
+    simulate,
+)
 from dipsy.privacy.rng import Randomness
 
 GRID = (100, 250, 500, 1000, 2000, 5000)
@@ -48,10 +56,16 @@ def test_s004_worked_example():
     assert within.n == 1289 == least_by_scan(0.25, 0.4, 1289, lower=0.22, upper=0.27)
 
 
-@pytest.mark.parametrize("p0, epsilon, target", [
-    (0.0, 0.5, {"width": 0.05}), (0.1, 2.0, {"width": 0.2}), (0.5, 0.2, {"width": 0.2}),
-    (0.3, 1.0, {"lower": 0.2, "upper": 0.35}), (0.05, 0.5, {"lower": 0.0, "upper": 0.12}),
-])
+@pytest.mark.parametrize(
+    "p0, epsilon, target",
+    [
+        (0.0, 0.5, {"width": 0.05}),
+        (0.1, 2.0, {"width": 0.2}),
+        (0.5, 0.2, {"width": 0.2}),
+        (0.3, 1.0, {"lower": 0.2, "upper": 0.35}),
+        (0.05, 0.5, {"lower": 0.0, "upper": 0.12}),
+    ],
+)
 def test_the_search_finds_the_least_size(p0, epsilon, target):
     """The search (doubling, bisection, a scan down) agrees with trying every size from 1."""
     found = min_leaf_size(p0, epsilon, **target)
@@ -76,7 +90,9 @@ def brute_force(n: int, p0: float, epsilon: float, sensitivity: float = 1) -> np
 def test_the_pmf_is_eq_1():
     np.testing.assert_allclose(laplace_binomial_pmf(5, 0.4, 0.5), brute_force(5, 0.4, 0.5), rtol=1e-10, atol=1e-15)
     # a count that is not whole (2.1), and Δ = 2 halving λ
-    np.testing.assert_allclose(laplace_binomial_pmf(7, 0.3, 1.0, sensitivity=2), brute_force(7, 0.3, 1.0, 2), rtol=1e-10, atol=1e-15)
+    np.testing.assert_allclose(
+        laplace_binomial_pmf(7, 0.3, 1.0, sensitivity=2), brute_force(7, 0.3, 1.0, 2), rtol=1e-10, atol=1e-15
+    )
     np.testing.assert_allclose(laplace_binomial_pmf(300, 0.2, 0.5, sensitivity=2), laplace_binomial_pmf(300, 0.2, 0.25))
 
 
@@ -110,8 +126,8 @@ def test_the_interval_is_the_least_delta():
     pmf = laplace_binomial_pmf(n, p0, eps)
     i = interval(n, p0, eps)
     x, d = 60, round(i.upper * n) - 60
-    assert round(i.lower * n) == x - d and i.mass == pytest.approx(pmf[x - d:x + d + 1].sum())
-    assert i.mass >= 0.9 > pmf[x - d + 1:x + d].sum()
+    assert round(i.lower * n) == x - d and i.mass == pytest.approx(pmf[x - d : x + d + 1].sum())
+    assert i.mass >= 0.9 > pmf[x - d + 1 : x + d].sum()
     exact = interval(n, p0, eps, interpolate=True)
     assert exact.mass == 0.9 and i.lower <= exact.lower < i.lower + 1 / n and i.upper - 1 / n < exact.upper <= i.upper
 
@@ -147,25 +163,28 @@ def test_the_simulation_tells_a_wrong_law_apart(n, lam, wrong):
 # -- input, output -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"p0": 1.5, "epsilon": 0.4, "width": 0.05}, "p0"),
-    ({"p0": float("nan"), "epsilon": 0.4, "width": 0.05}, "p0"),
-    ({"p0": 0.2, "epsilon": 0.0, "width": 0.05}, "epsilon"),
-    ({"p0": 0.2, "epsilon": -1, "width": 0.05}, "epsilon"),
-    ({"p0": 0.2, "epsilon": 0.4, "width": 0.05, "sensitivity": 0}, "sensitivity"),
-    ({"p0": 0.2, "epsilon": 0.4, "width": 0.05, "level": 1.0}, "level"),
-    ({"p0": 0.2, "epsilon": 0.4, "width": 0.05, "level": 0}, "level"),
-    ({"p0": 0.2, "epsilon": 0.4}, "either a width"),
-    ({"p0": 0.2, "epsilon": 0.4, "lower": 0.1}, "either a width"),
-    ({"p0": 0.2, "epsilon": 0.4, "width": 0.05, "lower": 0.1, "upper": 0.3}, "either a width"),
-    ({"p0": 0.2, "epsilon": 0.4, "width": 0}, "width"),
-    ({"p0": 0.2, "epsilon": 0.4, "lower": 0.25, "upper": 0.3}, "contain p0"),
-    ({"p0": 0.2, "epsilon": 0.4, "lower": 0.1, "upper": 1.2}, "contain p0"),
-    ({"p0": 0.2, "epsilon": 0.4, "width": 0.05, "grid": (100, 0)}, "whole number"),
-    ({"p0": 0.2, "epsilon": 0.4, "width": 0.05, "grid": ()}, "empty"),
-    ({"p0": 0.5, "epsilon": 0.4, "width": 0.001, "grid": (10, 20)}, "no leaf size in the grid"),
-    ({"p0": 0.5, "epsilon": 0.4, "lower": 0.5, "upper": 0.5}, "no leaf of up to 1,000,000"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"p0": 1.5, "epsilon": 0.4, "width": 0.05}, "p0"),
+        ({"p0": float("nan"), "epsilon": 0.4, "width": 0.05}, "p0"),
+        ({"p0": 0.2, "epsilon": 0.0, "width": 0.05}, "epsilon"),
+        ({"p0": 0.2, "epsilon": -1, "width": 0.05}, "epsilon"),
+        ({"p0": 0.2, "epsilon": 0.4, "width": 0.05, "sensitivity": 0}, "sensitivity"),
+        ({"p0": 0.2, "epsilon": 0.4, "width": 0.05, "level": 1.0}, "level"),
+        ({"p0": 0.2, "epsilon": 0.4, "width": 0.05, "level": 0}, "level"),
+        ({"p0": 0.2, "epsilon": 0.4}, "either a width"),
+        ({"p0": 0.2, "epsilon": 0.4, "lower": 0.1}, "either a width"),
+        ({"p0": 0.2, "epsilon": 0.4, "width": 0.05, "lower": 0.1, "upper": 0.3}, "either a width"),
+        ({"p0": 0.2, "epsilon": 0.4, "width": 0}, "width"),
+        ({"p0": 0.2, "epsilon": 0.4, "lower": 0.25, "upper": 0.3}, "contain p0"),
+        ({"p0": 0.2, "epsilon": 0.4, "lower": 0.1, "upper": 1.2}, "contain p0"),
+        ({"p0": 0.2, "epsilon": 0.4, "width": 0.05, "grid": (100, 0)}, "whole number"),
+        ({"p0": 0.2, "epsilon": 0.4, "width": 0.05, "grid": ()}, "empty"),
+        ({"p0": 0.5, "epsilon": 0.4, "width": 0.001, "grid": (10, 20)}, "no leaf size in the grid"),
+        ({"p0": 0.5, "epsilon": 0.4, "lower": 0.5, "upper": 0.5}, "no leaf of up to 1,000,000"),
+    ],
+)
 def test_bad_input(kwargs, message):
     with pytest.raises(DipsyError, match=message):
         min_leaf_size(**kwargs)
@@ -185,13 +204,23 @@ def test_the_terminal_table_and_figure(tmp_path):
     assert "least leaf size n_B: 840" in text and "at most 0.05 wide" in text and "mass 0.90" in text
     rows = calibration_table([0.05, 0.25], [0.1, 0.4], [100, 1000])
     assert len(rows) == 8 and rows[-1] == pytest.approx(
-        {"p0": 0.25, "epsilon": 0.4, "lambda": 0.4, "n": 1000, "lower": 0.227, "upper": 0.273, "mass": interval(1000, 0.25, 0.4).mass})
+        {
+            "p0": 0.25,
+            "epsilon": 0.4,
+            "lambda": 0.4,
+            "n": 1000,
+            "lower": 0.227,
+            "upper": 0.273,
+            "mass": interval(1000, 0.25, 0.4).mass,
+        }
+    )
     path = plot_calibration(rows, tmp_path / "calibration.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_the_command_line_gives_the_worked_example(capsys):
     from dipsy.cli import main
+
     assert main(["rdt-leaf-size", "--p0", "0.25", "--epsilon", "0.4", "--width", "0.05", "--grid", ",".join(map(str, GRID))]) == 0
     assert "least leaf size n_B: 1,000" in capsys.readouterr().out
     assert main(["rdt-leaf-size", "--p0", "0.25", "--epsilon", "0.4", "--width", "0.05", "--grid", "a,b"]) != 0

@@ -54,10 +54,31 @@ def adult_domain(folder: Path, name: str, public: set[str]) -> Path:
 
 
 def rdt(folder: Path, domain: Path, sensitive: str, out: str, *more) -> list:
-    return ["synth", folder / "priv.csv", "--domain", domain, "--method", "rdt", "--epsilon", "0.5",
-            "--option", f"sensitive={sensitive}", "--option", f"structure={folder / 'pub.csv'}", "--option", "trees=1",
-            "--option", "n_b=200", "--option", "structure_weight=10", "--out", folder / out,
-            "--ledger", folder / f"{out}.sqlite", *more]
+    return [
+        "synth",
+        folder / "priv.csv",
+        "--domain",
+        domain,
+        "--method",
+        "rdt",
+        "--epsilon",
+        "0.5",
+        "--option",
+        f"sensitive={sensitive}",
+        "--option",
+        f"structure={folder / 'pub.csv'}",
+        "--option",
+        "trees=1",
+        "--option",
+        "n_b=200",
+        "--option",
+        "structure_weight=10",
+        "--out",
+        folder / out,
+        "--ledger",
+        folder / f"{out}.sqlite",
+        *more,
+    ]
 
 
 OTHERS = {"age", "education", "workclass", "occupation", "hours-per-week"}
@@ -79,9 +100,13 @@ def test_two_rdt_releases_repeating_different_columns_are_never_one_total(adult,
     code, out, err = run(capsys, *args)
     assert code == 2 and "conflicts with release" in err and "shows sex exactly for every record" in err, err
     assert not (adult / "two").exists()
-    assert {s["method"] for s in Ledger(ledger).spends("adult")} == {"rdt"} and len({s["release_id"] for s in Ledger(ledger).spends("adult")}) == 1
+    assert {s["method"] for s in Ledger(ledger).spends("adult")} == {"rdt"} and len(
+        {s["release_id"] for s in Ledger(ledger).spends("adult")}
+    ) == 1
     [line] = Ledger(ledger).totals()  # what 'dipsy budget show' prints
-    assert line.describe().startswith("ε = 0.5 under substitute-values (public: age, education, hours-per-week, occupation, race,")
+    assert line.describe().startswith(
+        "ε = 0.5 under substitute-values (public: age, education, hours-per-week, occupation, race,"
+    )
 
 
 def test_a_column_declared_sensitive_is_never_released_as_it_is(adult, capsys):
@@ -101,8 +126,13 @@ def test_the_pseudo_posteriors_predictors_must_be_declared_public(monkeypatch):
     monkeypatch.setattr("dipsy.api.engine_for", lambda *a, **k: pytest.fail("the data were opened"))
     options = {"response": "log(Expenditure)", "predictors": "log(Income),UrbanRural", "range": "0.6,1.2"}
     with pytest.raises(PrivacyError, match="release the column 'Income' of every record as it is.*declares it sensitive"):
-        dipsy.synthesize(EXAMPLES / "ce" / "CEdata.csv", EXAMPLES / "ce" / "domain.yaml", method="pseudo-posterior",
-                         columns=["Expenditure", "Income", "UrbanRural"], options=options)
+        dipsy.synthesize(
+            EXAMPLES / "ce" / "CEdata.csv",
+            EXAMPLES / "ce" / "domain.yaml",
+            method="pseudo-posterior",
+            columns=["Expenditure", "Income", "UrbanRural"],
+            options=options,
+        )
     partial = dipsy.Domain.load(EXAMPLES / "ce" / "partial.yaml")
     synth = get("pseudo-posterior")(LocalDP(10.0), 5, options)
     plan = synth.plan(994, partial)
@@ -118,19 +148,43 @@ def test_a_spent_cap_stops_a_local_release(tmp_path, monkeypatch):
     unless the data set has a cap for local releases too."""
     ledger = Ledger(tmp_path / "l.sqlite")
     data = pd.read_csv(EXAMPLES / "ce" / "CEdata.csv")
-    dipsy.synthesize(data, EXAMPLES / "ce" / "domain.yaml", method="dirichlet-multinomial", epsilon=1.0, columns=["Race"],
-                     ledger=ledger, dataset_id="ce", budget_cap=1.0)
+    dipsy.synthesize(
+        data,
+        EXAMPLES / "ce" / "domain.yaml",
+        method="dirichlet-multinomial",
+        epsilon=1.0,
+        columns=["Race"],
+        ledger=ledger,
+        dataset_id="ce",
+        budget_cap=1.0,
+    )
     with pytest.raises(BudgetError, match="would take it to"):
-        dipsy.synthesize(data, EXAMPLES / "ce" / "domain.yaml", method="dirichlet-multinomial", epsilon=0.1, columns=["Race"], accept_noise=True,
-                         ledger=ledger, dataset_id="ce")
+        dipsy.synthesize(
+            data,
+            EXAMPLES / "ce" / "domain.yaml",
+            method="dirichlet-multinomial",
+            epsilon=0.1,
+            columns=["Race"],
+            accept_noise=True,
+            ledger=ledger,
+            dataset_id="ce",
+        )
     monkeypatch.setattr(get("pseudo-posterior"), "run", lambda *a: pytest.fail("the mechanism ran"))
     options = {"response": "log(Expenditure)", "predictors": "log(Income),UrbanRural"}
     with pytest.raises(BudgetError, match="no cap for local releases"):
-        dipsy.synthesize(data, EXAMPLES / "ce" / "partial.yaml", method="pseudo-posterior", options=options,
-                         ledger=ledger, dataset_id="ce")
+        dipsy.synthesize(
+            data, EXAMPLES / "ce" / "partial.yaml", method="pseudo-posterior", options=options, ledger=ledger, dataset_id="ce"
+        )
     with pytest.raises(BudgetError, match="the cap ε = 2 is a DP one"):  # a DP cap given to a local release
-        dipsy.synthesize(data, EXAMPLES / "ce" / "partial.yaml", method="pseudo-posterior", options=options,
-                         ledger=ledger, dataset_id="ce", budget_cap=2.0)
+        dipsy.synthesize(
+            data,
+            EXAMPLES / "ce" / "partial.yaml",
+            method="pseudo-posterior",
+            options=options,
+            ledger=ledger,
+            dataset_id="ce",
+            budget_cap=2.0,
+        )
     assert len({s["release_id"] for s in ledger.spends("ce")}) == 1
 
 
@@ -149,12 +203,17 @@ def test_a_discovered_domain_is_released_only_where_its_discovery_was_charged(di
     """Finding 7: a domain whose categories cost ε = 1 on data set 'ce' was accepted under another
     data set id or none, whose totals never showed that cost."""
     data, domain, ledger = discovered
-    kwargs = {"another id": {"ledger": ledger, "dataset_id": "ce-2"}, "no id": {"ledger": ledger},
-              "no ledger": {}, "another ledger": {"ledger": tmp_path / "other.sqlite", "dataset_id": "ce"}}[where]
+    kwargs = {
+        "another id": {"ledger": ledger, "dataset_id": "ce-2"},
+        "no id": {"ledger": ledger},
+        "no ledger": {},
+        "another ledger": {"ledger": tmp_path / "other.sqlite", "dataset_id": "ce"},
+    }[where]
     with pytest.raises(BudgetError, match="discovered at a cost charged to data set 'ce'"):
         dipsy.synthesize(data, domain, method="dirichlet-multinomial", epsilon=1.0, on_invalid="drop", **kwargs)
-    release = dipsy.synthesize(data, domain, method="dirichlet-multinomial", epsilon=1.0, on_invalid="drop", ledger=ledger,
-                               dataset_id="ce")
+    release = dipsy.synthesize(
+        data, domain, method="dirichlet-multinomial", epsilon=1.0, on_invalid="drop", ledger=ledger, dataset_id="ce"
+    )
     assert release.statement.private
 
 
@@ -166,10 +225,18 @@ def test_dpsyn_states_its_ex_ante_guarantee_whatever_regime_ran():
     data = pd.DataFrame({"x": [0, 1] * 20, "y": [1, 0] * 20})
     public = pd.DataFrame({"x": [0, 1, 1, 0] * 10, "y": [1, 0, 1, 1] * 10})
     import tempfile
+
     with tempfile.TemporaryDirectory() as tmp:
         public.to_csv(Path(tmp) / "public.csv", index=False)
-        release = dipsy.synthesize(data, domain, method="dpsyn", epsilon=2.0, delta=1e-6, accept_noise=True,
-                                   options={"public": str(Path(tmp) / "public.csv"), "least": 10, "multiple": 1, "pool": 200})
+        release = dipsy.synthesize(
+            data,
+            domain,
+            method="dpsyn",
+            epsilon=2.0,
+            delta=1e-6,
+            accept_noise=True,
+            options={"public": str(Path(tmp) / "public.csv"), "least": 10, "multiple": 1, "pool": 200},
+        )
     ran = release.statement.measurements
     assert all(m["definition"] == "pure-DP" for m in ran)  # this run's regime had no Gaussian step ...
     assert release.statement.total == ApproxDP(2.0, 1e-6)  # ... and the statement is still the declared (ε, δ)
@@ -199,15 +266,19 @@ def test_the_forecast_says_what_it_read():
     """Finding 11: "the forecast: before any record is read" — yet synth checks every row first, and
     under substitution the forecast uses the counted n. The release says so."""
     data = pd.read_csv(EXAMPLES / "ce" / "CEdata.csv")
-    release = dipsy.synthesize(data, EXAMPLES / "ce" / "domain.yaml", method="dirichlet-multinomial", epsilon=5.0, columns=["Race"])
+    release = dipsy.synthesize(
+        data, EXAMPLES / "ce" / "domain.yaml", method="dirichlet-multinomial", epsilon=5.0, columns=["Race"]
+    )
     [n] = [i for i in release.forecast["public_inputs"] if i.startswith("n = ")]
     assert n.startswith("n = 994, the rows that match the domain, counted when the rows were checked against it")
 
 
 def test_a_seeded_rdt_run_is_reproducible():
     """Finding 12: a seeded rdt run drew its structure seed from the OS unless given."""
-    from test_rdt import DOMAIN, records
     import tempfile
+
+    from test_rdt import DOMAIN, records
+
     with tempfile.TemporaryDirectory() as tmp:
         records(2000, 1).to_csv(Path(tmp) / "s.csv", index=False)
         opts = {"sensitive": "sex,race", "structure": str(Path(tmp) / "s.csv"), "n_b": 200, "trees": 2}
@@ -234,8 +305,11 @@ def test_the_confidential_file_is_never_its_own_public_source(tmp_path, capsys):
     assert code == 2  # a missing public file is an error of its own
     text = (EXAMPLES / "ce" / "domain.yaml").read_text()
     from dipsy.api import fingerprint
+
     spec = yaml.safe_load(text)
-    spec["description"] = f"categories and bounds from the public file public.csv (SHA-256 {fingerprint(public)}), by dipsy domain init"
+    spec["description"] = (
+        f"categories and bounds from the public file public.csv (SHA-256 {fingerprint(public)}), by dipsy domain init"
+    )
     (tmp_path / "e.yaml").write_text(yaml.safe_dump(spec))
     with pytest.raises(PrivacyError, match="is the file the domain's categories and bounds were read from"):
         dipsy.synthesize(public, tmp_path / "e.yaml", method="dirichlet-multinomial", epsilon=1.0, columns=["Race"])

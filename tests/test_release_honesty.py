@@ -17,18 +17,17 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import CE_DATA, CE_DOMAIN
+from test_charge_before_read import METHODS, config
 
 import dipsy
+from dipsy.engine import engine_for
 from dipsy.errors import BudgetError, PrivacyError
 from dipsy.methods import REGISTRY
 from dipsy.privacy.composition import requested_budget
 from dipsy.privacy.rng import Randomness
 from dipsy.privacy.samplers import discrete_laplace
 from dipsy.privacy.session import Session
-from dipsy.engine import engine_for
-
-from conftest import CE_DATA, CE_DOMAIN
-from test_charge_before_read import METHODS, config
 
 TRUE_RACE = [816, 109, 7, 39, 6, 17]  # CE's Race counts
 
@@ -37,8 +36,16 @@ TRUE_RACE = [816, 109, 7, 39, 6, 17]  # CE's Race counts
 
 
 def test_a_seeded_release_is_regenerable_and_says_it_is_not_private():
-    release = dipsy.synthesize(CE_DATA, CE_DOMAIN, method="laplace-sanitizer", epsilon=0.1, columns=["Race"],
-                               release="table", options={"post": "raw"}, seed=123)
+    release = dipsy.synthesize(
+        CE_DATA,
+        CE_DOMAIN,
+        method="laplace-sanitizer",
+        epsilon=0.1,
+        columns=["Race"],
+        release="table",
+        options={"post": "raw"},
+        seed=123,
+    )
     noisy = release.tables[0]["count"].to_numpy()
     scale = release.statement.claim()["measurements"][0]["noise"]["scale"]
     regenerated = discrete_laplace(scale, 6, Randomness.from_seed(release.seed))  # the attack: the seed is published
@@ -74,11 +81,14 @@ def _public_part(release) -> dict:
     return json.loads(json.dumps(meta, default=str))
 
 
-@pytest.mark.parametrize("method, kwargs", [
-    ("laplace-sanitizer", {"epsilon": 1.0, "neighbouring": "add-remove", "columns": ["Race"]}),
-    ("perturbed-histogram", {"epsilon": 1.0, "columns": ["Income"], "options": {"bins": 4}}),
-    ("privsyn", {"rho": 0.05, "delta": 1e-9, "columns": ["UrbanRural", "Race"], "options": {"iterations": 5}}),
-])
+@pytest.mark.parametrize(
+    "method, kwargs",
+    [
+        ("laplace-sanitizer", {"epsilon": 1.0, "neighbouring": "add-remove", "columns": ["Race"]}),
+        ("perturbed-histogram", {"epsilon": 1.0, "columns": ["Income"], "options": {"bins": 4}}),
+        ("privsyn", {"rho": 0.05, "delta": 1e-9, "columns": ["UrbanRural", "Race"], "options": {"iterations": 5}}),
+    ],
+)
 def test_an_invalid_confidential_row_changes_nothing_in_release_json(method, kwargs, tmp_path):
     data = pd.read_csv(CE_DATA)
     with_bad = pd.concat([data, data.iloc[:1].assign(Race=np.nan, Income=np.nan, UrbanRural=np.nan)], ignore_index=True)
@@ -95,22 +105,66 @@ def test_an_invalid_confidential_row_changes_nothing_in_release_json(method, kwa
 
 def test_an_add_remove_spend_counts_double_under_a_substitution_cap(tmp_path):
     ledger = tmp_path / "ledger.sqlite"
-    dipsy.synthesize(CE_DATA, CE_DOMAIN, method="dirichlet-multinomial", epsilon=0.5, columns=["Race"],
-                     ledger=ledger, dataset_id="ce", budget_cap=2, accept_noise=True)  # substitute: the cap is stated under substitution
-    dipsy.synthesize(CE_DATA, CE_DOMAIN, method="laplace-sanitizer", epsilon=0.5, columns=["Race"], release="table",
-                     neighbouring="add-remove", ledger=ledger, dataset_id="ce")  # counts as ε = 1 under substitution
+    dipsy.synthesize(
+        CE_DATA,
+        CE_DOMAIN,
+        method="dirichlet-multinomial",
+        epsilon=0.5,
+        columns=["Race"],
+        ledger=ledger,
+        dataset_id="ce",
+        budget_cap=2,
+        accept_noise=True,
+    )  # substitute: the cap is stated under substitution
+    dipsy.synthesize(
+        CE_DATA,
+        CE_DOMAIN,
+        method="laplace-sanitizer",
+        epsilon=0.5,
+        columns=["Race"],
+        release="table",
+        neighbouring="add-remove",
+        ledger=ledger,
+        dataset_id="ce",
+    )  # counts as ε = 1 under substitution
     with pytest.raises(BudgetError):
-        dipsy.synthesize(CE_DATA, CE_DOMAIN, method="dirichlet-multinomial", epsilon=0.6, columns=["Race"],
-                         ledger=ledger, dataset_id="ce", accept_noise=True)  # 0.5 + 1 + 0.6 > 2 (the old ledger said 1.6)
+        dipsy.synthesize(
+            CE_DATA,
+            CE_DOMAIN,
+            method="dirichlet-multinomial",
+            epsilon=0.6,
+            columns=["Race"],
+            ledger=ledger,
+            dataset_id="ce",
+            accept_noise=True,
+        )  # 0.5 + 1 + 0.6 > 2 (the old ledger said 1.6)
 
 
 def test_a_release_that_publishes_n_cannot_count_under_an_add_remove_cap(tmp_path):
     ledger = tmp_path / "ledger.sqlite"
-    dipsy.synthesize(CE_DATA, CE_DOMAIN, method="laplace-sanitizer", epsilon=0.5, columns=["Race"], release="table",
-                     neighbouring="add-remove", ledger=ledger, dataset_id="ce", budget_cap=2)
+    dipsy.synthesize(
+        CE_DATA,
+        CE_DOMAIN,
+        method="laplace-sanitizer",
+        epsilon=0.5,
+        columns=["Race"],
+        release="table",
+        neighbouring="add-remove",
+        ledger=ledger,
+        dataset_id="ce",
+        budget_cap=2,
+    )
     with pytest.raises(BudgetError, match="cannot count"):
-        dipsy.synthesize(CE_DATA, CE_DOMAIN, method="dirichlet-multinomial", epsilon=0.5, columns=["Race"],
-                         ledger=ledger, dataset_id="ce", accept_noise=True)
+        dipsy.synthesize(
+            CE_DATA,
+            CE_DOMAIN,
+            method="dirichlet-multinomial",
+            epsilon=0.5,
+            columns=["Race"],
+            ledger=ledger,
+            dataset_id="ce",
+            accept_noise=True,
+        )
 
 
 # -- 4. a model draws exactly the sets that were charged --------------------------------------------
@@ -144,8 +198,7 @@ def test_a_model_refuses_a_draw_past_its_charged_sets(method, tmp_path):
 
 @pytest.mark.parametrize("method", ["laplace-sanitizer", "dirichlet-multinomial"])
 def test_a_table_model_refuses_a_second_table(method, tmp_path):
-    _, model, rand = _fitted(method, tmp_path, lambda m: config(m) if m != "dirichlet-multinomial" else
-                             config("dp-prior"))
+    _, model, rand = _fitted(method, tmp_path, lambda m: config(m) if m != "dirichlet-multinomial" else config("dp-prior"))
     model.draw_table(rand)
     with pytest.raises(PrivacyError):
         model.draw_table(rand)

@@ -15,8 +15,7 @@ import pytest
 
 import dipsy
 from dipsy.domain import Domain
-from dipsy.evaluation import evaluate
-from dipsy.evaluation import plots
+from dipsy.evaluation import evaluate, plots
 from dipsy.evaluation.report import SECTIONS, render, write_report
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,8 +28,14 @@ OUT = ROOT / "build" / "report"
 HEADINGS = [f"{i}. {title}" for i, (_, title) in enumerate(SECTIONS, start=1)]
 # Chromium on a machine without network: no background traffic, no GPU, no sandbox (root).
 CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 
 
@@ -71,40 +76,91 @@ def handmade(domain: Domain) -> dict:
     nan = math.nan
     one = [{"columns": [c], "tvd": [0.1, nan, 0.2]} for c in domain.names]
     return {
-        "privacy": {"definition": "pure-DP", "epsilon_total": 2.0, "epsilon_per_set": 1.0, "sets": 2,
-                    "neighbouring": "add/remove <one> record", "public": ["the domain"], "mechanism": "m & n",
-                    "composition": "sequential"},
+        "privacy": {
+            "definition": "pure-DP",
+            "epsilon_total": 2.0,
+            "epsilon_per_set": 1.0,
+            "sets": 2,
+            "neighbouring": "add/remove <one> record",
+            "public": ["the domain"],
+            "mechanism": "m & n",
+            "composition": "sequential",
+        },
         "release": {"method": "dirichlet-multinomial", "release_id": "abc123", "sets": 2, "seed": None},
         "dataset": {"rows_original": 10, "sets": 2, "rows_synthetic": [10, 10], "columns": list(domain.names)},
         "marginals": {
             "1-way": {"mean_tvd": 0.15, "worst_tvd": 0.2, "worst_columns": ["x"], "count": 1, "marginals": one},
-            "2-way": {"mean_tvd": nan, "worst_tvd": nan, "worst_columns": [], "count": 1,
-                      "marginals": [{"columns": ["x", "y"], "tvd": [0.3, nan]}, {"columns": ["x", "gone"], "tvd": [nan]}]},
-            "k_marginal_score": {"score": 850.0, "per_set": [840.0, nan],
-                                 "baselines": {"1%": 600.0, "5%": None, "10%": 900.0}},
+            "2-way": {
+                "mean_tvd": nan,
+                "worst_tvd": nan,
+                "worst_columns": [],
+                "count": 1,
+                "marginals": [{"columns": ["x", "y"], "tvd": [0.3, nan]}, {"columns": ["x", "gone"], "tvd": [nan]}],
+            },
+            "k_marginal_score": {"score": 850.0, "per_set": [840.0, nan], "baselines": {"1%": 600.0, "5%": None, "10%": 900.0}},
         },
-        "numeric": {"y": {"U_m": [0.1, nan], "U_a": [0.01, 0.02], "ks": [0.1, 0.12],
-                          "mean": {"original": 2.0, "synthetic": [2.1, None]},
-                          "quantiles": {"original": {"0.05": 0.5, "0.5": 2.0},
-                                        "synthetic": [{"0.05": 0.4, "0.5": 1.9}, {"0.05": nan}]}}},
-        "propensity": {"logistic": {"pmse": [0.01, nan], "null_mean": [0.005, 0.005], "null_sd": [0.001, 0.001],
-                                    "standardised": [5.0, nan], "ratio": [2.0, nan]},
-                       "caveat": "Trees <b>differ</b>.", "rows_used": 20},
-        "relationships": {"indicators": {"pairs": [{"x": "x=0", "y": "y=1", "corr_original": 0.3,
-                                                    "corr_synthetic": [0.2, nan], "slope_original": nan,
-                                                    "slope_synthetic": [nan, nan]}],
-                                         "corr_mean_abs_diff": 0.1, "slope_mean_abs_diff": nan},
-                          "numeric": {}},
-        "inference": {"formula": "y ~ x", "rule": "reiter2003-partial",
-                      "coefficients": [{"term": "x", "original": {"estimate": 1.0, "se": 0.1, "lower": 0.8, "upper": 1.2},
-                                        "synthetic": {"estimate": 1.1, "variance": 0.02, "df": nan, "lower": nan, "upper": 1.4},
-                                        "ci_overlap": 0.7, "std_diff": 1.0}]},
+        "numeric": {
+            "y": {
+                "U_m": [0.1, nan],
+                "U_a": [0.01, 0.02],
+                "ks": [0.1, 0.12],
+                "mean": {"original": 2.0, "synthetic": [2.1, None]},
+                "quantiles": {"original": {"0.05": 0.5, "0.5": 2.0}, "synthetic": [{"0.05": 0.4, "0.5": 1.9}, {"0.05": nan}]},
+            }
+        },
+        "propensity": {
+            "logistic": {
+                "pmse": [0.01, nan],
+                "null_mean": [0.005, 0.005],
+                "null_sd": [0.001, 0.001],
+                "standardised": [5.0, nan],
+                "ratio": [2.0, nan],
+            },
+            "caveat": "Trees <b>differ</b>.",
+            "rows_used": 20,
+        },
+        "relationships": {
+            "indicators": {
+                "pairs": [
+                    {
+                        "x": "x=0",
+                        "y": "y=1",
+                        "corr_original": 0.3,
+                        "corr_synthetic": [0.2, nan],
+                        "slope_original": nan,
+                        "slope_synthetic": [nan, nan],
+                    }
+                ],
+                "corr_mean_abs_diff": 0.1,
+                "slope_mean_abs_diff": nan,
+            },
+            "numeric": {},
+        },
+        "inference": {
+            "formula": "y ~ x",
+            "rule": "reiter2003-partial",
+            "coefficients": [
+                {
+                    "term": "x",
+                    "original": {"estimate": 1.0, "se": 0.1, "lower": 0.8, "upper": 1.2},
+                    "synthetic": {"estimate": 1.1, "variance": 0.02, "df": nan, "lower": nan, "upper": 1.4},
+                    "ci_overlap": 0.7,
+                    "std_diff": 1.0,
+                }
+            ],
+        },
     }
 
 
 def small_case() -> tuple[pd.DataFrame, list[pd.DataFrame], Domain]:
-    domain = Domain.from_dict({"columns": {"x": {"kind": "categorical", "categories": ["a", "b"], "labels": ["<A>", "B & C"]},
-                                           "y": {"kind": "numeric", "lower": 0, "upper": 5}}})
+    domain = Domain.from_dict(
+        {
+            "columns": {
+                "x": {"kind": "categorical", "categories": ["a", "b"], "labels": ["<A>", "B & C"]},
+                "y": {"kind": "numeric", "lower": 0, "upper": 5},
+            }
+        }
+    )
     data = pd.DataFrame({"x": list("abababbbba"), "y": [0.5, 1, 2, 3, 2.5, 4, 1.5, 2, 2, 1]})
     return data, [data.sample(frac=1.0, random_state=k).reset_index(drop=True) for k in range(2)], domain
 
@@ -126,7 +182,7 @@ def test_report_is_complete_and_self_contained(case, request):
     srcs = images(page)
     assert len(srcs) >= 8 and all(s.startswith("data:image/png;base64,") for s in srcs)
     assert not re.search(r"https?://|<script|<link|@import|url\(", page, re.I)
-    rest = page[:page.find('id="sensitive"')] + page[page.find('id="inference"'):]
+    rest = page[: page.find('id="sensitive"')] + page[page.find('id="inference"') :]
     assert "Not applicable" not in rest  # every section has content for these releases (no sensitive columns named)
     assert path.stat().st_size < 5_000_000
 
@@ -135,13 +191,20 @@ def test_privacy_statement_is_at_the_top(ce, ce_report):
     page = ce_report.read_text(encoding="utf-8")
     top = page[: page.find(">2. Summary</h2>")]
     release = ce[0]["release"]
-    for text in ("pure-DP", "ε = 5 in total", "dirichlet-multinomial", release["release_id"], "sequential composition", "n = 994"):
+    for text in (
+        "pure-DP",
+        "ε = 5 in total",
+        "dirichlet-multinomial",
+        release["release_id"],
+        "sequential composition",
+        "n = 994",
+    ):
         assert text in top, text
 
 
 def test_heat_maps_use_the_domain_labels(ce_report):
     page = ce_report.read_text(encoding="utf-8")
-    section = page[page.find(">3. Marginals</h2>"): page.find(">4. Numeric columns</h2>")]
+    section = page[page.find(">3. Marginals</h2>") : page.find(">4. Numeric columns</h2>")]
     assert section.count("<img") == 1 + 3 + 1  # one-way bars, three worst two-way marginals, k-marginal score
     assert "heat maps of" in section and "subsample" in section
 
@@ -155,14 +218,14 @@ def test_caveat_is_verbatim_and_numbers_are_shown(ce, ce_report):
 def section(page: str, key: str) -> str:
     """The HTML of one section of a page."""
     start = page.find(f'<section id="{key}"')
-    return page[start: page.find("</section>", start)]
+    return page[start : page.find("</section>", start)]
 
 
 def test_banner_says_the_report_is_confidential_before_anything_else(ce_report):
     page = ce_report.read_text(encoding="utf-8")
     banner = page.find('class="banner"')
     assert 0 < banner < page.find(">1. Privacy statement</h2>") and page.find("<header>") < banner
-    text = page[banner: page.find("</div>", banner)]
+    text = page[banner : page.find("</div>", banner)]
     assert "statistics of the confidential original data" in text and "not covered by the release's privacy guarantee" in text
     assert "Do not publish it" in text
 
@@ -176,18 +239,18 @@ def test_sections_open_with_their_verdict_and_the_summary_lists_them(ce, ce_repo
         body = section(page, key)
         start = body.find('class="verdict ')
         assert 0 < start < body.find("</h2>") + 40, key  # right under the heading
-        assert html.escape(verdict["text"]) in body and f'verdict {verdict["level"]}' in body
+        assert html.escape(verdict["text"]) in body and f"verdict {verdict['level']}" in body
     summary = section(page, "summary")
     assert summary.count("<tr class=") == len(judged) and "Verdicts" in summary
 
 
 def test_the_binning_floor_is_shown_beside_the_synthetic_figures(ce_report):
     numeric = section(ce_report.read_text(encoding="utf-8"), "numeric")
-    assert "mean (binning floor)" in numeric and "<th class=\"num\">binning floor</th>" in numeric
+    assert "mean (binning floor)" in numeric and '<th class="num">binning floor</th>' in numeric
     # CE Income's top bin, 250k–1M, moves the mean of a bin-uniform redraw most
-    note = numeric[numeric.find("The bins bias the mean of Income"):]
+    note = numeric[numeric.find("The bins bias the mean of Income") :]
     assert note and "from the bin 250k–1M" in note[: note.find("</p>")]
-    assert "binning floor" in numeric[numeric.find("empirical CDFs of Income"):]
+    assert "binning floor" in numeric[numeric.find("empirical CDFs of Income") :]
 
 
 def test_pmse_headline_says_which_model_it_is(ce_report):
@@ -216,7 +279,7 @@ def test_public_parameters_are_shown_readably_whatever_the_method():
         "shuffle": True,
     }
     privacy = section(render(evaluation, data, tables, domain), "privacy")
-    part = privacy[privacy.find("What the method chose / public parameters"):]
+    part = privacy[privacy.find("What the method chose / public parameters") :]
     assert part, "the heading is in the privacy section"
     assert "909.9" in part and 'title="465881/512 exactly"' in part and "0.75" in part  # fractions as decimals
     assert "0.0007143" in part and "<dt>total epsilon</dt>" in part  # nested mappings as definition lists
@@ -283,10 +346,14 @@ def test_written_atomically_and_readable(tmp_path, monkeypatch):
 
 def test_large_domains_are_capped_for_heat_maps():
     cats = [f"c{k}" for k in range(40)]
-    domain = Domain.from_dict({"columns": {
-        "c": {"kind": "categorical", "categories": cats},
-        "n": {"kind": "integer", "lower": 0, "upper": 10**9},
-    }})
+    domain = Domain.from_dict(
+        {
+            "columns": {
+                "c": {"kind": "categorical", "categories": cats},
+                "n": {"kind": "integer", "lower": 0, "upper": 10**9},
+            }
+        }
+    )
     data = pd.DataFrame({"c": [cats[k % 40] for k in range(400)], "n": [k * 2_000_000 for k in range(400)]})
     codes, labels = plots.column_codes(data["n"], domain["n"])
     assert len(labels) == plots.MAX_LEVELS and codes.max() < plots.MAX_LEVELS
@@ -308,8 +375,9 @@ def test_integer_heat_map_labels_never_merge_values_silently():
     capped, shown = heat_labels(small, range(21))
     assert shown == [str(k) for k in range(21)] and list(capped) == list(range(21))
     # Bins of 5 years, 20 of them (ACS AGEP): one cell per bin, labelled by its integers.
-    agep = Domain.from_dict({"columns": {"a": {"kind": "integer", "lower": 0, "upper": 99,
-                                               "bins": [*range(0, 100, 5), 99]}}})["a"]
+    agep = Domain.from_dict({"columns": {"a": {"kind": "integer", "lower": 0, "upper": 99, "bins": [*range(0, 100, 5), 99]}}})[
+        "a"
+    ]
     capped, shown = heat_labels(agep, range(100))
     assert len(shown) == 20 and shown[:2] == ["0–4", "5–9"] and shown[-1] == "95–99"
     # 74 values (17–90) are too many: runs of 5 values on multiples of 5, each label the run's
@@ -320,7 +388,7 @@ def test_integer_heat_map_labels_never_merge_values_silently():
     for value, cell in zip(range(17, 91), capped):
         low, _, high = shown[cell].partition("–")
         assert int(low) <= value <= int(high or low)
-    sizes = [len(range(int(a), int((b or a)) + 1)) for a, _, b in (label.partition("–") for label in shown)]
+    sizes = [len(range(int(a), int(b or a) + 1)) for a, _, b in (label.partition("–") for label in shown)]
     assert set(sizes[1:-1]) == {5}  # equal cells, only the ends cut by the bounds
 
 
@@ -336,7 +404,10 @@ def test_report_renders_in_chromium(ce_report, tmp_path):
     with sync_api.sync_playwright() as p:
         # A persistent context on a new folder: the fresh --user-data-dir the machine notes ask for.
         context = p.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=chromium, headless=True, args=CHROMIUM_FLAGS,
+            str(tmp_path / "profile"),
+            executable_path=chromium,
+            headless=True,
+            args=CHROMIUM_FLAGS,
             viewport={"width": 1280, "height": 900},
         )
         try:
@@ -364,5 +435,7 @@ def test_the_forecast_is_shown_with_its_verdict(tmp_path):
 
     release = dipsy.synthesize(CE_DATA, CE_DOMAIN, epsilon=0.5, seed=1, accept_noise=True)
     page = _forecast(release.metadata()["forecast"])
-    assert "Forecast before any measurement" in page and "NOISE" in page and "--accept-noise" in page and "prior outweighs" in page
+    assert (
+        "Forecast before any measurement" in page and "NOISE" in page and "--accept-noise" in page and "prior outweighs" in page
+    )
     assert _forecast(None) == ""

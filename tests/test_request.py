@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import CE_DATA, CE_DOMAIN
 
 import dipsy
 import dipsy.api
@@ -16,8 +17,6 @@ import dipsy.cli
 from dipsy.domain import Domain
 from dipsy.errors import DataError, DipsyError
 from dipsy.request import Destination, Request
-
-from conftest import CE_DATA, CE_DOMAIN
 
 
 class Captured(Exception):
@@ -71,12 +70,50 @@ def test_the_command_line_and_the_api_build_the_same_request(monkeypatch, tmp_pa
     monkeypatch.setattr(dipsy.api, "run", capturing(seen))
     monkeypatch.setattr(dipsy.cli, "_Recording", lambda path: None)  # no ledger file: nothing is run
 
-    dipsy.cli.main(["synth", str(CE_DATA), "--domain", str(CE_DOMAIN), "--method", "dirichlet-multinomial", "--epsilon", "2",
-                    "--columns", "Race,UrbanRural", "--seed", "7", "--option", "alpha=3", "--out", str(out), "--format", "csv",
-                    "--ledger", str(ledger), "--dataset-id", "ce", "--on-invalid", "drop", "--sets", "2"])
+    dipsy.cli.main(
+        [
+            "synth",
+            str(CE_DATA),
+            "--domain",
+            str(CE_DOMAIN),
+            "--method",
+            "dirichlet-multinomial",
+            "--epsilon",
+            "2",
+            "--columns",
+            "Race,UrbanRural",
+            "--seed",
+            "7",
+            "--option",
+            "alpha=3",
+            "--out",
+            str(out),
+            "--format",
+            "csv",
+            "--ledger",
+            str(ledger),
+            "--dataset-id",
+            "ce",
+            "--on-invalid",
+            "drop",
+            "--sets",
+            "2",
+        ]
+    )
     with pytest.raises(Captured):
-        dipsy.synthesize(str(CE_DATA), Domain.load(CE_DOMAIN), "dirichlet-multinomial", 2.0, 2, columns=["Race", "UrbanRural"],
-                         seed=7, options={"alpha": "3"}, ledger=ledger, dataset_id="ce", on_invalid="drop")
+        dipsy.synthesize(
+            str(CE_DATA),
+            Domain.load(CE_DOMAIN),
+            "dirichlet-multinomial",
+            2.0,
+            2,
+            columns=["Race", "UrbanRural"],
+            seed=7,
+            options={"alpha": "3"},
+            ledger=ledger,
+            dataset_id="ce",
+            on_invalid="drop",
+        )
     from_cli, from_api = seen
     assert from_cli.output == Destination(out, "csv")
     assert dataclasses.replace(from_cli, output=None) == from_api
@@ -85,15 +122,37 @@ def test_the_command_line_and_the_api_build_the_same_request(monkeypatch, tmp_pa
 
 def test_the_release_records_the_public_request(tmp_path):
     ledger = tmp_path / "mine.sqlite"
-    release = dipsy.synthesize(CE_DATA, CE_DOMAIN, "dirichlet-multinomial", 2.0, columns=["Race"], seed=7,
-                               options={"alpha": 500.0}, ledger=ledger, dataset_id="ce-request-test")
+    release = dipsy.synthesize(
+        CE_DATA,
+        CE_DOMAIN,
+        "dirichlet-multinomial",
+        2.0,
+        columns=["Race"],
+        seed=7,
+        options={"alpha": 500.0},
+        ledger=ledger,
+        dataset_id="ce-request-test",
+    )
     folder = release.save(tmp_path / "out")
     text = (folder / "release.json").read_text(encoding="utf-8")
     recorded = json.loads(text)["request"]
     assert recorded == {
-        "method": "dirichlet-multinomial", "epsilon": 2.0, "delta": None, "rho": None, "sets": 1, "columns": ["Race"],
-        "options": {"alpha": 500.0}, "neighbouring": None, "release": "records", "seed": 7, "on_invalid": "error",
-        "accept_noise": False, "rows": None, "stream": False, "engine": None, "output": None,
+        "method": "dirichlet-multinomial",
+        "epsilon": 2.0,
+        "delta": None,
+        "rho": None,
+        "sets": 1,
+        "columns": ["Race"],
+        "options": {"alpha": 500.0},
+        "neighbouring": None,
+        "release": "records",
+        "seed": 7,
+        "on_invalid": "error",
+        "accept_noise": False,
+        "rows": None,
+        "stream": False,
+        "engine": None,
+        "output": None,
     }
     # Never the confidential data's path, the ledger's, or the data set's name in it.
     for secret in (str(Path(CE_DATA).parent), "ce-request-test", str(tmp_path)):

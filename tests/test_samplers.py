@@ -110,7 +110,9 @@ def test_to_fraction_reads_what_was_written(value, expected):
     assert got == expected and isinstance(got, Fraction)
 
 
-@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, 0, 0.0, -1, Fraction(-1, 2), "nan", "inf", "x", "", True, None, [1], 1j])
+@pytest.mark.parametrize(
+    "value", [math.nan, math.inf, -math.inf, 0, 0.0, -1, Fraction(-1, 2), "nan", "inf", "x", "", True, None, [1], 1j]
+)
 def test_to_fraction_refuses_with_a_fix(value):
     with pytest.raises(DipsyError) as info:
         to_fraction(value, "scale")
@@ -205,7 +207,13 @@ def test_bernoulli_exp_mixed_array_broadcasts():
 
 @pytest.mark.parametrize(
     "num, den, error",
-    [([1], [0], ValueError), ([-1], [1], ValueError), ([0.5], [1], TypeError), ([1], [True], TypeError), (np.array([1, -2], dtype=object), 1, ValueError)],
+    [
+        ([1], [0], ValueError),
+        ([-1], [1], ValueError),
+        ([0.5], [1], TypeError),
+        ([1], [True], TypeError),
+        (np.array([1, -2], dtype=object), 1, ValueError),
+    ],
 )
 def test_bernoulli_exp_refuses_bad_input(num, den, error):
     with pytest.raises(error):

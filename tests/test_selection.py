@@ -99,7 +99,8 @@ def test_indif_sensitivity_below_4_over_every_small_table(shape, most):
         lambda rows: st.integers(2, 6).flatmap(
             lambda cols: st.tuples(
                 st.lists(st.integers(0, 60), min_size=rows * cols, max_size=rows * cols).map(
-                    lambda c: np.array(c).reshape(rows, cols)),
+                    lambda c: np.array(c).reshape(rows, cols)
+                ),
                 st.integers(0, rows - 1),
                 st.integers(0, cols - 1),
             )
@@ -221,7 +222,7 @@ def test_greedy_select_lowers_the_error_at_every_step_and_stops_when_nothing_doe
     assert len(set(chosen)) == len(chosen)
     errors = [total_error(chosen[:k], scores, cells, rho, sensitivity) for k in range(len(chosen) + 1)]
     assert all(b < a for a, b in zip(errors, errors[1:]))
-    for k, pick in enumerate(chosen):  # each pick is the best single addition at its step
+    for k in range(len(chosen)):  # each pick is the best single addition at its step
         free = [j for j in range(m) if j not in chosen[:k]]
         best = min(total_error(chosen[:k] + [j], scores, cells, rho, sensitivity) for j in free)
         assert errors[k + 1] == pytest.approx(best, rel=1e-9)

@@ -9,6 +9,7 @@ One Spark session serves the module; files are small and each test runs few Spar
 from __future__ import annotations
 
 import dataclasses
+import os
 import stat
 import subprocess
 import sys
@@ -17,7 +18,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import skip_without_spark
 
 skip_without_spark("Spark engine tests")
@@ -30,8 +30,6 @@ from dipsy.errors import DataError, ReleaseError  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 CE, CE_DOMAIN = ROOT / "examples" / "ce" / "CEdata.csv", ROOT / "examples" / "ce" / "domain.yaml"
 ADULT, ADULT_DOMAIN = ROOT / "examples" / "adult" / "priv.csv", ROOT / "examples" / "adult" / "domain.yaml"
-
-pytestmark = pytest.mark.usefixtures("spark_launch")  # see conftest.py
 
 
 @pytest.fixture(scope="module")
@@ -125,19 +123,23 @@ def assert_same_value_counts(engines: list[Engine], columns) -> None:
 def ce_invalid() -> Domain:
     """CE against narrower bounds and fewer races: rows outside, examples shown."""
     base = Domain.load(CE_DOMAIN)
-    return Domain((
-        base["UrbanRural"],
-        Column("Income", "numeric", lower=0, upper=200_000, bins=(0.0, 50_000.0, 100_000.0, 200_000.0)),
-        Column("Race", "categorical", categories=(1, 2, 3, 4, 5)),
-        Column("Expenditure", "numeric", lower=0, upper=50_000, bins=(0.0, 1000.0, 5000.3, 50_000.0), clip=True),
-    ))
+    return Domain(
+        (
+            base["UrbanRural"],
+            Column("Income", "numeric", lower=0, upper=200_000, bins=(0.0, 50_000.0, 100_000.0, 200_000.0)),
+            Column("Race", "categorical", categories=(1, 2, 3, 4, 5)),
+            Column("Expenditure", "numeric", lower=0, upper=50_000, bins=(0.0, 1000.0, 5000.3, 50_000.0), clip=True),
+        )
+    )
 
 
 def adult_frame(rows: int = 3000, seed: int = 0) -> tuple[Domain, pd.DataFrame]:
     """Random rows against Adult's domain, with missing values, wrong types and values outside."""
     domain = Domain.load(ADULT_DOMAIN)
     rng = np.random.default_rng(seed)
-    frame = pd.DataFrame({c.name: rng.integers(0, len(c.categories) + 1, rows) for c in domain.columns})  # the last code is outside
+    frame = pd.DataFrame(
+        {c.name: rng.integers(0, len(c.categories) + 1, rows) for c in domain.columns}
+    )  # the last code is outside
     frame["age"] = frame["age"].astype(float).where(rng.random(rows) > 0.02)  # missing
     frame["workclass"] = frame["workclass"].astype(str).where(rng.random(rows) > 0.01, "x")  # text: wrong type
     frame["education"] = frame["education"].astype("float32") + (rng.random(rows) < 0.01) * np.float32(0.5)
@@ -183,7 +185,9 @@ def test_ce_invalid_rows_dropped_alike(opened):
     engines = three(opened, CE, ce_invalid(), "drop")
     report = engines[-1].report
     assert [(i.column, i.problem, i.rows) for i in report.issues] == [
-        ("Income", "values outside the domain", 46), ("Race", "values outside the domain", 17)]
+        ("Income", "values outside the domain", 46),
+        ("Race", "values outside the domain", 17),
+    ]
     assert report.issues[1].examples == ("6",) and len(report.issues[0].examples) == 5
     assert_agree(engines, [None, ("Race", "Income"), ("Expenditure",)], form="dense")
     assert_same_values(engines, ["Income", "Expenditure"])
@@ -201,8 +205,12 @@ def test_ce_invalid_rows_raise_alike(opened):
 
 def test_rebinned_agrees(ce):
     domain = ce[0].domain
-    other = Domain(tuple(dataclasses.replace(c, bins=(0.0, 20_000.0, 60_000.0, 1_000_000.0)) if c.name == "Income" else c
-                         for c in domain.columns))
+    other = Domain(
+        tuple(
+            dataclasses.replace(c, bins=(0.0, 20_000.0, 60_000.0, 1_000_000.0)) if c.name == "Income" else c
+            for c in domain.columns
+        )
+    )
     rebinned = [e.rebinned(other) for e in ce]
     assert_agree(rebinned, [("Income",), ("Income", "Race")], form="dense")
     assert rebinned[-1].contingency(["Income"]).dense().sum() == 994
@@ -299,17 +307,19 @@ AWKWARD = (  # each field twice: read against a text declaration (first) and a n
     "8, a , a ,2.50,2.50,False,False,N/A,N/A\n"
     "9,#N/A,#N/A,inf,inf,true,true,1e0,1e0\n"
 )
-AWKWARD_DOMAIN = Domain((
-    Column("id", "integer", lower=0, upper=7),
-    Column("word", "categorical", categories=("a, b", 'say "hi"', "plain", "two\nlines")),
-    Column("word_n", "numeric", lower=0, upper=1, bins=(0.0, 1.0)),
-    Column("num", "numeric", lower=-1, upper=1000, bins=(-1.0, 1.0, 10.0, 1000.0)),
-    Column("num_t", "categorical", categories=("1", "1000", "2", "0", "2.5")),
-    Column("flag", "categorical", categories=("True", "False")),
-    Column("flag_n", "integer", lower=0, upper=1),
-    Column("mixed", "categorical", categories=(1, 2.5, 3, 4)),
-    Column("mixed_n", "integer", lower=0, upper=3, clip=True),
-))
+AWKWARD_DOMAIN = Domain(
+    (
+        Column("id", "integer", lower=0, upper=7),
+        Column("word", "categorical", categories=("a, b", 'say "hi"', "plain", "two\nlines")),
+        Column("word_n", "numeric", lower=0, upper=1, bins=(0.0, 1.0)),
+        Column("num", "numeric", lower=-1, upper=1000, bins=(-1.0, 1.0, 10.0, 1000.0)),
+        Column("num_t", "categorical", categories=("1", "1000", "2", "0", "2.5")),
+        Column("flag", "categorical", categories=("True", "False")),
+        Column("flag_n", "integer", lower=0, upper=1),
+        Column("mixed", "categorical", categories=(1, 2.5, 3, 4)),
+        Column("mixed_n", "integer", lower=0, upper=3, clip=True),
+    )
+)
 LINE_BREAK = '10,"two\nlines","two\nlines",3,3,True,True,4,4\n'
 
 
@@ -322,7 +332,12 @@ def test_awkward_csv_read_as_pandas_reads_it(opened, tmp_path, layout):
     path.write_bytes(text.encode())
     engines = three(opened, path, AWKWARD_DOMAIN, "drop")
     report = engines[-1].report
-    assert report.rows == (9 if layout == "lines" else 10) and {i.column for i in report.issues} >= {"id", "word", "mixed", "num_t"}
+    assert report.rows == (9 if layout == "lines" else 10) and {i.column for i in report.issues} >= {
+        "id",
+        "word",
+        "mixed",
+        "num_t",
+    }
     assert engines[-1]._multiline == (layout != "lines")
     assert_agree(engines, [None, ("word", "flag_n", "mixed_n")])
     assert_same_value_counts(engines, ["word", "num", "flag", "mixed"] if layout == "lines" else ["word", "mixed"])
@@ -406,7 +421,7 @@ def test_write_parquet_round_trip(opened, tmp_path, partition_by):
     frame = frame.dropna().astype({"sex": "int64", "race": "int64"})
     folder = tmp_path / "synthetic"
     engine = opened(CE, Domain.load(CE_DOMAIN))
-    engine.write_parquet((frame.iloc[i:i + 300] for i in range(0, len(frame), 300)), folder, partition_by=partition_by)
+    engine.write_parquet((frame.iloc[i : i + 300] for i in range(0, len(frame), 300)), folder, partition_by=partition_by)
     back = pd.read_parquet(folder)
     back = back.astype({c: frame[c].dtype for c in partition_by})[list(frame.columns)]
     key = list(frame.columns)
@@ -421,7 +436,9 @@ def test_engine_for_choices(opened, tmp_path):
     assert type(engine_for(frame, domain)) is NumpyEngine and type(engine_for(frame, domain, engine="numpy")) is NumpyEngine
     assert type(engine_for(CE, domain)) is DuckDBEngine and type(engine_for(str(CE), domain, engine="duckdb")) is DuckDBEngine
     from_file = engine_for(CE, domain, engine="numpy")
-    assert type(from_file) is NumpyEngine and from_file.contingency(["Race"]).equals(NumpyEngine(frame, domain).contingency(["Race"]))
+    assert type(from_file) is NumpyEngine and from_file.contingency(["Race"]).equals(
+        NumpyEngine(frame, domain).contingency(["Race"])
+    )
     spark = engine_for(CE, domain, "drop", engine="spark")
     assert type(spark) is SparkEngine and spark.on_invalid == "drop"
     spark.close()
@@ -438,3 +455,18 @@ def test_engine_for_choices(opened, tmp_path):
 def test_import_dipsy_does_not_start_spark():
     code = "import sys, dipsy, dipsy.engine, dipsy.engine.spark_engine; assert 'pyspark' not in sys.modules, 'pyspark'"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0
+
+
+def test_the_jvm_starts_without_forking_a_process_where_jax_runs(tmp_path):
+    """Once JAX has run, its threads run too; starting Spark must not run Python in a fork of that
+    process (PySpark's preexec_fn did, and JAX warned of a possible deadlock)."""
+    script = (
+        "import jax.numpy as jnp; jnp.ones(3).sum().block_until_ready()\n"
+        "from dipsy.engine.spark_engine import spark_session, stop_session\n"
+        "assert spark_session().range(3).count() == 3\n"
+        "stop_session()\n"
+    )
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "os.fork() was called" not in done.stderr, done.stderr[-2000:]

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from conftest import CE_DATA, CE_DOMAIN, skip_without_spark
 
 skip_without_spark("Spark release tests")
@@ -26,8 +25,6 @@ from dipsy.release_sets import read_set  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 ACS = ROOT / "examples" / "acs"
 
-pytestmark = pytest.mark.usefixtures("spark_launch")  # see conftest.py
-
 
 @pytest.fixture(scope="module", autouse=True)
 def spark():
@@ -40,11 +37,17 @@ def _sorted(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def test_dpsyn_per_puma_through_spark_is_the_duckdb_release(tmp_path):
-    kwargs = dict(epsilon=1.0, delta=1e-9, columns=["PUMA", "SEX", "AGEP", "RAC1P"], seed=3,
-                  options={"public": str(ACS / "national2018.csv"), "groups": "PUMA"})
+    kwargs = dict(
+        epsilon=1.0,
+        delta=1e-9,
+        columns=["PUMA", "SEX", "AGEP", "RAC1P"],
+        seed=3,
+        options={"public": str(ACS / "national2018.csv"), "groups": "PUMA"},
+    )
     duck = dipsy.synthesize(ACS / "national2019.csv", ACS / "domain.yaml", "dpsyn", ledger=tmp_path / "a.sqlite", **kwargs)
-    spark = dipsy.synthesize(ACS / "national2019.csv", ACS / "domain.yaml", "dpsyn", ledger=tmp_path / "b.sqlite",
-                             engine="spark", **kwargs)
+    spark = dipsy.synthesize(
+        ACS / "national2019.csv", ACS / "domain.yaml", "dpsyn", ledger=tmp_path / "b.sqlite", engine="spark", **kwargs
+    )
     assert duck.parameters["group_sizes"] == spark.parameters["group_sizes"] and len(duck.parameters["group_sizes"]) > 1
     pd.testing.assert_frame_equal(duck.tables[0], spark.tables[0])
 
@@ -54,8 +57,15 @@ def test_a_streamed_release_written_by_spark_holds_the_in_memory_records(tmp_pat
     kwargs = dict(epsilon=5.0, columns=["UrbanRural", "Race", "Income"], seed=4, accept_noise=True)
     memory = dipsy.synthesize(CE_DATA, CE_DOMAIN, ledger=tmp_path / "a.sqlite", **kwargs)
     out = tmp_path / "rel"
-    dipsy.synthesize(CE_DATA, CE_DOMAIN, ledger=tmp_path / "b.sqlite", engine="spark", stream=True,
-                     on_release=lambda r: r.save(out, partition_by=("Race",), engine="spark"), **kwargs)
+    dipsy.synthesize(
+        CE_DATA,
+        CE_DOMAIN,
+        ledger=tmp_path / "b.sqlite",
+        engine="spark",
+        stream=True,
+        on_release=lambda r: r.save(out, partition_by=("Race",), engine="spark"),
+        **kwargs,
+    )
     folder = out / "synthetic_1"
     assert {p.name.split("=")[0] for p in folder.iterdir()} == {"Race"}
     assert not [p for p in folder.rglob("*") if p.name.endswith(".crc") or p.name == "_SUCCESS"]
@@ -66,8 +76,27 @@ def test_a_streamed_release_written_by_spark_holds_the_in_memory_records(tmp_pat
 
 def test_cli_engine_spark(tmp_path, capsys):
     out = tmp_path / "rel"
-    args = ["synth", CE_DATA, "--domain", CE_DOMAIN, "--epsilon", "5", "--columns", "Race,UrbanRural", "--seed", "1",
-            "--engine", "spark", "--stream", "--partition-by", "UrbanRural", "--out", out, "--ledger", tmp_path / "l.sqlite"]
+    args = [
+        "synth",
+        CE_DATA,
+        "--domain",
+        CE_DOMAIN,
+        "--epsilon",
+        "5",
+        "--columns",
+        "Race,UrbanRural",
+        "--seed",
+        "1",
+        "--engine",
+        "spark",
+        "--stream",
+        "--partition-by",
+        "UrbanRural",
+        "--out",
+        out,
+        "--ledger",
+        tmp_path / "l.sqlite",
+    ]
     assert main([str(a) for a in args]) == 0, capsys.readouterr().err
     assert main([str(a) for a in [*args, "--overwrite"]]) == 0, capsys.readouterr().err  # Spark's files are release files
     assert main(["domain", "check", str(CE_DATA), "--domain", str(CE_DOMAIN), "--engine", "spark"]) == 0

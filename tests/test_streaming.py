@@ -7,15 +7,14 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import CE_DATA, CE_DOMAIN
 
 import dipsy
-from dipsy.methods import base
 from dipsy.cli import main
 from dipsy.errors import DataError, DipsyError, ReleaseError
+from dipsy.methods import base
 from dipsy.methods.counts import counts_to_chunks, counts_to_codes
 from dipsy.release_sets import read_set
-
-from conftest import CE_DATA, CE_DOMAIN
 
 COLUMNS = ["UrbanRural", "Race", "Income"]  # two categorical columns and a binned number (decoded with draws)
 
@@ -52,8 +51,14 @@ def test_streamed_release_equals_the_in_memory_release(tmp_path, monkeypatch, pa
     kwargs = dict(epsilon=5.0, sets=2, columns=COLUMNS, seed=7, accept_noise=True)
     memory = dipsy.synthesize(CE_DATA, CE_DOMAIN, ledger=tmp_path / "a.sqlite", **kwargs)
     out = tmp_path / "streamed"
-    streamed = dipsy.synthesize(CE_DATA, CE_DOMAIN, ledger=tmp_path / "b.sqlite", stream=True,
-                                on_release=lambda r: r.save(out, partition_by=partition_by), **kwargs)
+    streamed = dipsy.synthesize(
+        CE_DATA,
+        CE_DOMAIN,
+        ledger=tmp_path / "b.sqlite",
+        stream=True,
+        on_release=lambda r: r.save(out, partition_by=partition_by),
+        **kwargs,
+    )
     meta = json.loads((out / "release.json").read_text())
     assert meta["rows"] == [994, 994] == [len(t) for t in streamed.tables]
     for k, table in enumerate(memory.tables, start=1):
@@ -69,8 +74,16 @@ def test_streamed_release_equals_the_in_memory_release(tmp_path, monkeypatch, pa
 
 
 def test_a_streamed_set_is_drawn_once(tmp_path):
-    release = dipsy.synthesize(CE_DATA, CE_DOMAIN, epsilon=5.0, columns=["Race"], seed=1, ledger=tmp_path / "l.sqlite",
-                               stream=True, on_release=lambda r: r.save(tmp_path / "rel"))
+    release = dipsy.synthesize(
+        CE_DATA,
+        CE_DOMAIN,
+        epsilon=5.0,
+        columns=["Race"],
+        seed=1,
+        ledger=tmp_path / "l.sqlite",
+        stream=True,
+        on_release=lambda r: r.save(tmp_path / "rel"),
+    )
     with pytest.raises(ReleaseError, match="only once"):
         release.save(tmp_path / "again")
     with pytest.raises(DipsyError, match="on_release"):
@@ -78,7 +91,9 @@ def test_a_streamed_set_is_drawn_once(tmp_path):
 
 
 def test_reading_a_set_checks_every_chunk(tmp_path):
-    release = dipsy.synthesize(CE_DATA, CE_DOMAIN, epsilon=5.0, columns=["Race", "UrbanRural"], seed=1, ledger=tmp_path / "l.sqlite")
+    release = dipsy.synthesize(
+        CE_DATA, CE_DOMAIN, epsilon=5.0, columns=["Race", "UrbanRural"], seed=1, ledger=tmp_path / "l.sqlite"
+    )
     with pytest.raises(ReleaseError, match="no column"):
         release.save(tmp_path / "rel", partition_by=("Race", "UrbanRural"))
     release.save(tmp_path / "rel", partition_by=("Race",))
@@ -92,8 +107,26 @@ def test_reading_a_set_checks_every_chunk(tmp_path):
 
 def test_cli_streams_partitions_evaluates_and_overwrites(tmp_path, capsys):
     out = tmp_path / "rel"
-    args = ["synth", CE_DATA, "--domain", CE_DOMAIN, "--epsilon", "5", "--columns", ",".join(COLUMNS), "--seed", "2",
-            "--stream", "--partition-by", "Race", "--accept-noise", "--out", out, "--ledger", tmp_path / "l.sqlite"]
+    args = [
+        "synth",
+        CE_DATA,
+        "--domain",
+        CE_DOMAIN,
+        "--epsilon",
+        "5",
+        "--columns",
+        ",".join(COLUMNS),
+        "--seed",
+        "2",
+        "--stream",
+        "--partition-by",
+        "Race",
+        "--accept-noise",
+        "--out",
+        out,
+        "--ledger",
+        tmp_path / "l.sqlite",
+    ]
     assert main([str(a) for a in args]) == 0, capsys.readouterr().err
     assert {p.name.split("=")[0] for p in (out / "synthetic_1").iterdir()} == {"Race"}
     assert main([str(a) for a in [*args, "--overwrite"]]) == 0, capsys.readouterr().err  # a set folder is a release file
@@ -104,6 +137,25 @@ def test_cli_streams_partitions_evaluates_and_overwrites(tmp_path, capsys):
 
 
 def test_partitioning_by_a_number_is_refused(tmp_path, capsys):
-    code = main([str(a) for a in ["synth", CE_DATA, "--domain", CE_DOMAIN, "--epsilon", "5", "--columns", "Income",
-                                  "--partition-by", "Income", "--out", tmp_path / "rel", "--ledger", tmp_path / "l.sqlite"]])
+    code = main(
+        [
+            str(a)
+            for a in [
+                "synth",
+                CE_DATA,
+                "--domain",
+                CE_DOMAIN,
+                "--epsilon",
+                "5",
+                "--columns",
+                "Income",
+                "--partition-by",
+                "Income",
+                "--out",
+                tmp_path / "rel",
+                "--ledger",
+                tmp_path / "l.sqlite",
+            ]
+        ]
+    )
     assert code == 2 and "not categorical" in capsys.readouterr().err and not (tmp_path / "rel").exists()

@@ -43,8 +43,16 @@ def hostile(tmp_path):
     data = tmp_path / "colours.csv"
     pd.DataFrame({"colour": ["blue"] * 40 + [RED] * 3, "n": np.arange(43) % 5}).to_csv(data, index=False)
     domain = tmp_path / "domain.yaml"
-    domain.write_text(yaml.safe_dump({"columns": {"colour": {"kind": "categorical", "categories": ["blue"]},
-                                                  "n": {"kind": "integer", "lower": 0, "upper": 4}}}))
+    domain.write_text(
+        yaml.safe_dump(
+            {
+                "columns": {
+                    "colour": {"kind": "categorical", "categories": ["blue"]},
+                    "n": {"kind": "integer", "lower": 0, "upper": 4},
+                }
+            }
+        )
+    )
     return data, domain
 
 
@@ -75,8 +83,16 @@ def test_synth_refuses_the_value_with_it_escaped(capsys, tmp_path, hostile):
 def test_a_domain_category_is_shown_escaped(capsys, tmp_path, hostile):
     data, domain = hostile
     pd.DataFrame({"colour": [7, 8], "n": [0, 1]}).to_csv(data, index=False)  # numbers against text categories
-    domain.write_text(yaml.safe_dump({"columns": {"colour": {"kind": "categorical", "categories": ["blue", RED]},
-                                                  "n": {"kind": "integer", "lower": 0, "upper": 4}}}))
+    domain.write_text(
+        yaml.safe_dump(
+            {
+                "columns": {
+                    "colour": {"kind": "categorical", "categories": ["blue", RED]},
+                    "n": {"kind": "integer", "lower": 0, "upper": 4},
+                }
+            }
+        )
+    )
     code, _, err = run(capsys, "domain", "check", data, "--domain", domain)
     assert code == 2 and escaped(err), err
 
@@ -86,8 +102,24 @@ def test_domain_discover_prints_a_discovered_category_escaped(capsys, tmp_path):
     pd.DataFrame({"region": ["north"] * 300 + [RED] * 300}).to_csv(data, index=False)
     skeleton = tmp_path / "skeleton.yaml"
     skeleton.write_text(yaml.safe_dump({"columns": {"region": {"kind": "categorical", "categories": "TODO"}}}))
-    code, out, err = run(capsys, "domain", "discover", data, "--domain", skeleton, "--out", tmp_path / "domain.yaml",
-                         "--epsilon", "2", "--delta", "1e-6", "--dataset-id", "s", "--seed", "1")
+    code, out, err = run(
+        capsys,
+        "domain",
+        "discover",
+        data,
+        "--domain",
+        skeleton,
+        "--out",
+        tmp_path / "domain.yaml",
+        "--epsilon",
+        "2",
+        "--delta",
+        "1e-6",
+        "--dataset-id",
+        "s",
+        "--seed",
+        "1",
+    )
     assert code == 0, err
     assert escaped(out) and "\x1b" not in err
 

@@ -15,12 +15,15 @@ def two_way(tvd: float) -> dict:
     return {"2-way": {"mean_tvd": tvd, "worst_tvd": 2 * tvd, "worst_columns": ["a", "b"]}}
 
 
-@pytest.mark.parametrize("tvd, level, stated", [
-    (0.03, "good", f"≤ {v.MARGINAL_TVD_OK}"),
-    (v.MARGINAL_TVD_OK, "good", f"≤ {v.MARGINAL_TVD_OK}"),
-    (0.084, "caution", f"> {v.MARGINAL_TVD_OK}"),
-    (0.12, "poor", f"> {v.MARGINAL_TVD_FLAG}"),
-])
+@pytest.mark.parametrize(
+    "tvd, level, stated",
+    [
+        (0.03, "good", f"≤ {v.MARGINAL_TVD_OK}"),
+        (v.MARGINAL_TVD_OK, "good", f"≤ {v.MARGINAL_TVD_OK}"),
+        (0.084, "caution", f"> {v.MARGINAL_TVD_OK}"),
+        (0.12, "poor", f"> {v.MARGINAL_TVD_FLAG}"),
+    ],
+)
 def test_marginals(tvd, level, stated):
     got = v.marginals(two_way(tvd))
     assert got.level == level and stated in got.text and "a × b" in got.text
@@ -38,21 +41,28 @@ def column(um: float, mean_syn: float, floor: dict | None = None, mean: float = 
 
 def floor(shift: float, um: float = 0.02, top: tuple = (250_000, 1_000_000, 0.8)) -> dict:
     lower, upper, share = top
-    return {"U_m": um, "expected_mean_shift": shift, "mean_shift": shift,
-            "bins": [{"bin": 9, "lower": lower, "upper": upper, "rows": 33, "shift": share * shift}]}
+    return {
+        "U_m": um,
+        "expected_mean_shift": shift,
+        "mean_shift": shift,
+        "bins": [{"bin": 9, "lower": lower, "upper": upper, "rows": 33, "shift": share * shift}],
+    }
 
 
-@pytest.mark.parametrize("stats, level, stated", [
-    # within both thresholds
-    ({"x": column(0.03, 101.0)}, "good", f"U_m ≤ {v.NUMERIC_UM_FLAG}"),
-    # the ECDF gap alone, no bins to blame
-    ({"x": column(0.2, 100.0)}, "poor", f"U_m {v.NUMERIC_UM_FLAG}"),
-    # CE's Income: the synthetic mean +7.7 %, the original redrawn in its bins +17 %, most of it
-    # from the 250k–1M bin: the bins set the limit
-    ({"Income": column(0.04, 107.7, floor(0.17))}, "caution", "250k–1M"),
-    # far beyond the floor's own shift: the method, not the bins
-    ({"x": column(0.04, 140.0, floor(0.10))}, "poor", "beyond what the bins explain"),
-])
+@pytest.mark.parametrize(
+    "stats, level, stated",
+    [
+        # within both thresholds
+        ({"x": column(0.03, 101.0)}, "good", f"U_m ≤ {v.NUMERIC_UM_FLAG}"),
+        # the ECDF gap alone, no bins to blame
+        ({"x": column(0.2, 100.0)}, "poor", f"U_m {v.NUMERIC_UM_FLAG}"),
+        # CE's Income: the synthetic mean +7.7 %, the original redrawn in its bins +17 %, most of it
+        # from the 250k–1M bin: the bins set the limit
+        ({"Income": column(0.04, 107.7, floor(0.17))}, "caution", "250k–1M"),
+        # far beyond the floor's own shift: the method, not the bins
+        ({"x": column(0.04, 140.0, floor(0.10))}, "poor", "beyond what the bins explain"),
+    ],
+)
 def test_numeric(stats, level, stated):
     got = v.numeric(stats)
     assert got.level == level and stated in got.text, got.text
@@ -73,14 +83,17 @@ def propensity(ratio: float, independent: float | None = None, floor: float | No
     return out
 
 
-@pytest.mark.parametrize("part, level, stated", [
-    (propensity(1.4, 30.0), "good", f"≤ {v.PMSE_RATIO_OK:g}"),
-    (propensity(5.6, 30.0), "caution", f"5.6 > {v.PMSE_RATIO_OK:g}"),
-    # (20 − 1) / (30 − 1) = 0.66 of the way to the independent-columns yardstick
-    (propensity(20.0, 30.0), "poor", f"{v.PMSE_INDEPENDENT_SHARE:.0%} of the way"),
-    (propensity(5.6), "caution", f"> {v.PMSE_RATIO_OK:g}"),
-    (propensity(3.0, 30.0, floor=2.6), "caution", "what the binning alone costs"),
-])
+@pytest.mark.parametrize(
+    "part, level, stated",
+    [
+        (propensity(1.4, 30.0), "good", f"≤ {v.PMSE_RATIO_OK:g}"),
+        (propensity(5.6, 30.0), "caution", f"5.6 > {v.PMSE_RATIO_OK:g}"),
+        # (20 − 1) / (30 − 1) = 0.66 of the way to the independent-columns yardstick
+        (propensity(20.0, 30.0), "poor", f"{v.PMSE_INDEPENDENT_SHARE:.0%} of the way"),
+        (propensity(5.6), "caution", f"> {v.PMSE_RATIO_OK:g}"),
+        (propensity(3.0, 30.0, floor=2.6), "caution", "what the binning alone costs"),
+    ],
+)
 def test_propensity(part, level, stated):
     got = v.propensity(part)
     assert got.level == level and stated in got.text, got.text
@@ -95,14 +108,17 @@ def pair(corr: float, slope: float, slope_syn: float, x: str = "a=1", y: str = "
     return {"x": x, "y": y, "corr_original": corr, "slope_original": slope, "slope_synthetic": [slope_syn]}
 
 
-@pytest.mark.parametrize("pairs, level", [
-    ([pair(0.3, 0.4, 0.3)], "good"),           # kept (0.75 of the slope)
-    ([pair(0.3, 0.4, 0.15)], "poor"),          # halved: one of one lost
-    ([pair(0.3, 0.4, -0.1)], "poor"),          # reversed
-    ([pair(0.3, 0.4, 0.9)], "poor"),           # more than doubled
-    ([pair(0.05, 0.4, 0.0)], None),            # under the material correlation: not judged
-    ([pair(0.3, 0.4, 0.15)] + [pair(0.3, 0.4, 0.4)] * 5, "caution"),  # 1 of 6 lost: 17 % ≤ 20 %
-])
+@pytest.mark.parametrize(
+    "pairs, level",
+    [
+        ([pair(0.3, 0.4, 0.3)], "good"),  # kept (0.75 of the slope)
+        ([pair(0.3, 0.4, 0.15)], "poor"),  # halved: one of one lost
+        ([pair(0.3, 0.4, -0.1)], "poor"),  # reversed
+        ([pair(0.3, 0.4, 0.9)], "poor"),  # more than doubled
+        ([pair(0.05, 0.4, 0.0)], None),  # under the material correlation: not judged
+        ([pair(0.3, 0.4, 0.15)] + [pair(0.3, 0.4, 0.4)] * 5, "caution"),  # 1 of 6 lost: 17 % ≤ 20 %
+    ],
+)
 def test_relationships_flag_a_slope_halved(pairs, level):
     got = v.relationships({"indicators": {"pairs": pairs}})
     assert (got.level if got else None) == level
@@ -120,16 +136,23 @@ def coefficient(term: str, est: float, se: float, syn: float) -> dict:
     return {"term": term, "original": {"estimate": est, "se": se}, "synthetic": {"estimate": syn}, "std_diff": (syn - est) / se}
 
 
-@pytest.mark.parametrize("coefs, level, stated", [
-    ([coefficient("Intercept", 10, 1, 10.5), coefficient("x", 2, 0.5, 1.8)], "good", f"within {v.STD_DIFF_FLAG}"),
-    ([coefficient("Intercept", 10, 1, 13), coefficient("x", 2, 0.5, 1.8)], "caution", f"more than {v.STD_DIFF_FLAG} original SEs"),
-    # a significant slope halved: 2 → 0.9 (4 SE away, 45 % of the original)
-    ([coefficient("x", 2, 0.5, 0.9)], "poor", "halved"),
-    # the intercept's ratio is not a slope: far, but not "halved"
-    ([coefficient("Intercept", 10, 1, 4)], "caution", "Intercept"),
-    # an insignificant slope halved is noise: judged by its standardised difference only
-    ([coefficient("x", 0.5, 0.5, 0.2)], "good", "within"),
-])
+@pytest.mark.parametrize(
+    "coefs, level, stated",
+    [
+        ([coefficient("Intercept", 10, 1, 10.5), coefficient("x", 2, 0.5, 1.8)], "good", f"within {v.STD_DIFF_FLAG}"),
+        (
+            [coefficient("Intercept", 10, 1, 13), coefficient("x", 2, 0.5, 1.8)],
+            "caution",
+            f"more than {v.STD_DIFF_FLAG} original SEs",
+        ),
+        # a significant slope halved: 2 → 0.9 (4 SE away, 45 % of the original)
+        ([coefficient("x", 2, 0.5, 0.9)], "poor", "halved"),
+        # the intercept's ratio is not a slope: far, but not "halved"
+        ([coefficient("Intercept", 10, 1, 4)], "caution", "Intercept"),
+        # an insignificant slope halved is noise: judged by its standardised difference only
+        ([coefficient("x", 0.5, 0.5, 0.2)], "good", "within"),
+    ],
+)
 def test_inference(coefs, level, stated):
     got = v.inference({"coefficients": coefs, "rule": "reiter2003-partial"})
     assert got.level == level and stated in got.text, got.text

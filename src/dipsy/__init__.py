@@ -14,8 +14,14 @@ from .version import __version__
 
 #: What ``import dipsy`` offers, each imported from its module on first use, so that the command
 #: line (:mod:`dipsy.__main__`) starts, and answers Ctrl-C, before NumPy, pandas and JAX load.
-_EXPORTS = {"synthesize": "api", "discover_domain": "api", "Column": "domain", "Domain": "domain", "methods": "methods",
-            "Release": "release"}
+_EXPORTS = {
+    "synthesize": "api",
+    "discover_domain": "api",
+    "Column": "domain",
+    "Domain": "domain",
+    "methods": "methods",
+    "Release": "release",
+}
 
 
 def __getattr__(name: str):  # noqa: ANN202 - PEP 562
@@ -39,7 +45,6 @@ class _Package(types.ModuleType):
 
 
 sys.modules[__name__].__class__ = _Package
-
 
 
 def evaluate(original, release, domain=None, **options):  # noqa: ANN001, ANN201

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 from rich.console import Console
@@ -175,11 +176,36 @@ def synthesize(
     # As Request.__post_init__ would convert them: a domain or ledger file's path to a Path, the columns to a tuple.
     domain = Path(domain) if isinstance(domain, str) else domain
     ledger_path = ledger.path if isinstance(ledger, Ledger) else None if ledger is None else Path(ledger)
-    request = Request(data, domain, method, epsilon, delta, rho, sets, None if columns is None else tuple(columns), options or {},
-                      neighbouring, release, seed, on_invalid, accept_noise, rows, stream, engine, ledger=ledger_path,
-                      dataset_id=dataset_id, budget_cap=budget_cap, raise_cap=raise_cap)
-    return run(request, ledger=ledger if isinstance(ledger, Ledger) else None, progress=progress, on_release=on_release,
-               check_output=check_output)
+    request = Request(
+        data,
+        domain,
+        method,
+        epsilon,
+        delta,
+        rho,
+        sets,
+        None if columns is None else tuple(columns),
+        options or {},
+        neighbouring,
+        release,
+        seed,
+        on_invalid,
+        accept_noise,
+        rows,
+        stream,
+        engine,
+        ledger=ledger_path,
+        dataset_id=dataset_id,
+        budget_cap=budget_cap,
+        raise_cap=raise_cap,
+    )
+    return run(
+        request,
+        ledger=ledger if isinstance(ledger, Ledger) else None,
+        progress=progress,
+        on_release=on_release,
+        check_output=check_output,
+    )
 
 
 def plan_forecast(
@@ -211,8 +237,10 @@ def plan_forecast(
     n = None
     if synthesizer.relation.fixes_n:
         if data is None:
-            raise DataError(f"{method} treats n as public under {synthesizer.relation.name}: its forecast needs the data's row count",
-                            "pass the data file")
+            raise DataError(
+                f"{method} treats n as public under {synthesizer.relation.name}: its forecast needs the data's row count",
+                "pass the data file",
+            )
         engine = engine_for(data, scope, on_invalid)
         try:
             n = engine.ensure_valid().valid_rows
@@ -235,13 +263,22 @@ def _configure(method, epsilon, sets, delta, rho, options, neighbouring, release
 
 
 def _refuse_noise(method: str, outlook: Forecast) -> None:
-    raise NoiseError(f"{method}: {outlook.summary()}",
-                     "change the release as the forecast suggests, or pass --accept-noise (accept_noise=True) to release it anyway")
+    raise NoiseError(
+        f"{method}: {outlook.summary()}",
+        "change the release as the forecast suggests, or pass --accept-noise (accept_noise=True) to release it anyway",
+    )
 
 
-def run(request: Request, *, ledger: Ledger | None = None, progress: bool = False,
-        on_release: Callable[[Release], Any] | None = None, check_output: Callable[..., Any] | None = None,
-        work: RunFolder | None = None, tamper: Callable[[Measurement], Measurement] | None = None) -> Release:
+def run(
+    request: Request,
+    *,
+    ledger: Ledger | None = None,
+    progress: bool = False,
+    on_release: Callable[[Release], Any] | None = None,
+    check_output: Callable[..., Any] | None = None,
+    work: RunFolder | None = None,
+    tamper: Callable[[Measurement], Measurement] | None = None,
+) -> Release:
     """Carry out ``request``: validate, plan, forecast and charge before anything is measured, then
     fit, draw, state, save and confirm (what :func:`synthesize` and ``dipsy synth`` run).
 
@@ -265,15 +302,18 @@ def run(request: Request, *, ledger: Ledger | None = None, progress: bool = Fals
     """
     r = request
     check_declared_rows(r.rows)
-    synthesizer, budget, delta, scope = _configure(r.method, r.epsilon, r.sets, r.delta, r.rho, r.options, r.neighbouring,
-                                                   r.release, r.domain, r.columns, r.seed)
+    synthesizer, budget, delta, scope = _configure(
+        r.method, r.epsilon, r.sets, r.delta, r.rho, r.options, r.neighbouring, r.release, r.domain, r.columns, r.seed
+    )
     if on_release is None and r.output is not None:
         out = r.output
         output = Output(out.folder, out.format, out.overwrite, out.partition_by, r.engine, work=work)
         on_release, check_output = output, output.check if check_output is None else check_output
     if r.stream and (on_release is None or r.release == "table"):
-        raise DipsyError("a streamed release is drawn as it is written: it needs records and an on_release that saves it",
-                         "pass on_release=lambda r: r.save(folder), or leave stream off")
+        raise DipsyError(
+            "a streamed release is drawn as it is written: it needs records and an on_release that saves it",
+            "pass on_release=lambda r: r.save(folder), or leave stream off",
+        )
     if ledger is None and r.ledger is not None:
         ledger = Ledger(r.ledger)
     data, method, seed, dataset_id, release = r.data, r.method, r.seed, r.dataset_id, r.release
@@ -294,9 +334,11 @@ def run(request: Request, *, ledger: Ledger | None = None, progress: bool = Fals
     local = synthesizer.definition == "local"
     cap = None if r.budget_cap is None else parse_cap(r.budget_cap)
     if cap is not None and isinstance(cap, LocalDP) != local:
-        raise BudgetError(f"{method}'s guarantee is {'local (not worst-case DP)' if local else 'worst-case DP'}, and the cap "
-                          f"{cap} is {'a local' if isinstance(cap, LocalDP) else 'a DP'} one",
-                          "give a local-guarantee release --budget-cap local=ε, and a DP release a DP cap (ε, 'ε,δ' or 'rho=ρ')")
+        raise BudgetError(
+            f"{method}'s guarantee is {'local (not worst-case DP)' if local else 'worst-case DP'}, and the cap "
+            f"{cap} is {'a local' if isinstance(cap, LocalDP) else 'a DP'} one",
+            "give a local-guarantee release --budget-cap local=ε, and a DP release a DP cap (ε, 'ε,δ' or 'rho=ρ')",
+        )
     total = plan.declared(budget)  # the accountant refuses a plan that declares more than the budget
     outlook = forecast(plan, scope, rows=r.rows, method=method)  # public inputs only: refused before any charge
     if outlook.noise and not r.accept_noise:
@@ -306,16 +348,34 @@ def run(request: Request, *, ledger: Ledger | None = None, progress: bool = Fals
     release_id = uuid.uuid4().hex
     data_id = "" if ledger is None else dataset_id or fingerprint(data)  # read only when there is a ledger
     if ledger is not None and local:  # refused now, before any measurement, if it could never be recorded
-        ledger.check(data_id, release_id, [Spend(f"{method}: a local ε_x, measured once it has run", LocalDP(0.0))],
-                     plan.relation, cap=cap, raise_cap=r.raise_cap, guarantee=guarantee, dataset_id_given=dataset_id is not None)
+        ledger.check(
+            data_id,
+            release_id,
+            [Spend(f"{method}: a local ε_x, measured once it has run", LocalDP(0.0))],
+            plan.relation,
+            cap=cap,
+            raise_cap=r.raise_cap,
+            guarantee=guarantee,
+            dataset_id_given=dataset_id is not None,
+        )
     if check_output is not None:  # what would fail after the charge is refused before it
         check_output(scope, kind=release, sets=synthesizer.sets, rows=report.valid_rows)
     charged = drawn = False
     try:
         if ledger is not None and not local:  # committed before any measurement: a killed run may over-count, never under-count
             with held():  # the charge and the note of it: an interruption comes after both or neither
-                ledger.reserve(data_id, release_id, method, plan.spends, plan.relation, cap=cap, raise_cap=r.raise_cap,
-                               stated_delta=delta, guarantee=guarantee, dataset_id_given=dataset_id is not None)
+                ledger.reserve(
+                    data_id,
+                    release_id,
+                    method,
+                    plan.spends,
+                    plan.relation,
+                    cap=cap,
+                    raise_cap=r.raise_cap,
+                    stated_delta=delta,
+                    guarantee=guarantee,
+                    dataset_id_given=dataset_id is not None,
+                )
                 charged = True
         rand = Randomness.from_seed(seed)
         session = Session(engine, total, plan.relation, rand, plan.measurements, plan.adaptive is not None, tamper)
@@ -333,7 +393,7 @@ def run(request: Request, *, ledger: Ledger | None = None, progress: bool = Fals
             domain=scope,
             spends=session.spends,
             seed=seed,
-            created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            created=datetime.now(UTC).isoformat(timespec="seconds"),
             release_id=release_id,
             dipsy_version=__version__,
             kind=release,
@@ -344,8 +404,17 @@ def run(request: Request, *, ledger: Ledger | None = None, progress: bool = Fals
         )
         if ledger is not None and local:
             with held():
-                ledger.reserve(data_id, release_id, method, session.spends, plan.relation, cap=cap, raise_cap=r.raise_cap,
-                               guarantee=guarantee, dataset_id_given=dataset_id is not None)
+                ledger.reserve(
+                    data_id,
+                    release_id,
+                    method,
+                    session.spends,
+                    plan.relation,
+                    cap=cap,
+                    raise_cap=r.raise_cap,
+                    guarantee=guarantee,
+                    dataset_id_given=dataset_id is not None,
+                )
                 charged = True
         drawn = True  # from here on_release may make it visible: its ``visible`` says (without one, it may have)
         if on_release is not None:
@@ -372,24 +441,35 @@ def _check_discovered(scope: Domain, ledger: Ledger | None, dataset_id: str | No
     if found is None:
         return
     if found.seeded and seed is None:
-        raise PrivacyError(f"the domain's {found.what()} come from a seeded test discovery ({found.release_id}): "
-                           "anyone can regenerate its noise, so no release showing them is private",
-                           "run 'dipsy domain discover' again without --seed, or make this a seeded test release too")
+        raise PrivacyError(
+            f"the domain's {found.what()} come from a seeded test discovery ({found.release_id}): "
+            "anyone can regenerate its noise, so no release showing them is private",
+            "run 'dipsy domain discover' again without --seed, or make this a seeded test release too",
+        )
     if seed is not None:
         return
     where = f"data set {found.dataset_id!r} in the ledger {found.ledger}" if found.ledger else "no ledger"
-    fix = (f"release with --dataset-id {found.dataset_id} and the ledger its discovery {found.release_id} was charged to"
-           if found.ledger else "release without a ledger, or discover the domain again with this ledger")
+    fix = (
+        f"release with --dataset-id {found.dataset_id} and the ledger its discovery {found.release_id} was charged to"
+        if found.ledger
+        else "release without a ledger, or discover the domain again with this ledger"
+    )
     if ledger is None:
         if found.ledger is not None:
-            raise BudgetError(f"the domain's {found.what()} were discovered at a cost charged to {where}, and this release "
-                              "is recorded in no ledger", fix)
+            raise BudgetError(
+                f"the domain's {found.what()} were discovered at a cost charged to {where}, and this release "
+                "is recorded in no ledger",
+                fix,
+            )
         return
     if dataset_id != found.dataset_id or not ledger.holds(found.dataset_id, found.release_id):
         named = f"data set {dataset_id!r}" if dataset_id else "a data set named by its file's hash"
-        raise BudgetError(f"the domain's {found.what()} were discovered at a cost charged to {where} (discovery "
-                          f"{found.release_id}), and this release is recorded for {named} in the ledger {ledger.path}, "
-                          "whose totals would never show that cost", fix)
+        raise BudgetError(
+            f"the domain's {found.what()} were discovered at a cost charged to {where} (discovery "
+            f"{found.release_id}), and this release is recorded for {named} in the ledger {ledger.path}, "
+            "whose totals would never show that cost",
+            fix,
+        )
 
 
 #: Where ``dipsy domain init --from-public`` records the public file's digest in the domain's description.
@@ -401,9 +481,11 @@ def _check_not_public_source(scope: Domain, data: Any) -> None:
     public (``domain init --from-public``): they would go out, exact, with every release."""
     match = _PUBLIC_SOURCE.search(scope.description or "")
     if match and isinstance(data, (str, Path)) and fingerprint(data) == match.group(1):
-        raise PrivacyError(f"{Path(data).name} is the file the domain's categories and bounds were read from as public data "
-                           "(domain init --from-public), so they are the confidential data's exact values",
-                           "write the domain from a file that is really public, or from public knowledge")
+        raise PrivacyError(
+            f"{Path(data).name} is the file the domain's categories and bounds were read from as public data "
+            "(domain init --from-public), so they are the confidential data's exact values",
+            "write the domain from a file that is really public, or from public knowledge",
+        )
 
 
 def _check_public_files(synthesizer: Synthesizer, data: Any, rows: int) -> None:
@@ -418,16 +500,20 @@ def _check_public_files(synthesizer: Synthesizer, data: Any, rows: int) -> None:
         if option.public_file and isinstance(given, Path):
             why = copy_of(given, data, rows)
             if why is not None:
-                raise PrivacyError(f"option {option.name}= names {given.name}, a file given as public, and {why} as the "
-                                   f"confidential data {Path(data).name}: what the method reads from it would be released without noise",
-                                   f"give {option.name}= a file that is really public (another year, a public sample)")
+                raise PrivacyError(
+                    f"option {option.name}= names {given.name}, a file given as public, and {why} as the "
+                    f"confidential data {Path(data).name}: what the method reads from it would be released without noise",
+                    f"give {option.name}= a file that is really public (another year, a public sample)",
+                )
 
 
 #: Dropped rows under a relation that publishes n: what the guarantee then covers.
-DROPPED_UNDER_FIXED_N = ("rows that did not match the domain were dropped before any measurement, so the guarantee is "
-                         "for the rows that match it: neighbours substitute one such row by another that matches the "
-                         "domain; a row that starts or stops matching the domain changes the number of rows, which this "
-                         "relation treats as public, and is not covered")
+DROPPED_UNDER_FIXED_N = (
+    "rows that did not match the domain were dropped before any measurement, so the guarantee is "
+    "for the rows that match it: neighbours substitute one such row by another that matches the "
+    "domain; a row that starts or stops matching the domain changes the number of rows, which this "
+    "relation treats as public, and is not covered"
+)
 
 
 def _narrowed(plan: Plan, on_invalid: str) -> Plan:
@@ -443,8 +529,9 @@ def _narrowed(plan: Plan, on_invalid: str) -> Plan:
     return replace(plan, narrowed="; ".join(x for x in (plan.narrowed, DROPPED_UNDER_FIXED_N) if x))
 
 
-def _draw(model: Model, sets: int, release: str, scope: Domain, rand: Randomness, bar: "_progress | None",
-          stream: bool = False) -> list[pd.DataFrame] | list[ChunkedSet]:
+def _draw(
+    model: Model, sets: int, release: str, scope: Domain, rand: Randomness, bar: _progress | None, stream: bool = False
+) -> list[pd.DataFrame] | list[ChunkedSet]:
     """The charged sets, drawn from the model (post-processing only).
 
     Records are drawn and decoded chunk by chunk (:meth:`Model.draw_chunks`). In memory the chunks
@@ -504,7 +591,7 @@ class _progress:
         self.total = total
         self.step_task: TaskID | None = None
 
-    def __enter__(self) -> "_progress":
+    def __enter__(self) -> _progress:
         self.bar.start()
         self.sets_task = self.bar.add_task("synthetic sets", total=self.total, visible=self.total > 1)
         return self
@@ -603,9 +690,11 @@ def discover_domain(
     from .methods.discovery import plan_discovery
 
     if not isinstance(dataset_id, str) or not dataset_id.strip():
-        raise DipsyError("a discovery needs the data set's name in the ledger (--dataset-id)",
-                         "pass --dataset-id, the name later releases of this data set use too (a file's hash would be "
-                         "written into the domain, which every release publishes)")
+        raise DipsyError(
+            "a discovery needs the data set's name in the ledger (--dataset-id)",
+            "pass --dataset-id, the name later releases of this data set use too (a file's hash would be "
+            "written into the domain, which every release publishes)",
+        )
     if on_invalid not in ("error", "drop"):
         raise DataError(f"on_invalid is {on_invalid!r}", "use 'error' or 'drop'")
     if out is not None:  # what would fail after the charge is refused before it
@@ -613,12 +702,12 @@ def discover_domain(
         check_writable_folder(Path(out).parent, "--out")
         check_room(Path(out).parent, ROOM_FLOOR)
     spec = domain if isinstance(domain, Mapping) else read_spec(domain)
-    plan = plan_discovery(spec, epsilon, delta, categories=categories, bins=bins, log=log,
-                          grid=grid, neighbouring=neighbouring)
+    plan = plan_discovery(spec, epsilon, delta, categories=categories, bins=bins, log=log, grid=grid, neighbouring=neighbouring)
     if ledger is not None and not isinstance(ledger, Ledger):
         ledger = Ledger(ledger)
     Randomness.from_seed(seed)  # a bad seed is refused before anything is read or charged
     source = "" if isinstance(data, pd.DataFrame) else Path(data).name
     write = None if out is None else DomainFile(out, overwrite, work)
-    return run_discovery(data, plan, dataset_id=dataset_id, ledger=ledger, seed=seed, on_invalid=on_invalid,
-                         source=source, on_result=write)
+    return run_discovery(
+        data, plan, dataset_id=dataset_id, ledger=ledger, seed=seed, on_invalid=on_invalid, source=source, on_result=write
+    )

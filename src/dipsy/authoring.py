@@ -28,9 +28,10 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -98,9 +99,11 @@ def init_domain(data: str | Path, public: str | Path | None = None) -> Skeleton:
         public = Path(public)
         same = copy_of(public, data)  # the same file or bytes (its rows are not compared: init reads no value of the data)
         if same:
-            raise DipsyError(f"--from-public names {public.name}, which is the confidential data file {data.name} itself ({same}): "
-                             "its categories and exact ranges would go out with every release",
-                             "give a file that is really public (a previous public release, a public sample), or fill the TODOs by hand")
+            raise DipsyError(
+                f"--from-public names {public.name}, which is the confidential data file {data.name} itself ({same}): "
+                "its categories and exact ranges would go out with every release",
+                "give a file that is really public (a previous public release, a public sample), or fill the TODOs by hand",
+            )
         facts = _public_facts(public, [name for name, _, _ in columns])
         digest = _sha256(public)
     lines = _header(data, fmt, public, digest)
@@ -121,8 +124,14 @@ def write_skeleton(skeleton: Skeleton, path: str | Path, overwrite: bool = False
     return write_text(skeleton.text, path, overwrite)
 
 
-def write_text(text: str, path: str | Path, overwrite: bool = False, *, work: str | Path | None = None,
-               on_placed: Callable[[], None] | None = None) -> Path:
+def write_text(
+    text: str,
+    path: str | Path,
+    overwrite: bool = False,
+    *,
+    work: str | Path | None = None,
+    on_placed: Callable[[], None] | None = None,
+) -> Path:
     """Write a domain file's ``text`` to ``path`` atomically, as :func:`write_skeleton` does.
 
     The temporary file is made in ``work`` (the command's run folder beside ``path``), else beside
@@ -162,8 +171,9 @@ class DomainFile:
         self.visible = False
 
     def __call__(self, result: Any) -> Path:
-        return write_text(result.text, self.path, self.overwrite, work=None if self.work is None else self.work.path,
-                          on_placed=self._placed)
+        return write_text(
+            result.text, self.path, self.overwrite, work=None if self.work is None else self.work.path, on_placed=self._placed
+        )
 
     def _placed(self) -> None:
         self.visible = True
@@ -246,8 +256,9 @@ def _refuse_repeated_names(names: list[str], where: str) -> None:
             twice.add(name)
         seen.add(name)
     if twice:
-        raise DataError(f"{where} names {', '.join(map(repr, sorted(twice)))} more than once",
-                        "give each column of the data a distinct name")
+        raise DataError(
+            f"{where} names {', '.join(map(repr, sorted(twice)))} more than once", "give each column of the data a distinct name"
+        )
 
 
 def _kind_of(dtype: pa.DataType) -> str | None:
@@ -260,7 +271,11 @@ def _kind_of(dtype: pa.DataType) -> str | None:
         return "integer"
     if pa.types.is_floating(dtype) or pa.types.is_decimal(dtype):
         return "numeric"
-    if pa.types.is_string(dtype) or pa.types.is_large_string(dtype) or getattr(pa.types, "is_string_view", lambda t: False)(dtype):
+    if (
+        pa.types.is_string(dtype)
+        or pa.types.is_large_string(dtype)
+        or getattr(pa.types, "is_string_view", lambda t: False)(dtype)
+    ):
         return "categorical"
     return None
 
@@ -277,8 +292,10 @@ def _public_facts(path: Path, names: list[str]) -> dict[str, dict[str, Any]]:
         raise DataError(f"cannot read the public file {str(path)!r} ({error_reason(e)})", "pass a CSV or Parquet file") from None
     shared = [n for n in names if n in frame.columns]
     if not shared:
-        raise DataError(f"the public file {path.name!r} has none of the data's columns ({', '.join(names[:5])}{', …' if len(names) > 5 else ''})",
-                        "pass a public file whose columns are named as the data's")
+        raise DataError(
+            f"the public file {path.name!r} has none of the data's columns ({', '.join(names[:5])}{', …' if len(names) > 5 else ''})",
+            "pass a public file whose columns are named as the data's",
+        )
     return {name: _facts(frame[name]) for name in shared}
 
 
@@ -299,8 +316,12 @@ def _facts(values: pd.Series) -> dict[str, Any]:
         whole = bool(np.all(v == np.floor(v)) and np.all(np.abs(v) < 2**53))
         lower, upper = (int(v.min()), int(v.max())) if whole else (float(v.min()), float(v.max()))
         distinct = np.unique(v)
-        facts = {"kind": "integer" if whole else "numeric", "lower": lower, "upper": upper,
-                 "categories": [int(x) if whole else float(x) for x in distinct] if distinct.size <= MAX_CODES else None}
+        facts = {
+            "kind": "integer" if whole else "numeric",
+            "lower": lower,
+            "upper": upper,
+            "categories": [int(x) if whole else float(x) for x in distinct] if distinct.size <= MAX_CODES else None,
+        }
         if lower == upper:
             facts["problem"] = f"the public file holds the single value {_scalar(lower)}: bounds need lower < upper"
         return facts
@@ -323,11 +344,15 @@ def _sha256(path: Path) -> str:
 
 def _header(data: Path, fmt: str, public: Path | None, digest: str | None) -> list[str]:
     if fmt == "csv":
-        source = (f"# Domain skeleton for {data.name}, written by 'dipsy domain init' from its header line only:\n"
-                  "# no value of the data was read, so every kind is TODO as well.")
+        source = (
+            f"# Domain skeleton for {data.name}, written by 'dipsy domain init' from its header line only:\n"
+            "# no value of the data was read, so every kind is TODO as well."
+        )
     else:
-        source = (f"# Domain skeleton for {data.name}, written by 'dipsy domain init' from its Parquet schema only\n"
-                  "# (column names and declared types): no value of the data was read.")
+        source = (
+            f"# Domain skeleton for {data.name}, written by 'dipsy domain init' from its Parquet schema only\n"
+            "# (column names and declared types): no value of the data was read."
+        )
     lines = source.splitlines() + [
         "# Fill every TODO from public knowledge (a codebook, a previous public release, the survey's",
         "# documentation), never from the confidential data: the domain is published with every release.",
@@ -348,21 +373,26 @@ def _header(data: Path, fmt: str, public: Path | None, digest: str | None) -> li
         "#   releases any column as it is.",
     ]
     if public is not None:
-        lines += ["#",
-                  f"# Categories and bounds come from the public file {public.name}, its distinct values and its",
-                  "# least and greatest values (SHA-256 of the file, recorded in the description:",
-                  f"# {digest}). Check them: a public sample's range may be narrower than the",
-                  "# confidential data's (rows outside are errors unless clip: true)."]
+        lines += [
+            "#",
+            f"# Categories and bounds come from the public file {public.name}, its distinct values and its",
+            "# least and greatest values (SHA-256 of the file, recorded in the description:",
+            f"# {digest}). Check them: a public sample's range may be narrower than the",
+            "# confidential data's (rows outside are errors unless clip: true).",
+        ]
     lines.append("")
     if public is not None:
-        lines.append("description: " + _scalar(f"categories and bounds from the public file {public.name} (SHA-256 {digest}), "
-                                              "by dipsy domain init"))
+        lines.append(
+            "description: "
+            + _scalar(f"categories and bounds from the public file {public.name} (SHA-256 {digest}), by dipsy domain init")
+        )
     lines.append("columns:")
     return lines
 
 
-def _column(name: str, kind: str | None, declared: str | None, facts: dict[str, Any] | None,
-            from_public: bool) -> tuple[list[str], int]:
+def _column(
+    name: str, kind: str | None, declared: str | None, facts: dict[str, Any] | None, from_public: bool
+) -> tuple[list[str], int]:
     """One column's entry and its number of TODOs."""
     out = [f"  {_scalar(name)}:"]
     todos = 0
@@ -407,8 +437,11 @@ def _column(name: str, kind: str | None, declared: str | None, facts: dict[str, 
             field("kind", "categorical", f"from {why}; or ordinal, categories in order")
             if usable is not None and cats is None:
                 out.append("    # the public file holds too many distinct values to list")
-            field("categories", TODO if cats is None else "[" + ", ".join(_scalar(c) for c in cats) + "]",
-                  "" if cats is not None else "the list, e.g. [1, 2] or ['yes', 'no']")
+            field(
+                "categories",
+                TODO if cats is None else "[" + ", ".join(_scalar(c) for c in cats) + "]",
+                "" if cats is not None else "the list, e.g. [1, 2] or ['yes', 'no']",
+            )
         else:
             if kind and usable is not None and usable["kind"] == "categorical":
                 usable = None
@@ -440,4 +473,3 @@ def _scalar(x: Any) -> str:
     if text.isprintable():
         return "'" + text.replace("'", "''") + "'"
     return json.dumps(text, ensure_ascii=False)  # a JSON string is a YAML double-quoted scalar
-

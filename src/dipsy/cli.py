@@ -30,9 +30,10 @@ import sqlite3
 import sys
 import tempfile
 import traceback
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import click
 from rich.console import Console
@@ -49,12 +50,12 @@ from .interrupts import Terminated, ignored, terminate_as_interrupt
 from .methods import NEIGHBOURINGS
 from .methods import methods as list_methods
 from .methods.base import MAX_ROWS, MAX_SETS
-from .privacy.budget import EPSILON_RANGE, RHO_RANGE
 from .paths import Paths, check_outputs
 from .permissions import umask
 from .privacy import Ledger, default_ledger_path
-from .privacy.known import check_not_lost, forget, protected_ledgers
+from .privacy.budget import EPSILON_RANGE, RHO_RANGE
 from .privacy.composition import composed_total, parse_cap
+from .privacy.known import check_not_lost, forget, protected_ledgers
 from .release import FORMATS, check_target, check_writable_folder
 from .release_sets import check_partition_columns
 from .request import Destination, Request
@@ -177,8 +178,10 @@ def _failure(e: BaseException) -> tuple[int, str]:
     if isinstance(e, DipsyError):
         return 2, str(e)
     if isinstance(e, MemoryError):
-        return 2, (f"out of memory while {_doing[0]}; choose fewer columns (--columns), coarser bins in the domain file, "
-                   "fewer sets, or a method that works on marginals (see 'dipsy methods')")
+        return 2, (
+            f"out of memory while {_doing[0]}; choose fewer columns (--columns), coarser bins in the domain file, "
+            "fewer sets, or a method that works on marginals (see 'dipsy methods')"
+        )
     number = e.errno if isinstance(e, OSError) and e.errno in ENVIRONMENT else None
     if number is None and not isinstance(e, OSError):  # DuckDB and others name the error in their message only
         number = next((n for n in ENVIRONMENT if os.strerror(n) in str(e)), None)
@@ -186,8 +189,10 @@ def _failure(e: BaseException) -> tuple[int, str]:
         filename = getattr(e, "filename", None)
         where = f" ({filename})" if filename else ""
         return 2, f"{os.strerror(number).lower()}{where} while {_doing[0]}; {ENVIRONMENT[number]}"
-    return 1, (f"internal error: {type(e).__name__}: {_one_line(str(e)) or 'no message'}{_where(e)}; this is a bug in dipsy: "
-               "please report it with the command (DIPSY_TRACEBACK=1 shows the traceback)")
+    return 1, (
+        f"internal error: {type(e).__name__}: {_one_line(str(e)) or 'no message'}{_where(e)}; this is a bug in dipsy: "
+        "please report it with the command (DIPSY_TRACEBACK=1 shows the traceback)"
+    )
 
 
 def _say(line: str) -> None:
@@ -250,15 +255,19 @@ class _Run:
                     pass
             recorded = "recorded" if self.confirmed else "recorded as pending (counted)"
             what = message if code == 130 else f"{type(error).__name__}: {_one_line(str(error))}"
-            return 0, (f"warning: released to {self.placed} (release {self.release_id}): {self.spent}, {recorded} in the ledger "
-                       f"{self.ledger_path}; after that: {what}")
+            return 0, (
+                f"warning: released to {self.placed} (release {self.release_id}): {self.spent}, {recorded} in the ledger "
+                f"{self.ledger_path}; after that: {what}"
+            )
         if self.release_id is None:
             if isinstance(error, BrokenPipeError):  # the reader chose to stop reading: nothing to say, and no one to say it to
                 return BROKEN_PIPE, ""
             return code, f"error: {message}" + ("; nothing was charged or released" if code == 130 else "")
         if self.pending:
-            return code, (f"error: {message}; nothing was released, but its spend ({self.spent}; release {self.release_id}) "
-                          f"stays pending in the ledger {self.ledger_path}, counted against the data set")
+            return code, (
+                f"error: {message}; nothing was released, but its spend ({self.spent}; release {self.release_id}) "
+                f"stays pending in the ledger {self.ledger_path}, counted against the data set"
+            )
         return code, f"error: {message}; nothing was released, and its spend ({self.spent}) was taken back"
 
 
@@ -387,8 +396,10 @@ def _number(flag: str, value: str | None, allowed: tuple[float, float] | None = 
     if allowed is not None:
         lo, hi = allowed
         if not lo <= x <= hi:
-            raise DipsyError(f"{name} must lie between {lo:g} and {hi:g}, got {value}",
-                             f"pass {flag} within that range (a smaller ε or ρ gives noise that swamps the data, a larger one no privacy)")
+            raise DipsyError(
+                f"{name} must lie between {lo:g} and {hi:g}, got {value}",
+                f"pass {flag} within that range (a smaller ε or ρ gives noise that swamps the data, a larger one no privacy)",
+            )
     return x
 
 
@@ -424,7 +435,9 @@ def methods() -> None:
     for m in list_methods():
         _styled("bold", f"{m.name:<24}", " ", end="")
         out.print(m.summary)
-        out.print(f"{'':24} {m.definition}; neighbours: {', '.join(m.neighbourings)}; releases: {', '.join(m.releases)}; {m.sets}")
+        out.print(
+            f"{'':24} {m.definition}; neighbours: {', '.join(m.neighbourings)}; releases: {', '.join(m.releases)}; {m.sets}"
+        )
         for option in m.options:
             out.print(f"{'':24} --option {option}")
 
@@ -440,7 +453,9 @@ def _columns(values: tuple[str, ...]) -> list[str] | None:
         return None
     names = [c.strip() for v in values for c in v.split(",") if c.strip()]
     if not names:
-        raise DipsyError("--columns was given but names no column", "name columns, e.g. --columns Race,Income, or leave out --columns for all")
+        raise DipsyError(
+            "--columns was given but names no column", "name columns, e.g. --columns Race,Income, or leave out --columns for all"
+        )
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise DipsyError(f"--columns names {', '.join(map(repr, twice))} more than once", "name each column once")
@@ -451,7 +466,13 @@ def _columns(values: tuple[str, ...]) -> list[str] | None:
 @click.argument("data", type=click.Path(path_type=Path))
 @click.option("--domain", "domain_path", required=True, type=click.Path(path_type=Path), help="Domain file (YAML or JSON).")
 @click.option("--columns", multiple=True, help="Columns to check (comma-separated or repeated); default all.")
-@click.option("--on-invalid", type=click.Choice(["error", "drop"]), default="error", show_default=True, help="What to do with rows that do not match.")
+@click.option(
+    "--on-invalid",
+    type=click.Choice(["error", "drop"]),
+    default="error",
+    show_default=True,
+    help="What to do with rows that do not match.",
+)
 @click.option("--engine", "backend", type=click.Choice(ENGINES), default=None, help="Backend that reads DATA (default duckdb).")
 def domain_check(data: Path, domain_path: Path, columns: tuple[str, ...], on_invalid: str, backend: str | None) -> None:
     """Check DATA (CSV or Parquet) against a domain file."""
@@ -466,8 +487,10 @@ def domain_check(data: Path, domain_path: Path, columns: tuple[str, ...], on_inv
     if report.rows == 0:  # synth refuses such data: say so here too
         raise DataError(f"{str(data)!r} has no rows", "write the records below the header")
     if report.valid_rows == 0:
-        raise DataError(f"none of the {report.rows} rows of {str(data)!r} match the domain: {report.summary()}",
-                        "fix the data or the domain file")
+        raise DataError(
+            f"none of the {report.rows} rows of {str(data)!r} match the domain: {report.summary()}",
+            "fix the data or the domain file",
+        )
     if report.ok:
         out.print(f"ok: all {report.rows} rows match the domain ({len(scope)} columns)")
     else:
@@ -483,17 +506,31 @@ def _domain_notes(scope: Domain) -> list[str]:
     notes = []
     public = [c.name for c in scope.columns if c.role == "public"]
     if public:
-        notes.append(f"the domain declares {', '.join(public)} public: {' and '.join(sorted(ROLE_READERS))} may release a column "
-                     "declared public as it is (and refuse to repeat any other); no other method releases a column as it is, "
-                     "whatever its role")
+        notes.append(
+            f"the domain declares {', '.join(public)} public: {' and '.join(sorted(ROLE_READERS))} may release a column "
+            "declared public as it is (and refuse to repeat any other); no other method releases a column as it is, "
+            "whatever its role"
+        )
     return notes + [f"{line}; releases state it" for line in scope.transformations()]
 
 
 @domain.command("init")
 @click.argument("data", type=click.Path(path_type=Path))
-@click.option("--out", "out_path", default="domain.yaml", show_default=True, type=click.Path(path_type=Path), help="Domain file to write (YAML).")
-@click.option("--from-public", "public", type=click.Path(path_type=Path), default=None,
-              help="A file you declare public (CSV or Parquet): categories and bounds are filled from it, its SHA-256 recorded.")
+@click.option(
+    "--out",
+    "out_path",
+    default="domain.yaml",
+    show_default=True,
+    type=click.Path(path_type=Path),
+    help="Domain file to write (YAML).",
+)
+@click.option(
+    "--from-public",
+    "public",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="A file you declare public (CSV or Parquet): categories and bounds are filled from it, its SHA-256 recorded.",
+)
 @click.option("--overwrite", is_flag=True, help="Replace an existing --out file.")
 def domain_init(data: Path, out_path: Path, public: Path | None, overwrite: bool) -> None:
     """Write a domain skeleton for DATA (CSV or Parquet) from its column names (and Parquet types) only.
@@ -512,30 +549,89 @@ def domain_init(data: Path, out_path: Path, public: Path | None, overwrite: bool
     out_path.parent.mkdir(parents=True, exist_ok=True)
     write_skeleton(skeleton, out_path, overwrite)
     filled = f"; categories and bounds from the public file {skeleton.public}" if skeleton.public else ""
-    left = (f"{skeleton.todos} TODO placeholder(s) to fill from public knowledge (dipsy refuses the file until none is left)"
-            if skeleton.todos else "no TODO left: check the values, then 'dipsy domain check'")
+    left = (
+        f"{skeleton.todos} TODO placeholder(s) to fill from public knowledge (dipsy refuses the file until none is left)"
+        if skeleton.todos
+        else "no TODO left: check the values, then 'dipsy domain check'"
+    )
     out.print(f"wrote {out_path}: {len(skeleton.columns)} columns{filled}; {left}")
 
 
 @domain.command("discover")
 @click.argument("data", type=click.Path(path_type=Path))
-@click.option("--domain", "domain_path", required=True, type=click.Path(path_type=Path), help="The skeleton ('dipsy domain init') with TODOs to discover.")
+@click.option(
+    "--domain",
+    "domain_path",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="The skeleton ('dipsy domain init') with TODOs to discover.",
+)
 @click.option("--out", "out_path", required=True, type=click.Path(path_type=Path), help="Domain file to write (YAML).")
 @click.option("--epsilon", required=True, help="Total ε of the discovery, split equally over the columns discovered.")
-@click.option("--delta", default=None, help="Total δ, split over the category columns (needed for categories; at most 1e-3, far below 1/n).")
-@click.option("--categories", multiple=True, help="Columns whose categories to discover (comma-separated or repeated); default every categories: TODO.")
-@click.option("--bins", "bins", multiple=True, metavar="COL=K", help="Discover K bins of an integer or numeric column with declared bounds (repeatable).")
-@click.option("--log", "log", multiple=True, help="Bins columns with a log-spaced grid (geometric, or in log(1 + x) from a lower bound of 0), for skewed columns (repeatable).")
+@click.option(
+    "--delta", default=None, help="Total δ, split over the category columns (needed for categories; at most 1e-3, far below 1/n)."
+)
+@click.option(
+    "--categories",
+    multiple=True,
+    help="Columns whose categories to discover (comma-separated or repeated); default every categories: TODO.",
+)
+@click.option(
+    "--bins",
+    "bins",
+    multiple=True,
+    metavar="COL=K",
+    help="Discover K bins of an integer or numeric column with declared bounds (repeatable).",
+)
+@click.option(
+    "--log",
+    "log",
+    multiple=True,
+    help="Bins columns with a log-spaced grid (geometric, or in log(1 + x) from a lower bound of 0), for skewed columns (repeatable).",
+)
 @click.option("--grid", default=256, show_default=True, type=click.IntRange(min=2), help="Cells of each bins grid.")
-@click.option("--ledger", type=click.Path(path_type=Path), default=None, help="Budget ledger (SQLite); default $DIPSY_LEDGER or the user data folder.")
+@click.option(
+    "--ledger",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Budget ledger (SQLite); default $DIPSY_LEDGER or the user data folder.",
+)
 @click.option("--dataset-id", required=True, help="Name of the data set in the ledger (later releases of it use the same).")
-@click.option("--neighbouring", type=click.Choice(list(NEIGHBOURINGS)), default="add-remove", show_default=True, help="Neighbouring relation of the spends.")
-@click.option("--on-invalid", type=click.Choice(["error", "drop"]), default="error", show_default=True, help="Rows outside a bins column's bounds.")
-@click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed (a test discovery: not private); default from the OS.")
+@click.option(
+    "--neighbouring",
+    type=click.Choice(list(NEIGHBOURINGS)),
+    default="add-remove",
+    show_default=True,
+    help="Neighbouring relation of the spends.",
+)
+@click.option(
+    "--on-invalid",
+    type=click.Choice(["error", "drop"]),
+    default="error",
+    show_default=True,
+    help="Rows outside a bins column's bounds.",
+)
+@click.option(
+    "--seed", type=click.IntRange(min=0), default=None, help="Seed (a test discovery: not private); default from the OS."
+)
 @click.option("--overwrite", is_flag=True, help="Replace an existing --out file.")
-def domain_discover(data: Path, domain_path: Path, out_path: Path, epsilon: str, delta: str | None, categories: tuple[str, ...],
-                    bins: tuple[str, ...], log: tuple[str, ...], grid: int, ledger: Path | None, dataset_id: str,
-                    neighbouring: str, on_invalid: str, seed: int | None, overwrite: bool) -> None:
+def domain_discover(
+    data: Path,
+    domain_path: Path,
+    out_path: Path,
+    epsilon: str,
+    delta: str | None,
+    categories: tuple[str, ...],
+    bins: tuple[str, ...],
+    log: tuple[str, ...],
+    grid: int,
+    ledger: Path | None,
+    dataset_id: str,
+    neighbouring: str,
+    on_invalid: str,
+    seed: int | None,
+    overwrite: bool,
+) -> None:
     """Fill a skeleton's TODO categories and bins by a DP measurement of DATA, charged to the ledger.
 
     Categories: DP partition selection, (ε, δ)-DP (values held by few records are not released).
@@ -564,32 +660,54 @@ def domain_discover(data: Path, domain_path: Path, out_path: Path, epsilon: str,
     check_outputs({"--out": out_path}, reads, ledgers=protected_ledgers(ledger_path))
     check_outputs({"--ledger": ledger_path}, reads)
     _check_ledger_path(ledger_path)
-    plan_discovery(read_spec(domain_path), epsilon, delta, categories=chosen, bins=counts,
-                   log=logs, grid=grid, neighbouring=neighbouring)  # every refusal from public inputs, before any read
+    plan_discovery(
+        read_spec(domain_path), epsilon, delta, categories=chosen, bins=counts, log=logs, grid=grid, neighbouring=neighbouring
+    )  # every refusal from public inputs, before any read
     _keep_no_new_folders(out_path.parent)
     _keep_no_new_ledger(ledger_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     _doing[0] = f"discovering the domain of {data}"
     with RunFolder(out_path.parent, out_path.name) as work:  # the file being written, the engines' scratch
         _run.work = work
-        result = discover_domain(data, domain_path, out_path, epsilon=epsilon, delta=delta, dataset_id=dataset_id,
-                                 categories=chosen, bins=counts, log=logs, grid=grid, ledger=_Recording(ledger_path),
-                                 neighbouring=neighbouring, seed=seed, on_invalid=on_invalid, overwrite=overwrite, work=work)
+        result = discover_domain(
+            data,
+            domain_path,
+            out_path,
+            epsilon=epsilon,
+            delta=delta,
+            dataset_id=dataset_id,
+            categories=chosen,
+            bins=counts,
+            log=logs,
+            grid=grid,
+            ledger=_Recording(ledger_path),
+            neighbouring=neighbouring,
+            seed=seed,
+            on_invalid=on_invalid,
+            overwrite=overwrite,
+            work=work,
+        )
     for (name, values), m in zip(result.categories.items(), result.measurements):
         shown = ", ".join(map(repr, values[:20])) + (", …" if len(values) > 20 else "")
-        what = (f"{len(values)} categor{'y' if len(values) == 1 else 'ies'} [{shown}]" if values else
-                "no value passed the threshold: its categories stay TODO")
-        out.print(f"{name}: {what} (DP partition selection, threshold {m['noise']['threshold']}, "
-                  f"{_cost(m)})")
-    for (name, edges), m in zip(result.bins.items(), result.measurements[len(result.categories):]):
+        what = (
+            f"{len(values)} categor{'y' if len(values) == 1 else 'ies'} [{shown}]"
+            if values
+            else "no value passed the threshold: its categories stay TODO"
+        )
+        out.print(f"{name}: {what} (DP partition selection, threshold {m['noise']['threshold']}, {_cost(m)})")
+    for (name, edges), m in zip(result.bins.items(), result.measurements[len(result.categories) :]):
         out.print(f"{name}: {len(edges) - 1} bins, edges {list(edges)} (noisy histogram, {_cost(m)})")
     total = result.total
     charged = f"ε = {total.epsilon:g}" + (f", δ = {total.delta:g}" if getattr(total, "delta", 0) else "")
     where = f"data set {dataset_id!r} in the ledger {ledger_path} (release {result.release_id})"
     if seed is not None:
-        _styled("bold red", "TEST DISCOVERY", f" (seed {seed}): not differentially private — its noise can be regenerated; "
-                f"recorded, never counted, as {charged} under {neighbouring} for {where}; every release using {out_path} "
-                "says NOT PRIVATE: never publish one")
+        _styled(
+            "bold red",
+            "TEST DISCOVERY",
+            f" (seed {seed}): not differentially private — its noise can be regenerated; "
+            f"recorded, never counted, as {charged} under {neighbouring} for {where}; every release using {out_path} "
+            "says NOT PRIVATE: never publish one",
+        )
     else:
         out.print(f"charged {charged} under {neighbouring} to {where}")
     left = f"; categories of {', '.join(result.left)} still TODO" if result.left else ""
@@ -604,10 +722,20 @@ def _cost(m: dict) -> str:
 _RELEASE_CHOICES = (
     click.option("--domain", "domain_path", required=True, type=click.Path(path_type=Path), help="Domain file (YAML or JSON)."),
     click.option("--method", default="dirichlet-multinomial", show_default=True, help="Synthesis method (see 'dipsy methods')."),
-    click.option("--epsilon", default=None, help="Total privacy budget ε of the release (all sets together); for a local-guarantee method, the ceiling of its measured ε_x."),
+    click.option(
+        "--epsilon",
+        default=None,
+        help="Total privacy budget ε of the release (all sets together); for a local-guarantee method, the ceiling of its measured ε_x.",
+    ),
     click.option("--delta", default=None, help="δ of an (ε, δ) budget, for zCDP and (ε, δ) methods (e.g. privsyn, dpsyn)."),
     click.option("--rho", default=None, help="A ρ-zCDP budget instead of --epsilon/--delta, for zCDP methods."),
-    click.option("--sets", default=1, show_default=True, type=click.IntRange(min=1), help="Number of synthetic sets m (each its share: ε/m, ρ/m or (ε/m, δ/m); see 'dipsy methods')."),
+    click.option(
+        "--sets",
+        default=1,
+        show_default=True,
+        type=click.IntRange(min=1),
+        help="Number of synthetic sets m (each its share: ε/m, ρ/m or (ε/m, δ/m); see 'dipsy methods').",
+    ),
     click.option("--columns", multiple=True, help="Columns to synthesize (comma-separated or repeated); default all."),
 )
 
@@ -622,23 +750,68 @@ def _release_choices(command: Callable) -> Callable:
 @cli.command()
 @click.argument("data", type=click.Path(path_type=Path))
 @_release_choices
-@click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed: a reproducible test release, recorded and NOT private; default from the OS.")
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Seed: a reproducible test release, recorded and NOT private; default from the OS.",
+)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="parquet", show_default=True)
 @click.option("--option", "options", multiple=True, metavar="NAME=VALUE", help="Method option, e.g. alpha=10 (repeatable).")
 @click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path), help="Folder to write the release into.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing --out folder.")
 @click.option("--on-invalid", type=click.Choice(["error", "drop"]), default="error", show_default=True)
-@click.option("--neighbouring", type=click.Choice(list(NEIGHBOURINGS)), default=None, help="Neighbouring relation, for methods private under either (default: the method's).")
-@click.option("--release", "kind", type=click.Choice(["records", "table"]), default="records", show_default=True, help="Synthetic records, or the released table of cell counts.")
-@click.option("--ledger", type=click.Path(path_type=Path), default=None, help="Budget ledger (SQLite); default $DIPSY_LEDGER or the user data folder.")
+@click.option(
+    "--neighbouring",
+    type=click.Choice(list(NEIGHBOURINGS)),
+    default=None,
+    help="Neighbouring relation, for methods private under either (default: the method's).",
+)
+@click.option(
+    "--release",
+    "kind",
+    type=click.Choice(["records", "table"]),
+    default="records",
+    show_default=True,
+    help="Synthetic records, or the released table of cell counts.",
+)
+@click.option(
+    "--ledger",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Budget ledger (SQLite); default $DIPSY_LEDGER or the user data folder.",
+)
 @click.option("--dataset-id", default=None, help="Name of the data set in the ledger; default the SHA-256 of DATA.")
-@click.option("--budget-cap", default=None, help="What this data set may ever spend: ε, 'ε,δ' or 'rho=ρ' (stored in the ledger); 'local=ε' caps its local-guarantee releases.")
+@click.option(
+    "--budget-cap",
+    default=None,
+    help="What this data set may ever spend: ε, 'ε,δ' or 'rho=ρ' (stored in the ledger); 'local=ε' caps its local-guarantee releases.",
+)
 @click.option("--raise-cap", is_flag=True, help="Let --budget-cap raise or redefine a stored cap (recorded in the ledger).")
 @click.option("--accept-noise", is_flag=True, help="Release even when the forecast says the release will be essentially noise.")
-@click.option("--rows", type=click.IntRange(min=1, max=MAX_ROWS), default=None, help="A row count you declare public, for the forecast of methods that do not treat n as public.")
-@click.option("--engine", type=click.Choice(ENGINES), default=None, help="Backend that reads DATA: duckdb (default for files), spark (master from $DIPSY_SPARK_MASTER, else local), numpy.")
-@click.option("--stream", is_flag=True, help="Draw and write each set in chunks of 10^6 records (a folder of part files): memory holds a chunk, not the set.")
-@click.option("--partition-by", "partition_by", multiple=True, help="Write each set as a folder partitioned by these categorical columns (comma-separated or repeated).")
+@click.option(
+    "--rows",
+    type=click.IntRange(min=1, max=MAX_ROWS),
+    default=None,
+    help="A row count you declare public, for the forecast of methods that do not treat n as public.",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(ENGINES),
+    default=None,
+    help="Backend that reads DATA: duckdb (default for files), spark (master from $DIPSY_SPARK_MASTER, else local), numpy.",
+)
+@click.option(
+    "--stream",
+    is_flag=True,
+    help="Draw and write each set in chunks of 10^6 records (a folder of part files): memory holds a chunk, not the set.",
+)
+@click.option(
+    "--partition-by",
+    "partition_by",
+    multiple=True,
+    help="Write each set as a folder partitioned by these categorical columns (comma-separated or repeated).",
+)
 def synth(
     data: Path,
     domain_path: Path,
@@ -691,9 +864,28 @@ def synth(
     _keep_no_new_ledger(ledger_path)
     _doing[0] = f"synthesizing from {data}"
     named = None if chosen is None else tuple(chosen)
-    request = Request(data, domain, method, *given_budget, sets, named, parsed, neighbouring, kind, seed, on_invalid, accept_noise, rows,
-                      stream, engine, output=Destination(out_dir, fmt, overwrite, partitions), ledger=ledger_path,
-                      dataset_id=dataset_id, budget_cap=budget_cap, raise_cap=raise_cap)
+    request = Request(
+        data,
+        domain,
+        method,
+        *given_budget,
+        sets,
+        named,
+        parsed,
+        neighbouring,
+        kind,
+        seed,
+        on_invalid,
+        accept_noise,
+        rows,
+        stream,
+        engine,
+        output=Destination(out_dir, fmt, overwrite, partitions),
+        ledger=ledger_path,
+        dataset_id=dataset_id,
+        budget_cap=budget_cap,
+        raise_cap=raise_cap,
+    )
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     # Every temporary file of the run (the release being written, the engine's scratch) in one
     # folder beside --out, removed on every way out; the printing below comes after it is gone.
@@ -720,8 +912,12 @@ def synth(
     elif s.private:
         out.print(f"privacy: {claim}")
     else:
-        _styled("bold red", "TEST RELEASE", f" (seed {release.seed}): not differentially private — its noise can be "
-                f"regenerated from the recorded seed; never publish it. Unseeded it would be: {claim}")
+        _styled(
+            "bold red",
+            "TEST RELEASE",
+            f" (seed {release.seed}): not differentially private — its noise can be "
+            f"regenerated from the recorded seed; never publish it. Unseeded it would be: {claim}",
+        )
     if release.dropped_rows:
         out.print(f"note: {release.dropped_rows} row(s) that did not match the domain were dropped (not written to the release)")
     what = "table(s) of" if release.kind == "table" else "set(s) of"
@@ -738,20 +934,44 @@ def _print_forecast(forecast: dict | None) -> None:
     else:
         out.print(f"forecast ({forecast['verdict']}): {forecast['summary']}")
     if forecast.get("not_forecast"):
-        out.print(f"  not forecast: {'; '.join(forecast['not_forecast'][:3])}" + (" …" if len(forecast["not_forecast"]) > 3 else ""))
+        out.print(
+            f"  not forecast: {'; '.join(forecast['not_forecast'][:3])}" + (" …" if len(forecast["not_forecast"]) > 3 else "")
+        )
 
 
 @cli.command("plan")
 @click.argument("data", type=click.Path(path_type=Path), required=False)
 @_release_choices
 @click.option("--option", "options", multiple=True, metavar="NAME=VALUE", help="Method option (repeatable).")
-@click.option("--neighbouring", type=click.Choice(list(NEIGHBOURINGS)), default=None, help="Neighbouring relation, for methods private under either.")
+@click.option(
+    "--neighbouring",
+    type=click.Choice(list(NEIGHBOURINGS)),
+    default=None,
+    help="Neighbouring relation, for methods private under either.",
+)
 @click.option("--on-invalid", type=click.Choice(["error", "drop"]), default="error", show_default=True)
-@click.option("--rows", type=click.IntRange(min=1, max=MAX_ROWS), default=None, help="A row count you declare public (for methods that do not treat n as public).")
+@click.option(
+    "--rows",
+    type=click.IntRange(min=1, max=MAX_ROWS),
+    default=None,
+    help="A row count you declare public (for methods that do not treat n as public).",
+)
 @click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write the forecast as JSON here.")
-def plan_command(data: Path | None, domain_path: Path, method: str, epsilon: str | None, delta: str | None, rho: str | None,
-                 sets: int, columns: tuple[str, ...], options: tuple[str, ...], neighbouring: str | None, on_invalid: str,
-                 rows: int | None, json_path: Path | None) -> None:
+def plan_command(
+    data: Path | None,
+    domain_path: Path,
+    method: str,
+    epsilon: str | None,
+    delta: str | None,
+    rho: str | None,
+    sets: int,
+    columns: tuple[str, ...],
+    options: tuple[str, ...],
+    neighbouring: str | None,
+    on_invalid: str,
+    rows: int | None,
+    json_path: Path | None,
+) -> None:
     """Forecast a release's error from public inputs, before anything is read or charged.
 
     DATA is read only when the method treats n as public (its rows are validated and counted);
@@ -759,18 +979,36 @@ def plan_command(data: Path | None, domain_path: Path, method: str, epsilon: str
     """
     from .api import plan_forecast
 
-    budget = {"epsilon": _number("--epsilon", epsilon, EPSILON_RANGE), "delta": _number("--delta", delta),
-              "rho": _number("--rho", rho, RHO_RANGE)}
+    budget = {
+        "epsilon": _number("--epsilon", epsilon, EPSILON_RANGE),
+        "delta": _number("--delta", delta),
+        "rho": _number("--rho", rho, RHO_RANGE),
+    }
     if json_path is not None:
         _check_output_file(json_path, "--json")
-        check_outputs({"--json": json_path}, {"the data": data, "the --domain file": domain_path,
-                                              **_option_files(method, _options(options))}, ledgers=protected_ledgers())
+        check_outputs(
+            {"--json": json_path},
+            {"the data": data, "the --domain file": domain_path, **_option_files(method, _options(options))},
+            ledgers=protected_ledgers(),
+        )
     domain = Domain.load(domain_path)
     chosen = _columns(columns)
     domain.project(chosen)
     _doing[0] = "forecasting the release"
-    result = plan_forecast(data, domain, method, budget["epsilon"], sets, delta=budget["delta"], rho=budget["rho"], columns=chosen,
-                           options=_options(options), on_invalid=on_invalid, neighbouring=neighbouring, rows=rows)
+    result = plan_forecast(
+        data,
+        domain,
+        method,
+        budget["epsilon"],
+        sets,
+        delta=budget["delta"],
+        rho=budget["rho"],
+        columns=chosen,
+        options=_options(options),
+        on_invalid=on_invalid,
+        neighbouring=neighbouring,
+        rows=rows,
+    )
     table = Table("part", "verdict", "what the numbers say", title=f"forecast for {method}: {result.verdict.upper()}")
     for part in result.parts:
         table.add_row(part["what"] + (f" (×{part['sets']})" if part.get("sets") else ""), part["verdict"], part["text"])
@@ -800,7 +1038,9 @@ def _check_ledger_path(path: Path) -> None:
         try:
             check_writable_folder(path.parent, "--ledger")
         except ReleaseError as e:
-            raise DipsyError(f"cannot create the budget ledger {str(path)!r}: {e.problem}", "pass --ledger with a writable path") from None
+            raise DipsyError(
+                f"cannot create the budget ledger {str(path)!r}: {e.problem}", "pass --ledger with a writable path"
+            ) from None
 
 
 def _option_files(method: str, options: dict[str, str]) -> dict[str, str]:
@@ -823,10 +1063,25 @@ def _options(pairs: tuple[str, ...]) -> dict[str, str]:
 
 @cli.command("audit")
 @click.argument("method")
-@click.option("--draws", default=20_000, show_default=True, type=click.IntRange(min=200, max=10_000_000),
-              help="Draws of a mechanism with no exact loss (a posterior draw) on each of the two answers.")
-@click.option("--broken", is_flag=True, help="Audit the deliberately broken variant (half the noise, the statement unchanged): the audit's power test.")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the release (a test release) and of the draws.")
+@click.option(
+    "--draws",
+    default=20_000,
+    show_default=True,
+    type=click.IntRange(min=200, max=10_000_000),
+    help="Draws of a mechanism with no exact loss (a posterior draw) on each of the two answers.",
+)
+@click.option(
+    "--broken",
+    is_flag=True,
+    help="Audit the deliberately broken variant (half the noise, the statement unchanged): the audit's power test.",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Seed of the release (a test release) and of the draws.",
+)
 def audit_command(method: str, draws: int, broken: bool, seed: int) -> None:
     """Audit METHOD on worst-case neighbouring data: every measurement's privacy loss against its cost.
 
@@ -841,10 +1096,19 @@ def audit_command(method: str, draws: int, broken: bool, seed: int) -> None:
 
     names = sorted(CASES) if method == "all" else [get(method).name]
     if names[0] in NOT_AUDITED:
-        raise DipsyError(f"{names[0]} is not audited: {NOT_AUDITED[names[0]]}", "audit a method with a worst-case guarantee (see 'dipsy methods')")
+        raise DipsyError(
+            f"{names[0]} is not audited: {NOT_AUDITED[names[0]]}",
+            "audit a method with a worst-case guarantee (see 'dipsy methods')",
+        )
     results = []
-    with Progress(TextColumn("auditing {task.description}"), BarColumn(), MofNCompleteColumn(), console=Console(stderr=True),
-                  transient=True, disable=not sys.stderr.isatty()) as bar:
+    with Progress(
+        TextColumn("auditing {task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=Console(stderr=True),
+        transient=True,
+        disable=not sys.stderr.isatty(),
+    ) as bar:
         task = bar.add_task("", total=len(names))
         for name in names:
             bar.update(task, description=name)
@@ -862,11 +1126,24 @@ def audit_command(method: str, draws: int, broken: bool, seed: int) -> None:
 @click.option("--lower", type=float, default=None, help="Or the interval to stay within: its lower end.")
 @click.option("--upper", type=float, default=None, help="… and its upper end.")
 @click.option("--level", type=float, default=0.90, show_default=True, help="The interval's level 1 − α.")
-@click.option("--neighbouring", type=click.Choice(["add-remove", "substitute"]), default="add-remove", show_default=True,
-              help="The leaf counts' sensitivity: 1 under add/remove, 2 under substitution.")
+@click.option(
+    "--neighbouring",
+    type=click.Choice(["add-remove", "substitute"]),
+    default="add-remove",
+    show_default=True,
+    help="The leaf counts' sensitivity: 1 under add/remove, 2 under substitution.",
+)
 @click.option("--grid", default=None, help="Candidate leaf sizes, e.g. 100,250,500,1000,2000 (default: the exact least size).")
-def rdt_leaf_size(p0: float, epsilon: float, width: float | None, lower: float | None, upper: float | None, level: float,
-                  neighbouring: str, grid: str | None) -> None:
+def rdt_leaf_size(
+    p0: float,
+    epsilon: float,
+    width: float | None,
+    lower: float | None,
+    upper: float | None,
+    level: float,
+    neighbouring: str,
+    grid: str | None,
+) -> None:
     """The least leaf size n_B whose synthetic label share has a narrow enough interval (S-004 §5)."""
     from .methods.rdt.calibration import format_calibration, min_leaf_size
 
@@ -874,29 +1151,65 @@ def rdt_leaf_size(p0: float, epsilon: float, width: float | None, lower: float |
         sizes = None if grid is None else [int(g) for g in grid.split(",") if g.strip()]
     except ValueError:
         raise DipsyError(f"--grid must list whole numbers, got {grid!r}", "e.g. --grid 250,500,1000,2000") from None
-    result = min_leaf_size(p0, epsilon, width=width, lower=lower, upper=upper, level=level,
-                           sensitivity=1 if neighbouring == "add-remove" else 2, grid=sizes)
+    result = min_leaf_size(
+        p0,
+        epsilon,
+        width=width,
+        lower=lower,
+        upper=upper,
+        level=level,
+        sensitivity=1 if neighbouring == "add-remove" else 2,
+        grid=sizes,
+    )
     out.print(format_calibration(result))
 
 
 @cli.command("evaluate")
 @click.argument("data", type=click.Path(path_type=Path))
 @click.argument("release_dir", type=click.Path(path_type=Path))
-@click.option("--domain", "domain_path", type=click.Path(path_type=Path), default=None, help="Domain file; default the release's domain.yaml.")
+@click.option(
+    "--domain",
+    "domain_path",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Domain file; default the release's domain.yaml.",
+)
 @click.option("--report", "report_path", type=click.Path(path_type=Path), default=None, help="Write the HTML report here.")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write every metric as JSON here.")
 @click.option("--formula", default=None, help="Regression to compare, e.g. 'Expenditure ~ Income + C(Race)'.")
-@click.option("--model", type=click.Choice(["ols", "logit"]), default="ols", show_default=True, help="Regression model for --formula.")
+@click.option(
+    "--model", type=click.Choice(["ols", "logit"]), default="ols", show_default=True, help="Regression model for --formula."
+)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the metrics' own sampling.")
-@click.option("--sensitive", metavar="COL[,COL]", default=None,
-              help="Sensitive columns to judge against the public ones (S-004's outputs), e.g. sex,race; COL=LEVEL names the category "
-                   "its logistic regression models, e.g. sex=Female (default: the release's own, as rdt records them).")
-@click.option("--groups", metavar="COL[,COL]", default=None,
-              help="Score the marginals inside each group of these columns too (the NIST challenge's per-PUMA view), e.g. PUMA or PUMA,YEAR.")
-@click.option("--group-k", type=click.IntRange(1, 3), default=3, show_default=True, help="Order of the marginals scored inside each group.")
-def evaluate_command(data: Path, release_dir: Path, domain_path: Path | None, report_path: Path | None,
-                     json_path: Path | None, formula: str | None, model: str, seed: int, sensitive: str | None,
-                     groups: str | None, group_k: int) -> None:
+@click.option(
+    "--sensitive",
+    metavar="COL[,COL]",
+    default=None,
+    help="Sensitive columns to judge against the public ones (S-004's outputs), e.g. sex,race; COL=LEVEL names the category "
+    "its logistic regression models, e.g. sex=Female (default: the release's own, as rdt records them).",
+)
+@click.option(
+    "--groups",
+    metavar="COL[,COL]",
+    default=None,
+    help="Score the marginals inside each group of these columns too (the NIST challenge's per-PUMA view), e.g. PUMA or PUMA,YEAR.",
+)
+@click.option(
+    "--group-k", type=click.IntRange(1, 3), default=3, show_default=True, help="Order of the marginals scored inside each group."
+)
+def evaluate_command(
+    data: Path,
+    release_dir: Path,
+    domain_path: Path | None,
+    report_path: Path | None,
+    json_path: Path | None,
+    formula: str | None,
+    model: str,
+    seed: int,
+    sensitive: str | None,
+    groups: str | None,
+    group_k: int,
+) -> None:
     """Compare the release in RELEASE_DIR with the original DATA: metrics, plots, HTML report."""
     from .evaluation import evaluate, jsonable, load_release, read_original
     from .evaluation.report import write_report
@@ -907,36 +1220,55 @@ def evaluate_command(data: Path, release_dir: Path, domain_path: Path | None, re
             _check_output_file(path, flag)
     if json_path is not None and report_path is not None and json_path.absolute() == report_path.absolute():
         raise DipsyError(f"--json and --report both name {str(json_path)!r}", "give them different paths")
-    check_outputs(outputs, {"the data": data, "the --domain file": domain_path}, folders={"the release": release_dir},
-                  ledgers=protected_ledgers())
+    check_outputs(
+        outputs,
+        {"the data": data, "the --domain file": domain_path},
+        folders={"the release": release_dir},
+        ledgers=protected_ledgers(),
+    )
     _doing[0] = "evaluating the release"
     chosen = None if sensitive is None else [c.strip() for c in sensitive.split(",") if c.strip()]
     by = None if groups is None else [c.strip() for c in groups.split(",") if c.strip()]
-    metrics = evaluate(data, release_dir, domain_path, formula=formula, model=model, seed=seed, sensitive=chosen,
-                       groups=by, group_k=group_k)
+    metrics = evaluate(
+        data, release_dir, domain_path, formula=formula, model=model, seed=seed, sensitive=chosen, groups=by, group_k=group_k
+    )
     marg = metrics["marginals"]
-    out.print(f"marginal TVD, mean (worst): 1-way {marg['1-way']['mean_tvd']:.4f} ({marg['1-way']['worst_tvd']:.4f}), "
-              f"2-way {marg['2-way']['mean_tvd']:.4f} ({marg['2-way']['worst_tvd']:.4f})")
+    out.print(
+        f"marginal TVD, mean (worst): 1-way {marg['1-way']['mean_tvd']:.4f} ({marg['1-way']['worst_tvd']:.4f}), "
+        f"2-way {marg['2-way']['mean_tvd']:.4f} ({marg['2-way']['worst_tvd']:.4f})"
+    )
     km = marg["k_marginal_score"]
     baselines = ", ".join(f"{b['fraction']:.0%} {b['score']:.0f}" for b in km["baselines"])
     out.print(f"k-marginal score {km['score']:.0f} of 1000 (subsamples of the original: {baselines})")
     if "by_group" in marg:
         g = marg["by_group"]
-        worst = "; ".join(f"{', '.join(f'{k}={v}' for k, v in w['group'].items())} {w['score']:.0f} ({w['rows_original']} rows)"
-                          for w in g["worst"][:3])
-        out.print(f"{g['k']}-way score inside {g['groups_scored']} groups of {', '.join(g['groups'])}: {g['score']:.0f} of 1000 "
-                  f"(median group {g['quantiles']['50%']:.0f}; worst: {worst})")
+        worst = "; ".join(
+            f"{', '.join(f'{k}={v}' for k, v in w['group'].items())} {w['score']:.0f} ({w['rows_original']} rows)"
+            for w in g["worst"][:3]
+        )
+        out.print(
+            f"{g['k']}-way score inside {g['groups_scored']} groups of {', '.join(g['groups'])}: {g['score']:.0f} of 1000 "
+            f"(median group {g['quantiles']['50%']:.0f}; worst: {worst})"
+        )
     logit = metrics["propensity"]["logistic"]
     out.print(f"pMSE (logistic), standardised: {', '.join(f'{z:.2f}' for z in logit['standardised'])}")
     if metrics.get("sensitive"):
         part = metrics["sensitive"]
         tvd = ", ".join(f"{k} {v:.4f}" for k, v in part["tvd_mean"].items())
-        out.print(f"sensitive {', '.join(part['sensitive'])} × public: mean TVD {tvd}; joint-proportion r "
-                  f"{', '.join(f'{r:.3f}' for r in part['proportions']['r'])}; indicator slope r "
-                  f"{', '.join(f'{r:.3f}' for r in part['indicators']['slope_r'])}")
+        out.print(
+            f"sensitive {', '.join(part['sensitive'])} × public: mean TVD {tvd}; joint-proportion r "
+            f"{', '.join(f'{r:.3f}' for r in part['proportions']['r'])}; indicator slope r "
+            f"{', '.join(f'{r:.3f}' for r in part['indicators']['slope_r'])}"
+        )
         for fitted in part["logit"].values():
-            out.print(f"logistic model of {fitted['response']}: " + (f"not comparable ({fitted['error']})" if fitted.get("error") else
-                      f"{len(fitted['coefficients'])} coefficients, synthetic-original r {fitted['coefficient_r']:.3f}"))
+            out.print(
+                f"logistic model of {fitted['response']}: "
+                + (
+                    f"not comparable ({fitted['error']})"
+                    if fitted.get("error")
+                    else f"{len(fitted['coefficients'])} coefficients, synthetic-original r {fitted['coefficient_r']:.3f}"
+                )
+            )
     pending = None
     if json_path:  # written beside its target, and renamed into place once the report is written too
         _keep_no_new_folders(json_path.parent)
@@ -968,7 +1300,9 @@ def evaluate_command(data: Path, release_dir: Path, domain_path: Path | None, re
 @click.option("--column", required=True, help="The integer or numeric column to compare, e.g. Expenditure.")
 @click.option("--report", "report_path", type=click.Path(path_type=Path), default=None, help="Write the HTML page here.")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write the numbers as JSON here.")
-def compare_command(data: Path, release_dirs: tuple[Path, ...], column: str, report_path: Path | None, json_path: Path | None) -> None:
+def compare_command(
+    data: Path, release_dirs: tuple[Path, ...], column: str, report_path: Path | None, json_path: Path | None
+) -> None:
     """Several releases of one column beside the original DATA: guarantee, ECDF utility, quantiles."""
     from .evaluation import jsonable
     from .evaluation.compare import load_column, summarise, write_comparison
@@ -978,20 +1312,34 @@ def compare_command(data: Path, release_dirs: tuple[Path, ...], column: str, rep
             _check_output_file(path, flag)
     if json_path is not None and report_path is not None and json_path.absolute() == report_path.absolute():
         raise DipsyError(f"--json and --report both name {str(json_path)!r}", "give them different paths")
-    check_outputs({"--json": json_path, "--report": report_path}, {"the data": data},
-                  folders={f"the release {d}": d for d in release_dirs}, ledgers=protected_ledgers())
+    check_outputs(
+        {"--json": json_path, "--report": report_path},
+        {"the data": data},
+        folders={f"the release {d}": d for d in release_dirs},
+        ledgers=protected_ledgers(),
+    )
     _doing[0] = "comparing the releases"
     values, loaded = load_column(data, release_dirs, column)  # read once, for the numbers and the page
     result = summarise(values, loaded, column)
-    table = Table("release", "guarantee", "sets", "U_m", "U_a", "mean", title=f"{column}: original mean {result['original']['mean']:.4g}")
+    table = Table(
+        "release", "guarantee", "sets", "U_m", "U_a", "mean", title=f"{column}: original mean {result['original']['mean']:.4g}"
+    )
     for r in result["releases"]:
-        table.add_row(f"{r['method']} ({Path(r['folder']).name})", r["guarantee"], str(r["sets"]),
-                      f"{r['U_m_mean']:.3f}", f"{r['U_a_mean']:.4f}", f"{sum(r['mean']) / len(r['mean']):.4g}")
+        table.add_row(
+            f"{r['method']} ({Path(r['folder']).name})",
+            r["guarantee"],
+            str(r["sets"]),
+            f"{r['U_m_mean']:.3f}",
+            f"{r['U_a_mean']:.4f}",
+            f"{sum(r['mean']) / len(r['mean']):.4g}",
+        )
     out.print(table)
     if any(r["kind"] == "local" for r in result["releases"]):
         out.print("a local ε_x holds for this data set only and is not on the scale of a DP ε: read each statement")
-    for path, write in ((json_path, lambda p: p.write_text(json.dumps(jsonable(result), indent=1, allow_nan=False) + "\n", encoding="utf-8")),
-                        (report_path, lambda p: write_comparison(result, values, loaded, p))):
+    for path, write in (
+        (json_path, lambda p: p.write_text(json.dumps(jsonable(result), indent=1, allow_nan=False) + "\n", encoding="utf-8")),
+        (report_path, lambda p: write_comparison(result, values, loaded, p)),
+    ):
         if path is not None:
             _keep_no_new_folders(path.parent)
             existed = path.exists()
@@ -1005,7 +1353,10 @@ def compare_command(data: Path, release_dirs: tuple[Path, ...], column: str, rep
 def _check_output_file(path: Path, flag: str) -> None:
     """Refuse an output file path that is a folder, or whose folder cannot take a new file."""
     if path.is_dir():
-        raise DipsyError(f"{flag} {str(path)!r} is a folder", f"pass {flag} with a file path, e.g. {path / ('metrics.json' if flag == '--json' else 'report.html')}")
+        raise DipsyError(
+            f"{flag} {str(path)!r} is a folder",
+            f"pass {flag} with a file path, e.g. {path / ('metrics.json' if flag == '--json' else 'report.html')}",
+        )
     try:
         check_writable_folder(path.parent, flag)
     except ReleaseError as e:
@@ -1018,7 +1369,12 @@ def budget() -> None:
 
 
 @budget.command("show")
-@click.option("--ledger", type=click.Path(path_type=Path), default=None, help="Budget ledger; default $DIPSY_LEDGER or the user data folder.")
+@click.option(
+    "--ledger",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Budget ledger; default $DIPSY_LEDGER or the user data folder.",
+)
 @click.option("--dataset-id", default=None, help="Show every spend of this data set.")
 def budget_show(ledger: Path | None, dataset_id: str | None) -> None:
     """What each data set has spent, in how many releases, against which cap (creates nothing)."""

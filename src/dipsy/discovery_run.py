@@ -20,10 +20,11 @@ from __future__ import annotations
 import copy
 import textwrap
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
@@ -72,8 +73,15 @@ class DiscoveryResult:
 
 
 def run_discovery(
-    data: Any, plan: DiscoveryPlan, *, dataset_id: str, ledger: Any = None, seed: int | None = None,
-    on_invalid: str = "error", source: str = "", on_result: Callable[[DiscoveryResult], Any] | None = None,
+    data: Any,
+    plan: DiscoveryPlan,
+    *,
+    dataset_id: str,
+    ledger: Any = None,
+    seed: int | None = None,
+    on_invalid: str = "error",
+    source: str = "",
+    on_result: Callable[[DiscoveryResult], Any] | None = None,
 ) -> DiscoveryResult:
     """Run ``plan`` against ``data`` (a CSV/Parquet path or a DataFrame), charged to ``ledger``.
 
@@ -99,8 +107,15 @@ def run_discovery(
         try:
             if ledger is not None:  # committed before any read: a killed run may over-count, never under-count
                 with held():  # the charge and the note of it: an interruption comes after both or neither
-                    ledger.reserve(dataset_id, release_id, METHOD, spends, plan.relation,
-                                   guarantee="test" if seed is not None else "dp", dataset_id_given=True)
+                    ledger.reserve(
+                        dataset_id,
+                        release_id,
+                        METHOD,
+                        spends,
+                        plan.relation,
+                        guarantee="test" if seed is not None else "dp",
+                        dataset_id_given=True,
+                    )
                     charged = True
             found = _measured(raw, plan.categories, plan, rand)
             noisy = _measured(gridded, plan.bins, plan, rand)
@@ -132,8 +147,18 @@ def _measured(engine: Any, measurements: tuple, plan: DiscoveryPlan, rand: Rando
         session.close()
 
 
-def _result(plan: DiscoveryPlan, found: list, noisy: list, release_id: str, dataset_id: str, ledger: Any, seed: int | None,
-            version: str, source: str, spends: tuple[Spend, ...]) -> DiscoveryResult:
+def _result(
+    plan: DiscoveryPlan,
+    found: list,
+    noisy: list,
+    release_id: str,
+    dataset_id: str,
+    ledger: Any,
+    seed: int | None,
+    version: str,
+    source: str,
+    spends: tuple[Spend, ...],
+) -> DiscoveryResult:
     """The domain from the noisy outputs (post-processing only) and its ``discovered`` block."""
     spec = copy.deepcopy(dict(plan.spec))
     columns = spec["columns"] = dict(spec["columns"])
@@ -145,45 +170,79 @@ def _result(plan: DiscoveryPlan, found: list, noisy: list, release_id: str, data
         categories[name] = values
         if values:
             columns[key[name]] = {**columns[key[name]], "categories": [_Quoted(v) if isinstance(v, str) else v for v in values]}
-            recorded.append(_recorded(name, "categories", m, f"DP partition selection (Korolova et al. 2009; Gopi et al. 2020; "
-                                      f"Desfontaines et al. 2022): discrete Laplace noise of scale {selection.scale} on the count "
-                                      f"of each value that occurs, the values whose noisy count exceeds {selection.threshold} released"))
+            recorded.append(
+                _recorded(
+                    name,
+                    "categories",
+                    m,
+                    f"DP partition selection (Korolova et al. 2009; Gopi et al. 2020; "
+                    f"Desfontaines et al. 2022): discrete Laplace noise of scale {selection.scale} on the count "
+                    f"of each value that occurs, the values whose noisy count exceeds {selection.threshold} released",
+                )
+            )
     for r, m, counts in zip(plan.requests, plan.bins, noisy):
         name = r.column.name
         bins[name] = quantile_edges(counts, r.grid, r.k)
         columns[key[name]] = {**columns[key[name]], "bins": list(bins[name])}
-        recorded.append(_recorded(name, "bins", m, f"DP quantiles: a noisy histogram on {len(r.grid) - 1} "
-                                  f"{'log-spaced' if r.log else 'equal-width'} cells of [{r.column.lower}, {r.column.upper}] "
-                                  f"(discrete Laplace, scale {m.mechanism_as(DiscreteLaplace).scale}), {r.k} bins at equal noisy mass, edges on the grid"))
+        recorded.append(
+            _recorded(
+                name,
+                "bins",
+                m,
+                f"DP quantiles: a noisy histogram on {len(r.grid) - 1} "
+                f"{'log-spaced' if r.log else 'equal-width'} cells of [{r.column.lower}, {r.column.upper}] "
+                f"(discrete Laplace, scale {m.mechanism_as(DiscreteLaplace).scale}), {r.k} bins at equal noisy mass, edges on the grid",
+            )
+        )
     discovery = None
     if recorded:
-        discovery = Discovery(release_id, dataset_id, Path(ledger.path).name if ledger is not None else None, seed, version,
-                              datetime.now(timezone.utc).isoformat(timespec="seconds"), tuple(recorded))
+        discovery = Discovery(
+            release_id,
+            dataset_id,
+            Path(ledger.path).name if ledger is not None else None,
+            seed,
+            version,
+            datetime.now(UTC).isoformat(timespec="seconds"),
+            tuple(recorded),
+        )
         spec["discovered"] = discovery.to_dict()
     left = [c for c, v in categories.items() if not v]
     text = _header(source, discovery, left) + yaml.dump(spec, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
     domain = None if left else Domain.from_dict(load_yaml(text, Path(source or "discovered.yaml")))  # as Domain.load reads it
-    return DiscoveryResult(release_id, dataset_id, categories, bins, discovery, text, domain, spends,
-                           total_as(plan.total, [s.budget for s in spends]), tuple(m.describe() for m in plan.measurements), seed)
+    return DiscoveryResult(
+        release_id,
+        dataset_id,
+        categories,
+        bins,
+        discovery,
+        text,
+        domain,
+        spends,
+        total_as(plan.total, [s.budget for s in spends]),
+        tuple(m.describe() for m in plan.measurements),
+        seed,
+    )
 
 
 def _recorded(name: str, field: str, m: Any, mechanism: str) -> DiscoveredColumn:
     cost = m.cost
-    return DiscoveredColumn(name, field, cost.definition, cost.epsilon, getattr(cost, "delta", 0.0), m.relation.kind,
-                            m.relation.theta, mechanism)
+    return DiscoveredColumn(
+        name, field, cost.definition, cost.epsilon, getattr(cost, "delta", 0.0), m.relation.kind, m.relation.theta, mechanism
+    )
 
 
 def _header(source: str, discovery: Discovery | None, left: list[str]) -> str:
     text = f"Domain written by 'dipsy domain discover'{f' for {source}' if source else ''}."
     if discovery is not None:
         what = discovery.what()
-        test = (" It is a SEEDED TEST discovery, not private: never publish a release that uses it."
-                if discovery.seeded else "")
-        text += (f" {what[0].upper()}{what[1:]} were released by DP discovery {discovery.release_id} ({discovery.cost()}), "
-                 f"charged to data set {discovery.dataset_id!r}.{test} The 'discovered:' block at the end records it, and "
-                 "every release that uses these columns states it. Values held by few records are not discovered: rows "
-                 "holding them do not match this domain (--on-invalid error stops a release on them; --on-invalid drop "
-                 "leaves them out).")
+        test = " It is a SEEDED TEST discovery, not private: never publish a release that uses it." if discovery.seeded else ""
+        text += (
+            f" {what[0].upper()}{what[1:]} were released by DP discovery {discovery.release_id} ({discovery.cost()}), "
+            f"charged to data set {discovery.dataset_id!r}.{test} The 'discovered:' block at the end records it, and "
+            "every release that uses these columns states it. Values held by few records are not discovered: rows "
+            "holding them do not match this domain (--on-invalid error stops a release on them; --on-invalid drop "
+            "leaves them out)."
+        )
     if left:
         text += f" No value of {', '.join(left)} passed the threshold: its categories are still TODO, to declare from public knowledge."
     return "".join(f"# {line}\n" for line in textwrap.wrap(text, 96)) + "\n"

@@ -45,8 +45,9 @@ from __future__ import annotations
 import math
 import numbers
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from .domain import Domain
 from .errors import DipsyError
@@ -105,9 +106,11 @@ class Forecast:
             "parts": [dict(p) for p in self.parts],
             "public_inputs": list(self.inputs),
             "not_forecast": list(self.not_forecast),
-            "thresholds": (f"share of prior or noise ≥ {SHARE_NOISE:g}: noise, ≥ {SHARE_WEAK:g}: weak; smallest resolvable SD ≥ "
-                           f"{SPREAD_NOISE:g} of the bounds' width: noise, ≥ {SPREAD_WEAK:g}: weak; noise sd of a mean ≥ "
-                           f"{MEAN_NOISE:g} of the width: noise, ≥ {MEAN_WEAK:g}: weak"),
+            "thresholds": (
+                f"share of prior or noise ≥ {SHARE_NOISE:g}: noise, ≥ {SHARE_WEAK:g}: weak; smallest resolvable SD ≥ "
+                f"{SPREAD_NOISE:g} of the bounds' width: noise, ≥ {SPREAD_WEAK:g}: weak; noise sd of a mean ≥ "
+                f"{MEAN_NOISE:g} of the width: noise, ≥ {MEAN_WEAK:g}: weak"
+            ),
             "advice": list(self.advice),
         }
 
@@ -126,8 +129,10 @@ def check_declared_rows(rows: Any) -> None:
         return
     if isinstance(rows, bool) or not isinstance(rows, numbers.Integral) or not 1 <= int(rows) <= MAX_ROWS:
         shown = repr(rows) if len(repr(rows)) <= 40 else repr(rows)[:37] + "..."
-        raise DipsyError(f"the declared row count must be a whole number from 1 to {MAX_ROWS:,}, got {shown}",
-                         "pass --rows (rows=) with the number of rows you declare public, e.g. 1000, or leave it out")
+        raise DipsyError(
+            f"the declared row count must be a whole number from 1 to {MAX_ROWS:,}, got {shown}",
+            "pass --rows (rows=) with the number of rows you declare public, e.g. 1000, or leave it out",
+        )
 
 
 def forecast(plan: Any, domain: Domain, rows: int | None = None, method: str = "") -> Forecast:
@@ -149,8 +154,10 @@ def forecast(plan: Any, domain: Domain, rows: int | None = None, method: str = "
     n = plan.parameters.get("n") if isinstance(plan.parameters.get("n"), int) else None
     inputs = ["the domain", "the budget and the number of sets"]
     if n is not None:
-        inputs.append(f"n = {n}, the rows that match the domain, counted when the rows were checked against it before the "
-                      "forecast (public under the release's relation)")
+        inputs.append(
+            f"n = {n}, the rows that match the domain, counted when the rows were checked against it before the "
+            "forecast (public under the release's relation)"
+        )
     elif rows is not None:
         n = rows
         inputs.append(f"n ≈ {rows} rows, declared public by the steward for this forecast")
@@ -206,7 +213,9 @@ def _part(m: Any, domain: Domain, n: int | None) -> dict | None:
         return None if cells is None else _table(m.label, m.query.columns, cells, _positive_noise(mech), _sd(mech), n)
     name = type(mech).__name__
     if name == "SmoothedDraw":
-        return _share_part(m.label, mech.delta, f"the uniform is δ = {mech.delta:.3g} of the sampling distribution", {"delta": mech.delta})
+        return _share_part(
+            m.label, mech.delta, f"the uniform is δ = {mech.delta:.3g} of the sampling distribution", {"delta": mech.delta}
+        )
     if name == "Sanitization":
         return _sanitization(m.label, mech, domain, n)
     return None
@@ -229,23 +238,34 @@ def _chosen_marginals(plan: Any, domain: Domain, n: int | None) -> dict | None:
     if not isinstance(budget, ZCDP) or "one_way_sigma2" not in plan.parameters or not isinstance(theta, int):
         return None
     sizes = domain.shape(domain.names)
-    pairs = sorted(a * b for i, a in enumerate(sizes) for b in sizes[i + 1:])
+    pairs = sorted(a * b for i, a in enumerate(sizes) for b in sizes[i + 1 :])
     if not pairs:
         return None
     least = DiscreteGaussian.for_budget(budget, theta)
     positive, sd = _positive_noise(least), _sd(least)
     smallest, middle, largest = pairs[0], pairs[len(pairs) // 2], pairs[-1]
-    figures = {"rho_chosen": budget.rho, "least_noise_sd_per_cell": sd, "spurious_per_empty_cell_at_least_noise": positive,
-               "pair_cells": {"smallest": smallest, "median": middle, "largest": largest},
-               "spurious_at_least_noise": {"smallest": smallest * positive, "median": middle * positive, "largest": largest * positive}}
-    text = (f"each chosen marginal has noise sd ≥ {sd:.3g} per cell (all of ρ = {budget.rho:.4g} on it); at that noise a pair of "
-            f"{middle:,} cells (the median pair) may gain {middle * positive:,.0f} spurious records, the largest "
-            f"({largest:,} cells) {largest * positive:,.0f}")
+    figures = {
+        "rho_chosen": budget.rho,
+        "least_noise_sd_per_cell": sd,
+        "spurious_per_empty_cell_at_least_noise": positive,
+        "pair_cells": {"smallest": smallest, "median": middle, "largest": largest},
+        "spurious_at_least_noise": {"smallest": smallest * positive, "median": middle * positive, "largest": largest * positive},
+    }
+    text = (
+        f"each chosen marginal has noise sd ≥ {sd:.3g} per cell (all of ρ = {budget.rho:.4g} on it); at that noise a pair of "
+        f"{middle:,} cells (the median pair) may gain {middle * positive:,.0f} spurious records, the largest "
+        f"({largest:,} cells) {largest * positive:,.0f}"
+    )
     if n is not None:
         figures["n"] = n
         text += f", against n = {n:,}"
-    return {"what": plan.adaptive_label, "verdict": "unknown", "share": None, "figures": figures,
-            "text": text + "; which marginals the run chooses, and so their noise, depends on its noisy scores"}
+    return {
+        "what": plan.adaptive_label,
+        "verdict": "unknown",
+        "share": None,
+        "figures": figures,
+        "text": text + "; which marginals the run chooses, and so their noise, depends on its noisy scores",
+    }
 
 
 def _share_part(what: str, share: float, text: str, figures: Mapping[str, Any]) -> dict:
@@ -257,16 +277,25 @@ def _posterior(m: Any, domain: Domain, n: int | None) -> dict | None:
     mech, cells = m.mechanism, _cells(m.query, domain)
     if "gamma" in mech.name.lower():  # Gamma(c·rate·E, c·E): the prior's weight is c/(1 + c) per cell
         share = mech.strength / (1 + mech.strength)
-        return _share_part(m.label, share, f"the public prior (rate × exposure) holds {_ratio(share)} of every cell's posterior mean: "
-                           "the release mostly repeats the exposures",
-                           {"strength": mech.strength, "prior_share": share})
+        return _share_part(
+            m.label,
+            share,
+            f"the public prior (rate × exposure) holds {_ratio(share)} of every cell's posterior mean: "
+            "the release mostly repeats the exposures",
+            {"strength": mech.strength, "prior_share": share},
+        )
     if cells is None or n is None:
         return None
     prior = cells * mech.strength
     share = prior / (n + prior)
-    return _share_part(m.label, share, f"the prior outweighs the data {_ratio(share)} at this ε over {cells:,} cells"
-                       if share >= 0.5 else f"the prior holds {_ratio(share)} of the posterior over {cells:,} cells",
-                       {"cells": cells, "prior_per_cell": mech.strength, "prior_share": share, "n": n})
+    return _share_part(
+        m.label,
+        share,
+        f"the prior outweighs the data {_ratio(share)} at this ε over {cells:,} cells"
+        if share >= 0.5
+        else f"the prior holds {_ratio(share)} of the posterior over {cells:,} cells",
+        {"cells": cells, "prior_per_cell": mech.strength, "prior_share": share, "n": n},
+    )
 
 
 def _ratio(share: float) -> str:
@@ -313,13 +342,23 @@ def _table(what: str, columns: Sequence[str], cells: int, positive: float, sd: f
     figures = {"cells": cells, "noise_sd_per_cell": sd, "spurious_per_empty_cell": positive, "spurious_at_most": spurious}
     if n is None:  # n is not public here: the break-even size instead of a verdict
         figures["break_even_n"] = spurious
-        return {"what": what, "verdict": "unknown", "share": None, "figures": figures,
-                "text": f"noise may add up to {spurious:,.0f} spurious records over {cells:,} cells (sd {sd:.3g} per cell); "
-                        f"with fewer than {spurious:,.0f} rows they would outnumber the data (declare --rows to judge)"}
+        return {
+            "what": what,
+            "verdict": "unknown",
+            "share": None,
+            "figures": figures,
+            "text": f"noise may add up to {spurious:,.0f} spurious records over {cells:,} cells (sd {sd:.3g} per cell); "
+            f"with fewer than {spurious:,.0f} rows they would outnumber the data (declare --rows to judge)",
+        }
     share = spurious / (n + spurious)
     figures |= {"n": n, "mean_count_per_cell": n / cells, "noise_share_at_most": share}
-    return _share_part(what, share, f"up to {_ratio(share)} of the records may be noise over {cells:,} cells "
-                       f"(noise sd {sd:.3g} per cell against {n / cells:.3g} records per cell on average)", figures)
+    return _share_part(
+        what,
+        share,
+        f"up to {_ratio(share)} of the records may be noise over {cells:,} cells "
+        f"(noise sd {sd:.3g} per cell against {n / cells:.3g} records per cell on average)",
+        figures,
+    )
 
 
 def _sanitization(what: str, mech: Any, domain: Domain, n: int | None) -> dict | None:
@@ -349,16 +388,24 @@ def _sanitization(what: str, mech: Any, domain: Domain, n: int | None) -> dict |
                 spread = math.sqrt(noise)
                 ratio = spread / width
                 verdict = "noise" if ratio >= SPREAD_NOISE else "weak" if ratio >= SPREAD_WEAK else "useful"
-                part = {"what": f"{what}: {name}", "verdict": verdict, "share": None,
-                        "figures": {"noise_sd_per_record": noise, "smallest_resolvable_sd": spread, "width": width},
-                        "text": f"spreads of {column.name} below an SD of {spread:,.4g} cannot be told from 0 "
-                                f"(its bounds are {width:,.4g} wide)"}
+                part = {
+                    "what": f"{what}: {name}",
+                    "verdict": verdict,
+                    "share": None,
+                    "figures": {"noise_sd_per_record": noise, "smallest_resolvable_sd": spread, "width": width},
+                    "text": f"spreads of {column.name} below an SD of {spread:,.4g} cannot be told from 0 "
+                    f"(its bounds are {width:,.4g} wide)",
+                }
             else:
                 ratio = noise / width
                 verdict = "noise" if ratio >= MEAN_NOISE else "weak" if ratio >= MEAN_WEAK else "useful"
-                part = {"what": f"{what}: {name}", "verdict": verdict, "share": None,
-                        "figures": {"mean_noise_sd": noise, "width": width},
-                        "text": f"the mean of {column.name} carries noise of sd {noise:,.4g} (its bounds are {width:,.4g} wide)"}
+                part = {
+                    "what": f"{what}: {name}",
+                    "verdict": verdict,
+                    "share": None,
+                    "figures": {"mean_noise_sd": noise, "width": width},
+                    "text": f"the mean of {column.name} carries noise of sd {noise:,.4g} (its bounds are {width:,.4g} wide)",
+                }
         if part is not None and (worst is None or VERDICTS.index(part["verdict"]) > VERDICTS.index(worst["verdict"])):
             worst = part
     return worst
@@ -381,8 +428,11 @@ def _advice(method: str, verdict: str, parts: Sequence[Mapping[str, Any]]) -> li
         return []
     if method in ("dirichlet-multinomial", "dp-prior", "laplace-sanitizer", "beta-binomial"):
         cells = max((p["figures"].get("cells", 0) for p in parts), default=0)
-        return [f"fewer columns or coarser bins ({cells:,} cells now)", "a marginal method (privsyn, dpsyn) would do better",
-                "or a larger ε"]
+        return [
+            f"fewer columns or coarser bins ({cells:,} cells now)",
+            "a marginal method (privsyn, dpsyn) would do better",
+            "or a larger ε",
+        ]
     if method == "smoothed-histogram":
         return ["perturbed-histogram puts noise on each bin instead of mixing in the uniform", "or fewer, wider bins"]
     if method == "perturbed-histogram":

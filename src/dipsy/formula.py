@@ -42,7 +42,7 @@ import keyword
 import re
 from dataclasses import dataclass
 from itertools import combinations, product
-from typing import TYPE_CHECKING, NamedTuple, NoReturn, Union
+from typing import TYPE_CHECKING, NamedTuple, NoReturn
 
 import numpy as np
 
@@ -54,9 +54,12 @@ if TYPE_CHECKING:
 #: The functions a formula may call, written ``log(x)`` or ``np.log(x)``.
 FUNCTIONS = {"log": np.log, "log1p": np.log1p, "exp": np.exp, "sqrt": np.sqrt}
 
-_WHAT_TO_WRITE = ("write only column names (Q(\"odd name\") for others), numbers, + - * / ** : ~ ( ) "
-                  "and the calls C(col), C(col, Treatment(reference=...)), I(arithmetic), "
-                  + ", ".join(f"{f}()" for f in FUNCTIONS) + " (also as np.log() ...)")
+_WHAT_TO_WRITE = (
+    'write only column names (Q("odd name") for others), numbers, + - * / ** : ~ ( ) '
+    "and the calls C(col), C(col, Treatment(reference=...)), I(arithmetic), "
+    + ", ".join(f"{f}()" for f in FUNCTIONS)
+    + " (also as np.log() ...)"
+)
 
 
 # -- parsed formulas -----------------------------------------------------------------------------
@@ -80,7 +83,7 @@ class Number:
 class Negative:
     """``-operand``."""
 
-    operand: "Expression"
+    operand: Expression
 
 
 @dataclass(frozen=True)
@@ -88,8 +91,8 @@ class Operation:
     """``left op right``, ``op`` one of ``+ - * / **``."""
 
     op: str
-    left: "Expression"
-    right: "Expression"
+    left: Expression
+    right: Expression
 
 
 @dataclass(frozen=True)
@@ -97,10 +100,10 @@ class Function:
     """``function(argument)``, ``function`` a key of :data:`FUNCTIONS`."""
 
     function: str
-    argument: "Expression"
+    argument: Expression
 
 
-Expression = Union[Column, Number, Negative, Operation, Function]
+Expression = Column | Number | Negative | Operation | Function
 
 
 @dataclass(frozen=True)
@@ -157,13 +160,16 @@ class _Token(NamedTuple):
     at: int  # offset in the formula
 
 
-_TOKEN = re.compile(r"""
+_TOKEN = re.compile(
+    r"""
     (?P<space>\s+)
   | (?P<number>(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)
   | (?P<name>[^\W\d]\w*)
   | (?P<string>"[^"\\\n]*"|'[^'\\\n]*')
   | (?P<op>\*\*|[~+\-*/:(),=.])
-""", re.VERBOSE)
+""",
+    re.VERBOSE,
+)
 
 
 def _tokens(text: str) -> list[_Token]:
@@ -239,8 +245,9 @@ def parse(text: str) -> Formula:
     try:
         return _Parser(text).formula()
     except RecursionError:  # thousands of nested brackets or signs: refused, not a crash
-        raise DipsyError(f"cannot read the formula {text[:60]!r}…: it nests too deeply",
-                         "write it with fewer nested brackets and signs") from None
+        raise DipsyError(
+            f"cannot read the formula {text[:60]!r}…: it nests too deeply", "write it with fewer nested brackets and signs"
+        ) from None
 
 
 class _Parser:
@@ -276,21 +283,30 @@ class _Parser:
 
     def formula(self) -> Formula:
         if not any(t.text == "~" and t.kind == "op" for t in self.tokens):
-            raise DipsyError(f"cannot read the formula {self.text!r}: it has no '~'",
-                             "write the response, '~', then the terms, e.g. 'y ~ x + C(group)'")
+            raise DipsyError(
+                f"cannot read the formula {self.text!r}: it has no '~'",
+                "write the response, '~', then the terms, e.g. 'y ~ x + C(group)'",
+            )
         if self.at_op("~"):
             self.fail(self.peek(), "no response before '~'", "write the response first, e.g. 'y ~ x'")
         response = self.factor()
         if not self.at_op("~"):
-            self.fail(self.peek(), f"{self.peek().text!r} after the response",
-                      "the response is one column or one function of a column, then '~'")
+            self.fail(
+                self.peek(),
+                f"{self.peek().text!r} after the response",
+                "the response is one column or one function of a column, then '~'",
+            )
         self.take()
         part = self.sum()
         token = self.peek()
         if token.kind != "end":
             if token.text in ("/", "**"):
-                self.fail(token, f"{token.text!r} between terms", "write arithmetic inside I(), e.g. I(x ** 2) or I(x / z); "
-                          "nesting (a/b) and powers of terms ((a + b) ** 2) are not read: write their terms out (a + a:b)")
+                self.fail(
+                    token,
+                    f"{token.text!r} between terms",
+                    "write arithmetic inside I(), e.g. I(x ** 2) or I(x / z); "
+                    "nesting (a/b) and powers of terms ((a + b) ** 2) are not read: write their terms out (a + a:b)",
+                )
             self.fail(token, f"unexpected {token.text!r}", "join terms with + : * or -, and " + _WHAT_TO_WRITE)
         terms: list[Term] = [] if part.removed else [Term(())]
         for term in part.terms:
@@ -323,8 +339,9 @@ class _Parser:
 
     def interaction(self, left: _Part, right: _Part, op: _Token) -> _Part:
         if any(p.intercept or p.removed or p.literal for p in (left, right)):
-            self.fail(op, f"0 or 1 in the interaction {op.text!r}",
-                      "0 and 1 stand alone as terms (+ 0 or - 1 removes the intercept)")
+            self.fail(
+                op, f"0 or 1 in the interaction {op.text!r}", "0 and 1 stand alone as terms (+ 0 or - 1 removes the intercept)"
+            )
         return _Part(tuple(Term(_unique(a.factors + b.factors)) for a in left.terms for b in right.terms))
 
     def unary(self) -> _Part:
@@ -336,8 +353,11 @@ class _Parser:
             self.take()
             part = self.unary()
             if part.literal is None:
-                self.fail(token, "a minus sign before a term",
-                          "a minus sign stands before 0 or 1 (- 1 removes the intercept), or between terms (a + b - b)")
+                self.fail(
+                    token,
+                    "a minus sign before a term",
+                    "a minus sign stands before 0 or 1 (- 1 removes the intercept), or between terms (a + b - b)",
+                )
             return _Part((), intercept=True) if part.literal == "0" else _Part((), removed=True)
         if self.at_op("("):
             self.take()
@@ -346,8 +366,11 @@ class _Parser:
             return part
         if token.kind == "number":
             if token.text not in ("0", "1"):
-                self.fail(token, f"the number {token.text}",
-                          f"numbers stand inside I(), e.g. I({token.text} * x); as terms only 0 and 1 (the intercept)")
+                self.fail(
+                    token,
+                    f"the number {token.text}",
+                    f"numbers stand inside I(), e.g. I({token.text} * x); as terms only 0 and 1 (the intercept)",
+                )
             self.take()
             return _Part((), intercept=token.text == "1", removed=token.text == "0", literal=token.text)
         return _Part((Term((self.factor(),)),))
@@ -363,20 +386,23 @@ class _Parser:
                 column = self.column()
                 reference = self.treatment() if self.at_op(",") else None
                 self.expect(")", "to close C(")
-                return Factor(_spell(self.tokens[start:self.i]), column, "categorical", reference)
+                return Factor(_spell(self.tokens[start : self.i]), column, "categorical", reference)
             expression = self.arith()
             self.expect(")", "to close I(")
-            return Factor(_spell(self.tokens[start:self.i]), expression, "numeric")
+            return Factor(_spell(self.tokens[start : self.i]), expression, "numeric")
         expression = self.aatom()
         coding = "guess" if isinstance(expression, Column) else "numeric"
-        return Factor(_spell(self.tokens[start:self.i]), expression, coding)
+        return Factor(_spell(self.tokens[start : self.i]), expression, coding)
 
     def treatment(self) -> object:
         self.take()  # the comma
         token = self.take()
         if token.text != "Treatment" or not self.at_op("("):
-            self.fail(token, "a coding other than Treatment(...)",
-                      "C() takes a column and optionally Treatment(reference=<category>): treatment coding, the reference left out")
+            self.fail(
+                token,
+                "a coding other than Treatment(...)",
+                "C() takes a column and optionally Treatment(reference=<category>): treatment coding, the reference left out",
+            )
         self.take()
         if self.peek().kind == "name" and self.peek().text == "reference" and self.at_op("=", ahead=1):
             self.i += 2
@@ -389,8 +415,11 @@ class _Parser:
         elif value.kind == "string" and not negative:
             reference = value.text[1:-1]
         else:
-            self.fail(value, "a reference that is not a number or a quoted category",
-                      "write Treatment(reference=2) or Treatment(reference=\"Male\")")
+            self.fail(
+                value,
+                "a reference that is not a number or a quoted category",
+                'write Treatment(reference=2) or Treatment(reference="Male")',
+            )
         self.expect(")", "to close Treatment(")
         return reference
 
@@ -413,8 +442,11 @@ class _Parser:
 
     def refuse_call(self, token: _Token) -> NoReturn:
         if self.at_op("."):
-            self.fail(token, f"the attribute {token.text}.{self.peek(1).text}",
-                      f"only np.{', np.'.join(FUNCTIONS)} are written with a dot: " + _WHAT_TO_WRITE)
+            self.fail(
+                token,
+                f"the attribute {token.text}.{self.peek(1).text}",
+                f"only np.{', np.'.join(FUNCTIONS)} are written with a dot: " + _WHAT_TO_WRITE,
+            )
         self.fail(token, f"a call of {token.text}(), which a formula cannot call", _WHAT_TO_WRITE)
 
     # arithmetic (inside I() and function calls)
@@ -502,7 +534,7 @@ class _Coded:
     reference: int
 
 
-def design(formula: Formula | str, data: "pd.DataFrame", binary: bool = False) -> tuple["pd.Series", "pd.DataFrame"]:
+def design(formula: Formula | str, data: pd.DataFrame, binary: bool = False) -> tuple[pd.Series, pd.DataFrame]:
     """The response and the design matrix of ``formula`` on ``data``, as patsy builds them.
 
     Rows missing any factor are left out. A categorical factor is coded by treatment contrasts
@@ -560,7 +592,7 @@ def design(formula: Formula | str, data: "pd.DataFrame", binary: bool = False) -
     return _response(formula, values[formula.response], keep, index, binary), pd.DataFrame(columns, index=index)
 
 
-def _evaluate(formula: Formula, factor: Factor, data: "pd.DataFrame") -> np.ndarray | _Coded:
+def _evaluate(formula: Formula, factor: Factor, data: pd.DataFrame) -> np.ndarray | _Coded:
     """A numeric factor's values (NaN: missing) or a categorical one's codes."""
     import pandas as pd
 
@@ -569,22 +601,34 @@ def _evaluate(formula: Formula, factor: Factor, data: "pd.DataFrame") -> np.ndar
             return np.asarray(_arithmetic(formula, factor, factor.expression, data), dtype=float)
     assert isinstance(factor.expression, Column), "the parser codes only a bare column or C(column) as categorical or guess"
     series = _series(formula, data, factor.expression.name)
-    categorical = isinstance(series.dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(series) \
+    categorical = (
+        isinstance(series.dtype, pd.CategoricalDtype)
+        or pd.api.types.is_bool_dtype(series)
         or not pd.api.types.is_numeric_dtype(series)
+    )
     if factor.coding == "guess" and not categorical:
         return series.to_numpy(dtype=float, na_value=np.nan)
     if isinstance(series.dtype, pd.CategoricalDtype):
         levels, codes = tuple(series.cat.categories.tolist()), series.cat.codes.to_numpy()
     else:
-        levels = (False, True) if pd.api.types.is_bool_dtype(series) else tuple(sorted(series.dropna().unique().tolist(), key=_level_order))
+        levels = (
+            (False, True)
+            if pd.api.types.is_bool_dtype(series)
+            else tuple(sorted(series.dropna().unique().tolist(), key=_level_order))
+        )
         codes = pd.Categorical(series, categories=list(levels)).codes
     reference = 0
     if factor.reference is not None:
-        found = [k for k, v in enumerate(levels) if isinstance(v, str) == isinstance(factor.reference, str) and v == factor.reference]
+        found = [
+            k for k, v in enumerate(levels) if isinstance(v, str) == isinstance(factor.reference, str) and v == factor.reference
+        ]
         if not found:
             shown = ", ".join(map(repr, levels[:10])) + (", …" if len(levels) > 10 else "")
-            raise DipsyError(f"cannot fit {formula.text!r}: the reference {factor.reference!r} of {factor.name} is not one of "
-                             f"its categories ({shown})", "name one of those categories as the reference")
+            raise DipsyError(
+                f"cannot fit {formula.text!r}: the reference {factor.reference!r} of {factor.name} is not one of "
+                f"its categories ({shown})",
+                "name one of those categories as the reference",
+            )
         reference = found[0]
     return _Coded(np.asarray(codes), levels, reference)
 
@@ -594,15 +638,17 @@ def _level_order(value: object) -> tuple:
     return (0, value, "") if isinstance(value, (int, float)) else (1, 0, str(value))
 
 
-def _series(formula: Formula, data: "pd.DataFrame", name: str) -> "pd.Series":
+def _series(formula: Formula, data: pd.DataFrame, name: str) -> pd.Series:
     if name not in data.columns:
         shown = ", ".join(map(str, list(data.columns)[:12])) + (", …" if len(data.columns) > 12 else "")
-        raise DipsyError(f"cannot fit {formula.text!r}: the data have no column {name!r}",
-                         f"write the formula over the columns ({shown}), quoting a name that is not an identifier as Q(\"name\")")
+        raise DipsyError(
+            f"cannot fit {formula.text!r}: the data have no column {name!r}",
+            f'write the formula over the columns ({shown}), quoting a name that is not an identifier as Q("name")',
+        )
     return data[name]
 
 
-def _arithmetic(formula: Formula, factor: Factor, e: Expression, data: "pd.DataFrame") -> np.ndarray | float:
+def _arithmetic(formula: Formula, factor: Factor, e: Expression, data: pd.DataFrame) -> np.ndarray | float:
     import pandas as pd
 
     if isinstance(e, Number):
@@ -610,8 +656,10 @@ def _arithmetic(formula: Formula, factor: Factor, e: Expression, data: "pd.DataF
     if isinstance(e, Column):
         series = _series(formula, data, e.name)
         if isinstance(series.dtype, pd.CategoricalDtype) or not pd.api.types.is_numeric_dtype(series):
-            raise DipsyError(f"cannot fit {formula.text!r}: {factor.name} computes with {e.name!r}, which holds categories",
-                             f"arithmetic and functions take numeric columns; for a categorical one write C({e.name})")
+            raise DipsyError(
+                f"cannot fit {formula.text!r}: {factor.name} computes with {e.name!r}, which holds categories",
+                f"arithmetic and functions take numeric columns; for a categorical one write C({e.name})",
+            )
         return series.to_numpy(dtype=float, na_value=np.nan)
     if isinstance(e, Negative):
         return -_arithmetic(formula, factor, e.operand, data)
@@ -651,11 +699,11 @@ def _codings(term: Term, numeric: set[Factor], used: set[frozenset]) -> list[dic
     while absorbed:  # greedily, left to right, as patsy does
         absorbed = False
         for s, short in enumerate(subterms):
-            for l in range(s + 1, len(subterms)):
-                long = subterms[l]
+            for t in range(s + 1, len(subterms)):
+                long = subterms[t]
                 if len(long) == len(short) + 1 and long > short:
                     ((factor, _),) = long - short
-                    subterms[l] = short | {(factor, True)}
+                    subterms[t] = short | {(factor, True)}
                     del subterms[s]
                     absorbed = True
                     break
@@ -675,8 +723,13 @@ def _columns(term: Term, coding: dict[Factor, bool], values: dict, keep: np.ndar
             parts.append([(f.name, v[keep])])
         elif f in coding:
             full, codes = coding[f], v.codes[keep]
-            parts.append([(f"{f.name}[{'' if full else 'T.'}{level}]", (codes == k).astype(float))
-                          for k, level in enumerate(v.levels) if full or k != v.reference])
+            parts.append(
+                [
+                    (f"{f.name}[{'' if full else 'T.'}{level}]", (codes == k).astype(float))
+                    for k, level in enumerate(v.levels)
+                    if full or k != v.reference
+                ]
+            )
     out = {}
     for reverse in product(*reversed(parts)):  # the left-most factor varies fastest, as in patsy (and R)
         combo = reverse[::-1]
@@ -687,21 +740,24 @@ def _columns(term: Term, coding: dict[Factor, bool], values: dict, keep: np.ndar
     return out
 
 
-def _response(formula: Formula, value: np.ndarray | _Coded, keep: np.ndarray, index: "pd.Index", binary: bool) -> "pd.Series":
+def _response(formula: Formula, value: np.ndarray | _Coded, keep: np.ndarray, index: pd.Index, binary: bool) -> pd.Series:
     import pandas as pd
 
     name = formula.response.name
     if not isinstance(value, _Coded):
         return pd.Series(value[keep], index=index, name=name)
     if not binary:
-        raise DipsyError(f"cannot fit {formula.text!r}: the response {name} is categorical, and a linear model needs a number",
-                         "fit a logit (--model logit) for a response of two categories, or respond with a numeric column")
+        raise DipsyError(
+            f"cannot fit {formula.text!r}: the response {name} is categorical, and a linear model needs a number",
+            "fit a logit (--model logit) for a response of two categories, or respond with a numeric column",
+        )
     if len(value.levels) != 2:
         shown = ", ".join(map(repr, value.levels[:10])) + (", …" if len(value.levels) > 10 else "")
-        raise DipsyError(f"cannot fit {formula.text!r}: the response {name} has {len(value.levels)} categories ({shown}), "
-                         "and a logit models one category against one other",
-                         "respond with a column of two categories, or a 0/1 column for one category against the rest "
-                         "(dipsy evaluate --sensitive COLUMN=CATEGORY models one category of a column)")
+        raise DipsyError(
+            f"cannot fit {formula.text!r}: the response {name} has {len(value.levels)} categories ({shown}), "
+            "and a logit models one category against one other",
+            "respond with a column of two categories, or a 0/1 column for one category against the rest "
+            "(dipsy evaluate --sensitive COLUMN=CATEGORY models one category of a column)",
+        )
     modelled = 1 - value.reference
-    return pd.Series((value.codes[keep] == modelled).astype(float), index=index,
-                     name=f"{name}[T.{value.levels[modelled]}]")
+    return pd.Series((value.codes[keep] == modelled).astype(float), index=index, name=f"{name}[T.{value.levels[modelled]}]")

@@ -117,31 +117,41 @@ class Estimates:
     terms: tuple[str, ...]
     combined: Combined
 
-    def table(self) -> "pd.DataFrame":
+    def table(self) -> pd.DataFrame:
         """One row per term: estimate, variance, df, interval."""
         import pandas as pd
 
         c = self.combined
-        return pd.DataFrame({"estimate": c.estimate, "variance": c.variance, "df": c.df, "lower": c.lower, "upper": c.upper},
-                            index=pd.Index(self.terms, name="term"))
+        return pd.DataFrame(
+            {"estimate": c.estimate, "variance": c.variance, "df": c.df, "lower": c.lower, "upper": c.upper},
+            index=pd.Index(self.terms, name="term"),
+        )
 
 
-def mean(tables: "list[pd.DataFrame]", column: str, rule: str = "reiter2003-partial", level: float = 0.95) -> Estimates:
+def mean(tables: list[pd.DataFrame], column: str, rule: str = "reiter2003-partial", level: float = 0.95) -> Estimates:
     """The mean of ``column``: per set ``q = x̄``, ``u = s²/n``, combined by ``rule``."""
     q = np.array([[t[column].mean()] for t in tables])
     u = np.array([[t[column].var(ddof=1) / len(t)] for t in tables])
     return Estimates((f"mean({column})",), combine(q, u, _rule(rule, tables), level, single_df=len(tables[0]) - 1))
 
 
-def proportion(tables: "list[pd.DataFrame]", column: str, value: object, rule: str = "reiter2003-partial", level: float = 0.95) -> Estimates:
+def proportion(
+    tables: list[pd.DataFrame], column: str, value: object, rule: str = "reiter2003-partial", level: float = 0.95
+) -> Estimates:
     """The share of ``column == value``: per set ``q = p̂``, ``u = p̂(1 - p̂)/n`` (Bowen & Liu, S-003)."""
     p = np.array([[float((t[column] == value).mean())] for t in tables])
     u = p * (1 - p) / np.array([[len(t)] for t in tables])
     return Estimates((f"P({column} = {value})",), combine(p, u, _rule(rule, tables), level))
 
 
-def regression(tables: "list[pd.DataFrame]", formula: str, rule: str = "reiter2003-partial", model: str = "ols",
-               level: float = 0.95, n_ratio: float = 1.0) -> Estimates:
+def regression(
+    tables: list[pd.DataFrame],
+    formula: str,
+    rule: str = "reiter2003-partial",
+    model: str = "ols",
+    level: float = 0.95,
+    n_ratio: float = 1.0,
+) -> Estimates:
     """Coefficients of a formula (``ols`` or ``logit``, :mod:`dipsy.formula`) fitted to each set, combined by ``rule``.
 
     A term missing from a set (a category that set lacks) combines as NaN.
@@ -159,7 +169,7 @@ def regression(tables: "list[pd.DataFrame]", formula: str, rule: str = "reiter20
     return Estimates(terms, combine(q, u, _rule(rule, tables), level, n_ratio, single_df))
 
 
-def fit(formula: str, data: "pd.DataFrame", model: str = "ols"):  # noqa: ANN201 (a statsmodels results object)
+def fit(formula: str, data: pd.DataFrame, model: str = "ols"):  # noqa: ANN201 (a statsmodels results object)
     """Fit ``formula`` by OLS or logistic regression, with a clear error for a bad formula.
 
     The formula is read by :mod:`dipsy.formula` (a grammar, never evaluated as Python) and its
@@ -174,7 +184,9 @@ def fit(formula: str, data: "pd.DataFrame", model: str = "ols"):  # noqa: ANN201
         return sm.OLS(response, design).fit() if model == "ols" else sm.Logit(response, design).fit(disp=0)
     except Exception as e:  # statsmodels raises many types for a model it cannot fit (no rows, a singular matrix)
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise DipsyError(f"cannot fit {formula!r}: {first}", "write the formula over the released columns, e.g. 'y ~ x + C(group)'") from None
+        raise DipsyError(
+            f"cannot fit {formula!r}: {first}", "write the formula over the released columns, e.g. 'y ~ x + C(group)'"
+        ) from None
 
 
 def _rule(rule: str, tables: list) -> str:

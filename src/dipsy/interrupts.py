@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 #: The signals a person or a scheduler uses to stop a run.
 STOPS = (signal.SIGINT, signal.SIGTERM)

@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Iterable, Mapping
 
 from .errors import DipsyError
 
@@ -76,8 +76,14 @@ def _inside(path: Path, folder: Path) -> bool:
     return target is not None and any(_identity(p) == target for p in path.parents)
 
 
-def check_outputs(outputs: Paths, inputs: Paths, *, folders: Paths | None = None, ledgers: Iterable[str | Path] = (),
-                  out_folder: tuple[str, str | Path] | None = None) -> None:
+def check_outputs(
+    outputs: Paths,
+    inputs: Paths,
+    *,
+    folders: Paths | None = None,
+    ledgers: Iterable[str | Path] = (),
+    out_folder: tuple[str, str | Path] | None = None,
+) -> None:
     """Refuse, before any work, outputs that would overwrite what the command reads (module docstring).
 
     Parameters
@@ -120,8 +126,12 @@ def check_outputs(outputs: Paths, inputs: Paths, *, folders: Paths | None = None
         _refuse_special(flag, folder)
         for what, source in [*reads.items(), *read_folders.items(), *(("a budget ledger", b) for b in books)]:
             if same_file(folder, source) or _inside(source, folder):
-                _refuse(flag, folder, f"which {'is' if same_file(folder, source) else 'holds'} {what} ({source})",
-                        "give --out a folder of its own")
+                _refuse(
+                    flag,
+                    folder,
+                    f"which {'is' if same_file(folder, source) else 'holds'} {what} ({source})",
+                    "give --out a folder of its own",
+                )
 
 
 def _refuse_special(flag: str, path: Path) -> None:

@@ -41,9 +41,10 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import quote
 
 import numpy as np
@@ -135,11 +136,12 @@ class Release:
                 "regenerate the noise; not differentially private"
                 if self.seed is not None
                 else "exact noise from the operating system's CSPRNG (os.urandom); posterior and sampling draws from "
-                     "NumPy's Generator over ChaCha20 (randomgen) keyed with 256 bits from os.urandom"
+                "NumPy's Generator over ChaCha20 (randomgen) keyed with 256 bits from os.urandom"
             ),
             "on_invalid": (
                 "rows that did not match the domain were to be dropped before synthesis (the policy, not a count)"
-                if self.on_invalid == "drop" else "rows that did not match the domain stop the run"
+                if self.on_invalid == "drop"
+                else "rows that did not match the domain stop the run"
             ),
             "created": self.created,
         }
@@ -152,8 +154,16 @@ class Release:
             meta["files"] = [f"{self.stem}_{k}" for k in range(1, len(self.tables) + 1)]
         return meta
 
-    def save(self, out: str | Path, format: str = "parquet", overwrite: bool = False, partition_by: tuple[str, ...] = (),
-             engine: str | None = None, work: str | Path | None = None, on_placed: Callable[[], None] | None = None) -> Path:
+    def save(
+        self,
+        out: str | Path,
+        format: str = "parquet",
+        overwrite: bool = False,
+        partition_by: tuple[str, ...] = (),
+        engine: str | None = None,
+        work: str | Path | None = None,
+        on_placed: Callable[[], None] | None = None,
+    ) -> Path:
         """Write the release to the folder ``out`` atomically; refuse an existing one unless ``overwrite``.
 
         A set drawn in chunks (:class:`~dipsy.release_sets.ChunkedSet`), or any set when
@@ -184,13 +194,21 @@ class Release:
         except OSError as e:
             if run is not None:
                 run.remove()
-            raise ReleaseError(f"cannot write into {str(out.parent)!r} ({e.strerror})", "choose a writable --out folder") from None
+            raise ReleaseError(
+                f"cannot write into {str(out.parent)!r} ({e.strerror})", "choose a writable --out folder"
+            ) from None
         try:
             for k, table in enumerate(self.tables, start=1):
                 target = tmp / f"{self.stem}_{k}.{format}"
                 if isinstance(table, ChunkedSet) or partition_by:
-                    write_set([table] if isinstance(table, pd.DataFrame) else table, tmp / f"{self.stem}_{k}", format,
-                              self.domain, partition_by, spark=engine == "spark")
+                    write_set(
+                        [table] if isinstance(table, pd.DataFrame) else table,
+                        tmp / f"{self.stem}_{k}",
+                        format,
+                        self.domain,
+                        partition_by,
+                        spark=engine == "spark",
+                    )
                 elif format == "parquet":
                     table.to_parquet(target, index=False)
                 else:
@@ -227,8 +245,15 @@ class Output:
         in the room needed.
     """
 
-    def __init__(self, folder: str | Path, format: str = "parquet", overwrite: bool = False, partition_by: tuple[str, ...] = (),
-                 engine: str | None = None, work: RunFolder | None = None) -> None:
+    def __init__(
+        self,
+        folder: str | Path,
+        format: str = "parquet",
+        overwrite: bool = False,
+        partition_by: tuple[str, ...] = (),
+        engine: str | None = None,
+        work: RunFolder | None = None,
+    ) -> None:
         self.folder = Path(folder)
         self.format = format
         self.overwrite = overwrite
@@ -248,8 +273,15 @@ class Output:
         check_room(self.folder.parent, estimate_bytes(domain, kind, sets, rows, self.format) + scratch)
 
     def __call__(self, release: Release) -> Path:
-        return release.save(self.folder, self.format, self.overwrite, self.partition_by, self.engine,
-                            work=None if self.work is None else self.work.path, on_placed=self._placed)
+        return release.save(
+            self.folder,
+            self.format,
+            self.overwrite,
+            self.partition_by,
+            self.engine,
+            work=None if self.work is None else self.work.path,
+            on_placed=self._placed,
+        )
 
     def _placed(self) -> None:
         self.visible = True
@@ -316,9 +348,11 @@ def check_room(folder: str | Path, need: int) -> None:
         return
     free = st.f_bavail * st.f_frsize
     if free < need:
-        raise ReleaseError(f"the device of {str(where)!r} has {_bytes(free)} free, and the release needs about {_bytes(need)} "
-                           "(its estimated size with a margin; nothing was charged)",
-                           "free some space there, or choose an --out on a device with room")
+        raise ReleaseError(
+            f"the device of {str(where)!r} has {_bytes(free)} free, and the release needs about {_bytes(need)} "
+            "(its estimated size with a margin; nothing was charged)",
+            "free some space there, or choose an --out on a device with room",
+        )
 
 
 def _bytes(n: float) -> str:
@@ -356,8 +390,11 @@ def check_storable(domain: Domain, format: str, partition_by: tuple[str, ...] = 
             names = [f"{column.name}={quote(str(v), safe='')}" for v in column.levels]
             long = [n for n in names if len(n.encode("utf-8")) > longest]
             if long:
-                raise ReleaseError(f"partition column {column.name!r}: the folder name {long[0][:60]!r}… is longer than the "
-                                   f"{longest} bytes a name may have here", "partition by a column with shorter categories")
+                raise ReleaseError(
+                    f"partition column {column.name!r}: the folder name {long[0][:60]!r}… is longer than the "
+                    f"{longest} bytes a name may have here",
+                    "partition by a column with shorter categories",
+                )
             continue
         codes = np.arange(len(column.levels))
         frame = pd.DataFrame({column.name: decode_column(codes, column, np.random.default_rng(0))})
@@ -365,19 +402,23 @@ def check_storable(domain: Domain, format: str, partition_by: tuple[str, ...] = 
         try:
             back = _written_and_read(frame, format)
         except Exception as e:  # noqa: BLE001 - the writer's own refusal (e.g. pyarrow: values of mixed types)
-            raise ReleaseError(f"column {column.name!r}: {_FORMAT_NAMES[format]} cannot store its categories {shown} "
-                               f"({' '.join(str(e.args[0] if e.args else e).split())[:200]})",
-                               "quote every category in the domain file (text of one type)"
-                               + (", or use --format csv" if format == "parquet" else "")) from None
+            raise ReleaseError(
+                f"column {column.name!r}: {_FORMAT_NAMES[format]} cannot store its categories {shown} "
+                f"({' '.join(str(e.args[0] if e.args else e).split())[:200]})",
+                "quote every category in the domain file (text of one type)"
+                + (", or use --format csv" if format == "parquet" else ""),
+            ) from None
         encoded, _ = encode_frame(back, Domain((column,)))
         wrong = np.flatnonzero(encoded[column.name].codes != codes) if encoded else codes
         if len(wrong):
             value = back[column.name].iloc[[wrong[0]]]
             seen = value.iloc[0] if column.numeric_categories else as_text(value)[0]  # as the codec matches it
             seen = "a missing value" if value.isna().iloc[0] else repr(seen)
-            raise ReleaseError(f"column {column.name!r}: the category {column.levels[wrong[0]]!r} does not read back from "
-                               f"{_FORMAT_NAMES[format]} as itself (read back, it is {seen})",
-                               "quote the categories in the domain file so that they are text, or choose the other --format")
+            raise ReleaseError(
+                f"column {column.name!r}: the category {column.levels[wrong[0]]!r} does not read back from "
+                f"{_FORMAT_NAMES[format]} as itself (read back, it is {seen})",
+                "quote the categories in the domain file so that they are text, or choose the other --format",
+            )
 
 
 _FORMAT_NAMES = {"parquet": "Parquet", "csv": "CSV"}
@@ -436,15 +477,30 @@ def check_release_folder(folder: Path) -> None:
     except FileNotFoundError:
         raise ReleaseError(f"{str(folder)!r} is not a dipsy release (it has no release.json)", fix) from None
     except (OSError, ValueError) as e:
-        raise ReleaseError(f"{str(folder)!r} is not a readable dipsy release ({getattr(e, 'strerror', None) or e})", fix) from None
-    if not (isinstance(meta, dict) and re.fullmatch(r"[0-9a-f]{32}", str(meta.get("release_id", ""))) and "dipsy_version" in meta):
+        raise ReleaseError(
+            f"{str(folder)!r} is not a readable dipsy release ({getattr(e, 'strerror', None) or e})", fix
+        ) from None
+    if not (
+        isinstance(meta, dict) and re.fullmatch(r"[0-9a-f]{32}", str(meta.get("release_id", ""))) and "dipsy_version" in meta
+    ):
         raise ReleaseError(f"{str(folder)!r} is not a dipsy release (its release.json has no dipsy release_id)", fix)
-    others = [n for n in names if not (RELEASE_FILES.fullmatch(n) and (folder / n).is_file()
-                                       or SET_FOLDER.fullmatch(n) and (folder / n).is_dir() and is_set_folder(folder / n))]
+    others = [
+        n
+        for n in names
+        if not (
+            RELEASE_FILES.fullmatch(n)
+            and (folder / n).is_file()
+            or SET_FOLDER.fullmatch(n)
+            and (folder / n).is_dir()
+            and is_set_folder(folder / n)
+        )
+    ]
     if others:
         shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
-        raise ReleaseError(f"the release folder {str(folder)!r} also holds {shown}, which dipsy did not write",
-                           "move those files out of it first, or choose another --out")
+        raise ReleaseError(
+            f"the release folder {str(folder)!r} also holds {shown}, which dipsy did not write",
+            "move those files out of it first, or choose another --out",
+        )
 
 
 def check_writable_folder(folder: Path, flag: str) -> None:
@@ -539,6 +595,8 @@ def _move_into_place(tmp: Path, out: Path, overwrite: bool, on_placed: Callable[
         except OSError as e:
             if old is not None:  # put the previous release back
                 os.replace(old, out)
-            raise ReleaseError(f"cannot move the release into {str(out)!r} ({e.strerror})", "check the folder and try again") from None
+            raise ReleaseError(
+                f"cannot move the release into {str(out)!r} ({e.strerror})", "check the folder and try again"
+            ) from None
         if on_placed is not None:
             on_placed()

@@ -16,8 +16,8 @@ against the release's domain as it is read: a record the domain does not allow s
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator
 from urllib.parse import quote, unquote
 
 import pandas as pd
@@ -57,8 +57,10 @@ class ChunkedSet:
 
     def __iter__(self) -> Iterator[pd.DataFrame]:
         if self._started:
-            raise ReleaseError("a streamed set is drawn as it is written, and can be read only once",
-                               "read the written release back with dipsy.release_sets.read_set")
+            raise ReleaseError(
+                "a streamed set is drawn as it is written, and can be read only once",
+                "read the written release back with dipsy.release_sets.read_set",
+            )
         self._started = True
         rows = 0
         for chunk in self._chunks:
@@ -72,8 +74,14 @@ class ChunkedSet:
         return self._rows
 
 
-def write_set(chunks: Iterable[pd.DataFrame], folder: Path, format: str, domain: Domain, partition_by: tuple[str, ...] = (),
-              spark: bool = False) -> int:
+def write_set(
+    chunks: Iterable[pd.DataFrame],
+    folder: Path,
+    format: str,
+    domain: Domain,
+    partition_by: tuple[str, ...] = (),
+    spark: bool = False,
+) -> int:
     """Write ``chunks`` into the new folder ``folder`` as part files; returns the number of records.
 
     ``spark``: Spark writes them (Parquet only), appending chunk by chunk, e.g. to a cluster's
@@ -130,13 +138,17 @@ def read_set(path: str | Path, domain: Domain) -> Iterator[pd.DataFrame]:
             chunk[name] = _partition_value(unquote(text), name, domain)
         missing = [n for n in domain.names if n not in chunk.columns]
         if missing:
-            raise DataError(f"{str(file)!r} lacks the column(s) {', '.join(map(repr, missing))} of the release's domain",
-                            "the release is damaged: write it again with 'dipsy synth', or restore the folder")
+            raise DataError(
+                f"{str(file)!r} lacks the column(s) {', '.join(map(repr, missing))} of the release's domain",
+                "the release is damaged: write it again with 'dipsy synth', or restore the folder",
+            )
         chunk = chunk[list(domain.names)]
         _, report = encode_frame(chunk, domain)
         if not report.ok:
-            raise DataError(f"{str(file)!r} holds records its release's domain does not allow: {report.summary()}",
-                            "the release is damaged: write it again with 'dipsy synth', or restore the folder")
+            raise DataError(
+                f"{str(file)!r} holds records its release's domain does not allow: {report.summary()}",
+                "the release is damaged: write it again with 'dipsy synth', or restore the folder",
+            )
         yield chunk
 
 
@@ -146,8 +158,10 @@ def check_partition_columns(partition_by: tuple[str, ...], domain: Domain) -> No
         if name not in domain.names:
             raise ReleaseError(f"partition column {name!r} is not a released column", f"choose from {', '.join(domain.names)}")
         if not domain[name].is_categorical:
-            raise ReleaseError(f"partition column {name!r} is not categorical: each of its values would make a folder",
-                               "partition by a categorical column (e.g. a geography)")
+            raise ReleaseError(
+                f"partition column {name!r} is not categorical: each of its values would make a folder",
+                "partition by a categorical column (e.g. a geography)",
+            )
     if partition_by and set(partition_by) >= set(domain.names):
         raise ReleaseError("partitioning by every released column leaves the part files no column", "partition by fewer columns")
 
@@ -178,5 +192,7 @@ def _partition_value(text: str, name: str, domain: Domain):
     try:
         return int(text) if column.kind == "integer" else float(text)
     except ValueError:
-        raise DataError(f"the partition folder {name}={text} names no value of {name!r}",
-                        "the release is damaged: write it again with 'dipsy synth', or restore the folder") from None
+        raise DataError(
+            f"the partition folder {name}={text} names no value of {name!r}",
+            "the release is damaged: write it again with 'dipsy synth', or restore the folder",
+        ) from None

@@ -21,10 +21,11 @@ SHA-256, which only the method's settings know: the caller passes them to :meth:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -102,8 +103,9 @@ class Request:
         if isinstance(self.data, str):
             object.__setattr__(self, "data", Path(self.data))
         if not isinstance(self.data, (pd.DataFrame, Path)):
-            raise DataError(f"cannot read data of type {type(self.data).__name__}",
-                            "pass a CSV or Parquet path, or a pandas DataFrame")
+            raise DataError(
+                f"cannot read data of type {type(self.data).__name__}", "pass a CSV or Parquet path, or a pandas DataFrame"
+            )
         if isinstance(self.domain, str):
             object.__setattr__(self, "domain", Path(self.domain))
         if self.columns is not None:
@@ -115,9 +117,11 @@ class Request:
         if self.on_invalid not in ON_INVALID:
             raise DataError(f"on_invalid is {self.on_invalid!r}", "use 'error' or 'drop'")
         if self.dataset_id is not None and (not isinstance(self.dataset_id, str) or not self.dataset_id.strip()):
-            raise DipsyError(f"the data set id {self.dataset_id!r} is empty (a script's variable that expanded to nothing?): "
-                             "every release of a data set must count under one name",
-                             "pass --dataset-id with the data set's name, or leave it out")
+            raise DipsyError(
+                f"the data set id {self.dataset_id!r} is empty (a script's variable that expanded to nothing?): "
+                "every release of a data set must count under one name",
+                "pass --dataset-id with the data set's name, or leave it out",
+            )
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Request):
@@ -138,6 +142,7 @@ class Request:
                 value = getattr(self, f.name)
                 record[f.name] = list(value) if isinstance(value, tuple) else value
         record["options"] = dict(options)
-        record["output"] = None if self.output is None else {"format": self.output.format,
-                                                             "partition_by": list(self.output.partition_by)}
+        record["output"] = (
+            None if self.output is None else {"format": self.output.format, "partition_by": list(self.output.partition_by)}
+        )
         return record

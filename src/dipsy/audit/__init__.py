@@ -13,5 +13,17 @@ from .losses import DRAWS, Check, ceiling, lower_bound
 from .record import HALF
 from .runner import Replay, Result, audit, format_table
 
-__all__ = ["CASES", "DRAWS", "HALF", "NOT_AUDITED", "Case", "Check", "Replay", "Result", "audit", "ceiling", "format_table",
-           "lower_bound"]
+__all__ = [
+    "CASES",
+    "DRAWS",
+    "HALF",
+    "NOT_AUDITED",
+    "Case",
+    "Check",
+    "Replay",
+    "Result",
+    "audit",
+    "ceiling",
+    "format_table",
+    "lower_bound",
+]

@@ -43,7 +43,7 @@ import numpy as np
 from scipy import stats
 
 from ..methods.marginals.sets import Composed
-from ..privacy.budget import ZCDP, ApproxDP, Budget, PureDP, TOLERANCE
+from ..privacy.budget import TOLERANCE, ZCDP, ApproxDP, Budget, PureDP
 from ..privacy.loss import PrivacyLoss
 from ..privacy.measurement import Mechanism
 from ..privacy.rng import Randomness
@@ -126,7 +126,9 @@ def checks(record: Recorded, draws: int = DRAWS, seed: int = 0) -> list[Check]:
     if isinstance(m.mechanism, Composed):
         assert isinstance(record.ran, Composed), "a Composed measurement runs a Composed mechanism (weakened or not)"
         for k, (label, stated, ran) in enumerate(zip(m.mechanism.labels, m.mechanism.parts, record.ran.parts)):
-            out.append(check(f"{m.label} / {label}", stated.cost, ran, record.answer[k], record.neighbour[k], draws, seed + k + 1))
+            out.append(
+                check(f"{m.label} / {label}", stated.cost, ran, record.answer[k], record.neighbour[k], draws, seed + k + 1)
+            )
     return out
 
 
@@ -146,7 +148,9 @@ def exact(label: str, cost: Budget, loss: PrivacyLoss) -> Check:
     if isinstance(cost, ZCDP):
         return Check(label, "ρ", loss.rho, cost.rho, math.inf, "exact")
     if isinstance(cost, ApproxDP):
-        return Check(label, f"δ(ε = {cost.epsilon:.4g})", loss.delta(cost.epsilon * (1 + TOLERANCE)), cost.delta, math.inf, "exact")
+        return Check(
+            label, f"δ(ε = {cost.epsilon:.4g})", loss.delta(cost.epsilon * (1 + TOLERANCE)), cost.delta, math.inf, "exact"
+        )
     raise ValueError(f"{label}: the audit has no check for a {cost.definition} cost")
 
 
@@ -162,8 +166,9 @@ def sampled(label: str, cost: Budget, mechanism: Mechanism, a: Any, b: Any, draw
     first = np.array([_flat(mechanism.randomise(a, rand)) for _ in range(draws)])
     second = np.array([_flat(mechanism.randomise(b, rand)) for _ in range(draws)])
     found, event = _bound(first, second, delta)
-    return Check(label, "ε", found, cost.epsilon, ceiling(draws, delta),
-                 f"Clopper–Pearson (95 %), {draws:,} draws of each: {event}")
+    return Check(
+        label, "ε", found, cost.epsilon, ceiling(draws, delta), f"Clopper–Pearson (95 %), {draws:,} draws of each: {event}"
+    )
 
 
 def _flat(output: Any) -> np.ndarray:
@@ -243,6 +248,12 @@ def composed(records: list[Recorded], found: list[list[Check]], total: Budget) -
     if isinstance(total, ZCDP):
         return Check("all measurements", "ρ", loss.rho, total.rho, math.inf, how)
     if isinstance(total, ApproxDP):
-        return Check("all measurements", f"δ(ε = {total.epsilon:.4g})", loss.delta(total.epsilon * (1 + TOLERANCE)), total.delta,
-                     math.inf, how)
+        return Check(
+            "all measurements",
+            f"δ(ε = {total.epsilon:.4g})",
+            loss.delta(total.epsilon * (1 + TOLERANCE)),
+            total.delta,
+            math.inf,
+            how,
+        )
     raise ValueError(f"the audit has no check for a {total.definition} total")

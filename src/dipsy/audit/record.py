@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import logging
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..api import run
 from ..engine import engine_for
@@ -90,9 +91,19 @@ def release(case: Case, data: Any, seed: int, folder: Path, tamper: Callable[[Me
     quiet = logging.getLogger("dipsy")
     level, quiet.level = quiet.level, logging.ERROR  # tiny data make the marginal methods warn on every run
     try:
-        request = Request(data, case.domain, case.method, kwargs.get("epsilon"), kwargs.get("delta"), kwargs.get("rho"),
-                          options=options, release=kwargs.get("release", "records"), neighbouring=kwargs.get("neighbouring"),
-                          seed=seed, accept_noise=True)  # the audit tests the guarantee, not the utility
+        request = Request(
+            data,
+            case.domain,
+            case.method,
+            kwargs.get("epsilon"),
+            kwargs.get("delta"),
+            kwargs.get("rho"),
+            options=options,
+            release=kwargs.get("release", "records"),
+            neighbouring=kwargs.get("neighbouring"),
+            seed=seed,
+            accept_noise=True,
+        )  # the audit tests the guarantee, not the utility
         return run(request, tamper=tamper)
     finally:
         quiet.setLevel(level)
@@ -108,8 +119,7 @@ def recorded(case: Case, seed: int, folder: Path, broken: bool = False) -> tuple
     other.ensure_valid()
     log: list[Recorded] = []
     try:
-        out = release(case, case.data, seed, folder,
-                      lambda m: replace(m, mechanism=_Recorder(m, _ran(m, broken), other, log)))
+        out = release(case, case.data, seed, folder, lambda m: replace(m, mechanism=_Recorder(m, _ran(m, broken), other, log)))
     finally:
         getattr(other, "close", lambda: None)()
     return out, log
@@ -125,8 +135,10 @@ def replayed(case: Case, seed: int, folder: Path, log: list[Recorded], broken: b
     def given(m: Measurement) -> Measurement:
         before = next(done, None)
         if before is None or m.describe() != before.measurement.describe():
-            differences.append(f"measurement {len(differences) + 1}: {m.label!r} on D', "
-                               f"{before.measurement.label if before else 'nothing'!r} on D")
+            differences.append(
+                f"measurement {len(differences) + 1}: {m.label!r} on D', "
+                f"{before.measurement.label if before else 'nothing'!r} on D"
+            )
             return replace(m, mechanism=_ran(m, broken))
         return replace(m, query=_Given(m.query, before.answer), mechanism=_ran(m, broken))
 

@@ -79,12 +79,22 @@ class Result:
         return max(self.checks, key=lambda c: (round(c.ratio, 9), c.stated))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"method": self.method, "relation": self.relation, "claim": self.claim, "broken": self.broken,
-                "draws": self.draws, "flagged": self.flagged, "testable": self.testable,
-                "checks": [{**c.__dict__, "flagged": c.flagged, "testable": c.testable} for c in self.checks],
-                "composed": {**self.composed.__dict__, "flagged": self.composed.flagged, "testable": self.composed.testable},
-                "replay": {"measurements": self.replay.measurements, "same": self.replay.same,
-                           "differences": list(self.replay.differences)}}
+        return {
+            "method": self.method,
+            "relation": self.relation,
+            "claim": self.claim,
+            "broken": self.broken,
+            "draws": self.draws,
+            "flagged": self.flagged,
+            "testable": self.testable,
+            "checks": [{**c.__dict__, "flagged": c.flagged, "testable": c.testable} for c in self.checks],
+            "composed": {**self.composed.__dict__, "flagged": self.composed.flagged, "testable": self.composed.testable},
+            "replay": {
+                "measurements": self.replay.measurements,
+                "same": self.replay.same,
+                "differences": list(self.replay.differences),
+            },
+        }
 
 
 def audit(method: str | Case, broken: bool = False, draws: int = DRAWS, seed: int = 0) -> Result:
@@ -99,9 +109,16 @@ def audit(method: str | Case, broken: bool = False, draws: int = DRAWS, seed: in
         second, differences = replayed(case, seed, Path(folder), log, broken)
     found = [checks(r, draws, seed + 1000 * k) for k, r in enumerate(log)]
     statement = first.statement
-    return Result(case.method, str(statement.relation), str(statement.total), broken,
-                  tuple(c for mine in found for c in mine), composed(log, found, statement.total),
-                  Replay(len(log), tuple(differences) + _differences(first, second)), draws)
+    return Result(
+        case.method,
+        str(statement.relation),
+        str(statement.total),
+        broken,
+        tuple(c for mine in found for c in mine),
+        composed(log, found, statement.total),
+        Replay(len(log), tuple(differences) + _differences(first, second)),
+        draws,
+    )
 
 
 def _differences(a: Release, b: Release) -> tuple[str, ...]:
@@ -124,16 +141,20 @@ def format_table(results: list[Result]) -> str:
     """The audit table in Markdown: per method and variant, the measurement whose loss is the
     largest share of its cost, the composed loss against the statement's total, the smallest
     ceiling, whether the audit flags it, and whether the replayed release is the same."""
-    rows = ["| method | relation | claim | variant | measurements | largest loss / its cost | all composed / claim "
-            "| ceiling | flagged | release of D' from D's answers |",
-            "|---|---|---|---|---|---|---|---:|---|---|"]
+    rows = [
+        "| method | relation | claim | variant | measurements | largest loss / its cost | all composed / claim "
+        "| ceiling | flagged | release of D' from D's answers |",
+        "|---|---|---|---|---|---|---|---:|---|---|",
+    ]
     for r in results:
         worst, total = r.largest, r.composed
         sampled = sum(1 for c in r.checks if c.how != "exact")
         kinds = f"{len(r.checks) - sampled} exact" + (f", {sampled} sampled ({r.draws:,} draws)" if sampled else "")
         top = min([c.ceiling for c in r.checks] + [total.ceiling])
-        rows.append(f"| {r.method} | {r.relation} | {r.claim} | {'broken (half the noise)' if r.broken else 'as released'} "
-                    f"| {kinds} | {worst.measure} {_number(worst.found)} / {_number(worst.stated)} "
-                    f"| {total.measure} {_number(total.found)} / {_number(total.stated)} | {_number(top)} "
-                    f"| {'yes' if r.flagged else 'no'} | {'identical' if r.replay.same else '; '.join(r.replay.differences)} |")
+        rows.append(
+            f"| {r.method} | {r.relation} | {r.claim} | {'broken (half the noise)' if r.broken else 'as released'} "
+            f"| {kinds} | {worst.measure} {_number(worst.found)} / {_number(worst.stated)} "
+            f"| {total.measure} {_number(total.found)} / {_number(total.stated)} | {_number(top)} "
+            f"| {'yes' if r.flagged else 'no'} | {'identical' if r.replay.same else '; '.join(r.replay.differences)} |"
+        )
     return "\n".join(rows)

@@ -6,5 +6,16 @@ from .domain import Domain, check_cells
 from .limits import CELL_LIMIT, MAX_CODES
 from .validation import ColumnIssue, ValidationReport
 
-__all__ = ["CELL_LIMIT", "Column", "ColumnIssue", "Domain", "MAX_CODES", "ValidationReport", "check_cells", "decode",
-           "encode_column", "encode_frame", "valid_rows"]
+__all__ = [
+    "CELL_LIMIT",
+    "Column",
+    "ColumnIssue",
+    "Domain",
+    "MAX_CODES",
+    "ValidationReport",
+    "check_cells",
+    "decode",
+    "encode_column",
+    "encode_frame",
+    "valid_rows",
+]

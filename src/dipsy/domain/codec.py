@@ -16,8 +16,8 @@ Decoding returns the category, the integer, or a value drawn uniformly inside it
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 import numpy as np
 import pandas as pd

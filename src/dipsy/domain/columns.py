@@ -45,8 +45,9 @@ the bounds.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -95,8 +96,10 @@ class Column:
         if not isinstance(self.clip, (bool, np.bool_)):
             raise DomainError(f"{where} has clip: {self.clip!r}", "write clip: true or clip: false (unquoted)")
         if self.clip and self.kind not in ("integer", "numeric"):
-            raise DomainError(f"{where} is {self.kind} and has clip: true",
-                              "clip (top/bottom-coding at lower and upper) applies to integer and numeric columns: remove it")
+            raise DomainError(
+                f"{where} is {self.kind} and has clip: true",
+                "clip (top/bottom-coding at lower and upper) applies to integer and numeric columns: remove it",
+            )
         if self.is_categorical:
             self._check_categories(where)
         else:
@@ -105,7 +108,7 @@ class Column:
     # -- construction -------------------------------------------------------------------------
 
     @classmethod
-    def from_dict(cls, name: str, spec: Mapping[str, Any]) -> "Column":
+    def from_dict(cls, name: str, spec: Mapping[str, Any]) -> Column:
         """Build a column from its entry in a domain file (see docs/guides/domain.md for the format)."""
         if not isinstance(spec, Mapping):
             raise DomainError(f"column {name!r} is not a mapping", "give it a kind and its categories or bounds")
@@ -175,8 +178,9 @@ class Column:
         (1, 2, 3)
         """
         if self.categories is None:  # __post_init__ requires categories exactly when the kind is categorical
-            raise DomainError(f"column {self.name!r} is {self.kind} and has no categories",
-                              "use its bounds, or make it categorical or ordinal")
+            raise DomainError(
+                f"column {self.name!r} is {self.kind} and has no categories", "use its bounds, or make it categorical or ordinal"
+            )
         return self.categories
 
     @property
@@ -188,8 +192,9 @@ class Column:
         (0, 99)
         """
         if self.lower is None or self.upper is None:  # __post_init__ requires both for integer and numeric kinds
-            raise DomainError(f"column {self.name!r} is {self.kind} and has no bounds",
-                              "use its categories, or make it integer or numeric")
+            raise DomainError(
+                f"column {self.name!r} is {self.kind} and has no bounds", "use its categories, or make it integer or numeric"
+            )
         return self.lower, self.upper
 
     @property
@@ -228,8 +233,10 @@ class Column:
         """
         size = self.size
         if size is None:
-            raise DomainError(f"column {self.name!r} is numeric without bins, so it has no codes",
-                              "give it 'bins:' in the domain file, or leave it out with --columns")
+            raise DomainError(
+                f"column {self.name!r} is numeric without bins, so it has no codes",
+                "give it 'bins:' in the domain file, or leave it out with --columns",
+            )
         return size
 
     def clip_statement(self) -> str | None:
@@ -237,8 +244,10 @@ class Column:
         if not self.clip:
             return None
         lower, upper = self.bounds
-        return (f"{self.name}: values outside [{_number_text(lower)}, {_number_text(upper)}] set to the "
-                "nearest bound (top/bottom-coding declared in the domain)")
+        return (
+            f"{self.name}: values outside [{_number_text(lower)}, {_number_text(upper)}] set to the "
+            "nearest bound (top/bottom-coding declared in the domain)"
+        )
 
     def integer_bin_ranges(self) -> tuple[np.ndarray, np.ndarray]:
         """For a binned integer column: the least and greatest integer of each bin."""
@@ -255,8 +264,12 @@ class Column:
         if not isinstance(cats, tuple) or len(cats) == 0:
             raise DomainError(f"{where} ({self.kind}) has no categories", "list them under 'categories:'")
         if len(cats) > MAX_CODES:
-            raise too_many_codes(where, len(cats), "categories",
-                                 "group the categories into fewer (e.g. by a prefix), or leave the column out with --columns")
+            raise too_many_codes(
+                where,
+                len(cats),
+                "categories",
+                "group the categories into fewer (e.g. by a prefix), or leave the column out with --columns",
+            )
         flag = next((c for c in cats if isinstance(c, bool)), None)
         if flag is not None:
             # YAML 1.1 reads unquoted yes/no, on/off, true/false (any case) as booleans.
@@ -266,15 +279,19 @@ class Column:
                 "quote such categories in the domain file, e.g. categories: ['yes', 'no']",
             )
         if any(c is None for c in cats):
-            raise DomainError(f"{where} has an empty category (YAML reads an unquoted ~, null or nothing as empty)",
-                              "quote it, e.g. 'null', or remove it")
+            raise DomainError(
+                f"{where} has an empty category (YAML reads an unquoted ~, null or nothing as empty)",
+                "quote it, e.g. 'null', or remove it",
+            )
         if any(isinstance(c, (Mapping, list, tuple, set)) for c in cats):
             raise DomainError(f"{where} has a category that is a list or mapping", "list numbers or strings")
         odd = next((c for c in cats if not (isinstance(c, (str, int, np.integer)) or (_is_number(c) and math.isfinite(c)))), None)
         if odd is not None:  # a date or bytes would be matched and written by its text, which is not what was declared
             what = "a number that is not finite" if _is_number(odd) else f"a {type(odd).__name__}"
-            raise DomainError(f"{where} has the category {odd!r}, {what}: a category is a finite number or a text",
-                              "write it as text (quote it in the domain file, e.g. '2020-01-31')")
+            raise DomainError(
+                f"{where} has the category {odd!r}, {what}: a category is a finite number or a text",
+                "write it as text (quote it in the domain file, e.g. '2020-01-31')",
+            )
         if self.labels is not None and not isinstance(self.labels, tuple):
             raise DomainError(f"{where} has labels that are not a list", "give a list of labels, one per category")
         keys = [_category_key(c) for c in cats]

@@ -30,8 +30,9 @@ release's own), so the steward must not publish it; ``dipsy domain discover --se
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from ..errors import DomainError
 
@@ -64,23 +65,45 @@ class DiscoveredColumn:
         return f"ε = {self.epsilon:g}" if self.definition == "pure-DP" else f"(ε, δ) = ({self.epsilon:g}, {self.delta:g})"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"field": self.field, "definition": self.definition, "epsilon": self.epsilon, "delta": self.delta,
-                "relation": self.relation, "theta": self.theta, "mechanism": self.mechanism}
+        return {
+            "field": self.field,
+            "definition": self.definition,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "relation": self.relation,
+            "theta": self.theta,
+            "mechanism": self.mechanism,
+        }
 
     @classmethod
-    def from_dict(cls, column: str, spec: Any) -> "DiscoveredColumn":
+    def from_dict(cls, column: str, spec: Any) -> DiscoveredColumn:
         where = f"the discovered block's column {column!r}"
         if not isinstance(spec, Mapping) or set(spec) != set(_COLUMN):
             raise DomainError(f"{where} is not a mapping of {', '.join(_COLUMN)}", _REWRITE)
         if spec["field"] not in FIELDS or spec["definition"] not in DEFINITIONS or spec["relation"] not in RELATIONS:
-            raise DomainError(f"{where} has field {spec['field']!r}, definition {spec['definition']!r}, relation "
-                              f"{spec['relation']!r}", f"use a field of {FIELDS}, a definition of {DEFINITIONS}, a relation of {RELATIONS}")
+            raise DomainError(
+                f"{where} has field {spec['field']!r}, definition {spec['definition']!r}, relation {spec['relation']!r}",
+                f"use a field of {FIELDS}, a definition of {DEFINITIONS}, a relation of {RELATIONS}",
+            )
         amounts = [spec["epsilon"], spec["delta"]]
-        if any(isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 <= x < float("inf") for x in amounts) \
-                or not spec["delta"] < 1 or isinstance(spec["theta"], bool) or not isinstance(spec["theta"], int) or spec["theta"] < 1:
+        if (
+            any(isinstance(x, bool) or not isinstance(x, (int, float)) or not 0 <= x < float("inf") for x in amounts)
+            or not spec["delta"] < 1
+            or isinstance(spec["theta"], bool)
+            or not isinstance(spec["theta"], int)
+            or spec["theta"] < 1
+        ):
             raise DomainError(f"{where} has a cost that is not ε >= 0, 0 <= δ < 1, θ >= 1", _REWRITE)
-        return cls(column, spec["field"], spec["definition"], float(spec["epsilon"]), float(spec["delta"]),
-                   spec["relation"], spec["theta"], str(spec["mechanism"]))
+        return cls(
+            column,
+            spec["field"],
+            spec["definition"],
+            float(spec["epsilon"]),
+            float(spec["delta"]),
+            spec["relation"],
+            spec["theta"],
+            str(spec["mechanism"]),
+        )
 
 
 _REWRITE = "write the block as 'dipsy domain discover' does, or remove it with the values it discovered"
@@ -115,7 +138,7 @@ class Discovery:
     def names(self) -> tuple[str, ...]:
         return tuple(c.column for c in self.columns)
 
-    def project(self, names: Iterable[str]) -> "Discovery | None":
+    def project(self, names: Iterable[str]) -> Discovery | None:
         """The block for the columns ``names`` keeps (None when it discovered none of them)."""
         keep = set(names)
         columns = tuple(c for c in self.columns if c.column in keep)
@@ -147,22 +170,35 @@ class Discovery:
     def statement(self) -> str:
         """The sentence a release using this domain puts in its statement's ``public`` list."""
         what = self.what()
-        where = (f"recorded in the ledger {self.ledger} of data set {self.dataset_id!r}" if self.ledger else
-                 f"recorded in no ledger: add it to data set {self.dataset_id!r}'s total yourself")
+        where = (
+            f"recorded in the ledger {self.ledger} of data set {self.dataset_id!r}"
+            if self.ledger
+            else f"recorded in no ledger: add it to data set {self.dataset_id!r}'s total yourself"
+        )
         if self.seeded:
-            return (f"NOT PRIVATE: {what}, released by a seeded test discovery {self.release_id} (seed {self.seed}): its "
-                    "noise can be regenerated from the seed, so these values are not differentially private, and neither "
-                    f"is a release that shows them; never publish it ({self.cost()}, stated but not counted; {where} as a test)")
-        return (f"{what}, released by DP discovery {self.release_id} ({self.cost()}; {where}); this release's guarantee "
-                "does not include that cost, the data set's ledger total does")
+            return (
+                f"NOT PRIVATE: {what}, released by a seeded test discovery {self.release_id} (seed {self.seed}): its "
+                "noise can be regenerated from the seed, so these values are not differentially private, and neither "
+                f"is a release that shows them; never publish it ({self.cost()}, stated but not counted; {where} as a test)"
+            )
+        return (
+            f"{what}, released by DP discovery {self.release_id} ({self.cost()}; {where}); this release's guarantee "
+            "does not include that cost, the data set's ledger total does"
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"release_id": self.release_id, "dataset_id": self.dataset_id, "ledger": self.ledger, "seed": self.seed,
-                "dipsy_version": self.dipsy_version, "date": self.date,
-                "columns": {c.column: c.to_dict() for c in self.columns}}
+        return {
+            "release_id": self.release_id,
+            "dataset_id": self.dataset_id,
+            "ledger": self.ledger,
+            "seed": self.seed,
+            "dipsy_version": self.dipsy_version,
+            "date": self.date,
+            "columns": {c.column: c.to_dict() for c in self.columns},
+        }
 
     @classmethod
-    def from_dict(cls, spec: Any) -> "Discovery":
+    def from_dict(cls, spec: Any) -> Discovery:
         if not isinstance(spec, Mapping) or set(spec) != set(_BLOCK):
             raise DomainError(f"the domain's 'discovered:' block is not a mapping of {', '.join(_BLOCK)}", _REWRITE)
         columns = spec["columns"]
@@ -172,11 +208,22 @@ class Discovery:
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise DomainError(f"the domain's 'discovered:' block has seed {seed!r}", "give a whole number, or null")
         text = {k: spec[k] for k in ("release_id", "dataset_id", "dipsy_version", "date")}
-        if not all(isinstance(v, str) and v for v in text.values()) or not (spec["ledger"] is None or isinstance(spec["ledger"], str)):
-            raise DomainError("the domain's 'discovered:' block has an empty or non-text release_id, dataset_id, "
-                              "dipsy_version, date or ledger", _REWRITE)
-        return cls(text["release_id"], text["dataset_id"], spec["ledger"], seed, text["dipsy_version"], text["date"],
-                   tuple(DiscoveredColumn.from_dict(str(n), s) for n, s in columns.items()))
+        if not all(isinstance(v, str) and v for v in text.values()) or not (
+            spec["ledger"] is None or isinstance(spec["ledger"], str)
+        ):
+            raise DomainError(
+                "the domain's 'discovered:' block has an empty or non-text release_id, dataset_id, dipsy_version, date or ledger",
+                _REWRITE,
+            )
+        return cls(
+            text["release_id"],
+            text["dataset_id"],
+            spec["ledger"],
+            seed,
+            text["dipsy_version"],
+            text["date"],
+            tuple(DiscoveredColumn.from_dict(str(n), s) for n, s in columns.items()),
+        )
 
 
 def _listed(names: list[str]) -> str:

@@ -40,9 +40,10 @@ import math
 import os
 import re
 import stat
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import yaml
 
@@ -81,22 +82,28 @@ class Domain:
         if not names:
             raise DomainError("the domain has no columns", "list at least one column under 'columns:'")
         if len(names) > MAX_COLUMNS:
-            raise DomainError(f"the domain has {len(names):,} columns, more than the {MAX_COLUMNS:,} dipsy synthesizes at once",
-                              f"split the columns into domains of at most {MAX_COLUMNS:,} and release them apart (each at its "
-                              "own share of ε), or leave out the columns not to release")
+            raise DomainError(
+                f"the domain has {len(names):,} columns, more than the {MAX_COLUMNS:,} dipsy synthesizes at once",
+                f"split the columns into domains of at most {MAX_COLUMNS:,} and release them apart (each at its "
+                "own share of ε), or leave out the columns not to release",
+            )
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise DomainError(f"the domain lists column(s) {dupes} twice", "give each column once")
         for d in self.discovered.columns if self.discovered is not None else ():
             if d.column not in names:
-                raise DomainError(f"the 'discovered:' block names column {d.column!r}, which the domain does not list",
-                                  "remove it from the block, or list the column with the values it discovered")
+                raise DomainError(
+                    f"the 'discovered:' block names column {d.column!r}, which the domain does not list",
+                    "remove it from the block, or list the column with the values it discovered",
+                )
             column = self.columns[names.index(d.column)]
             fits = column.is_categorical if d.field == "categories" else (not column.is_categorical and column.bins is not None)
             if not fits:
-                raise DomainError(f"the 'discovered:' block says the {d.field} of {d.column!r} were discovered, but the "
-                                  f"column is {column.kind}" + ("" if column.is_categorical else " without bins"),
-                                  "keep the block as 'dipsy domain discover' wrote it, with the column's discovered values")
+                raise DomainError(
+                    f"the 'discovered:' block says the {d.field} of {d.column!r} were discovered, but the "
+                    f"column is {column.kind}" + ("" if column.is_categorical else " without bins"),
+                    "keep the block as 'dipsy domain discover' wrote it, with the column's discovered values",
+                )
 
     # -- access ---------------------------------------------------------------------------------
 
@@ -116,7 +123,7 @@ class Domain:
     def __len__(self) -> int:
         return len(self.columns)
 
-    def project(self, names: Iterable[str] | None) -> "Domain":
+    def project(self, names: Iterable[str] | None) -> Domain:
         """The domain restricted to ``names`` (in the order given); all columns when None."""
         if names is None:
             return self
@@ -149,7 +156,7 @@ class Domain:
     # -- files ----------------------------------------------------------------------------------
 
     @classmethod
-    def from_sizes(cls, sizes: Mapping[str, int], name: str = "") -> "Domain":
+    def from_sizes(cls, sizes: Mapping[str, int], name: str = "") -> Domain:
         """Integer columns with codes ``0 .. size - 1``."""
         cols = []
         for col, size in sizes.items():
@@ -161,7 +168,7 @@ class Domain:
         return cls(tuple(cols), name)
 
     @classmethod
-    def from_dict(cls, spec: Mapping[str, Any]) -> "Domain":
+    def from_dict(cls, spec: Mapping[str, Any]) -> Domain:
         if not isinstance(spec, Mapping):
             raise DomainError("the domain file is not a mapping", "start it with 'columns:' (see docs/guides/domain.md)")
         if "columns" not in spec:
@@ -170,7 +177,9 @@ class Domain:
             raise DomainError("the domain file has no 'columns:' section", "list the columns under 'columns:'")
         unknown = set(spec) - {"name", "description", "columns", "discovered"}
         if unknown:
-            raise DomainError(f"the domain file has unknown field(s) {sorted(unknown)}", "use name, description, columns (and discovered)")
+            raise DomainError(
+                f"the domain file has unknown field(s) {sorted(unknown)}", "use name, description, columns (and discovered)"
+            )
         columns = spec["columns"]
         if not isinstance(columns, Mapping):
             raise DomainError("'columns:' is not a mapping of column names", "write one entry per column name")
@@ -191,14 +200,16 @@ class Domain:
         )
 
     @classmethod
-    def load(cls, path: "str | Path | Mapping[str, Any]") -> "Domain":
+    def load(cls, path: str | Path | Mapping[str, Any]) -> Domain:
         """Read a domain from a YAML (``.yaml``/``.yml``) or JSON file; a mapping is taken as such a
         file's content (what the API's ``domain=`` may also be)."""
         if isinstance(path, Mapping):
             return cls.from_dict(path)
         if not isinstance(path, (str, os.PathLike)):
-            raise DomainError(f"a domain is a Domain, a mapping or a domain file's path, not a {type(path).__name__}",
-                              "pass the path of the domain file, or Domain.from_dict({'columns': ...})")
+            raise DomainError(
+                f"a domain is a Domain, a mapping or a domain file's path, not a {type(path).__name__}",
+                "pass the path of the domain file, or Domain.from_dict({'columns': ...})",
+            )
         return cls.from_dict(read_spec(path))
 
     def to_dict(self) -> dict[str, Any]:
@@ -234,8 +245,10 @@ def read_spec(path: str | Path) -> Any:
         if path.is_dir():
             raise DomainError(f"domain file {str(path)!r} is a folder", "pass --domain with the path of a domain file")
         if not stat.S_ISREG(path.stat().st_mode):  # before it is opened: opening a pipe waits for a writer
-            raise DomainError(f"domain file {str(path)!r} is not a regular file (a device, pipe or socket)",
-                              "pass --domain with the path of a domain file (YAML or JSON text)")
+            raise DomainError(
+                f"domain file {str(path)!r} is not a regular file (a device, pipe or socket)",
+                "pass --domain with the path of a domain file (YAML or JSON text)",
+            )
         with path.open("rb") as f:
             data = f.read(MAX_DOMAIN_BYTES + 1)  # bounded: the file may have grown, or be a link swapped since
     except FileNotFoundError:
@@ -243,8 +256,10 @@ def read_spec(path: str | Path) -> Any:
     except OSError as e:
         raise DomainError(f"domain file {str(path)!r} cannot be read ({e.strerror})", "check its path and permissions") from None
     if len(data) > MAX_DOMAIN_BYTES:
-        raise DomainError(f"domain file {str(path)!r} is larger than the {MAX_DOMAIN_BYTES // 2**20} MB a domain file may be",
-                          "give the domain file's path (YAML or JSON text: columns, each with its kind and categories or bounds)")
+        raise DomainError(
+            f"domain file {str(path)!r} is larger than the {MAX_DOMAIN_BYTES // 2**20} MB a domain file may be",
+            "give the domain file's path (YAML or JSON text: columns, each with its kind and categories or bounds)",
+        )
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
@@ -256,10 +271,14 @@ def read_spec(path: str | Path) -> Any:
         spec = json.loads(text, object_pairs_hook=_unique_keys(path)) if path.suffix.lower() == ".json" else load_yaml(text, path)
     except (yaml.YAMLError, ValueError) as e:  # JSONDecodeError is a ValueError; so is a bad YAML date
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise DomainError(f"domain file {str(path)!r} is malformed: {first}", "fix its syntax (see docs/guides/domain.md)") from None
+        raise DomainError(
+            f"domain file {str(path)!r} is malformed: {first}", "fix its syntax (see docs/guides/domain.md)"
+        ) from None
     except RecursionError:
-        raise DomainError(f"domain file {str(path)!r} is nested too deeply to be a domain",
-                          "write it as in docs/guides/domain.md: columns, each with its kind and categories or bounds") from None
+        raise DomainError(
+            f"domain file {str(path)!r} is nested too deeply to be a domain",
+            "write it as in docs/guides/domain.md: columns, each with its kind and categories or bounds",
+        ) from None
     return spec
 
 
@@ -301,9 +320,11 @@ def _refuse_repeated_keys(root: yaml.Node, path: Path) -> None:
                 if isinstance(key, yaml.ScalarNode):
                     line = key.start_mark.line + 1
                     if key.value in seen:
-                        raise DomainError(f"domain file {str(path)!r} gives the key {key.value!r} twice in one mapping (lines "
-                                          f"{seen[key.value]} and {line}); YAML would keep only the last",
-                                          "remove one of them, or give the second its own name")
+                        raise DomainError(
+                            f"domain file {str(path)!r} gives the key {key.value!r} twice in one mapping (lines "
+                            f"{seen[key.value]} and {line}); YAML would keep only the last",
+                            "remove one of them, or give the second its own name",
+                        )
                     seen[key.value] = line
                 stack.append(value)
         elif isinstance(node, yaml.SequenceNode):
@@ -312,14 +333,18 @@ def _refuse_repeated_keys(root: yaml.Node, path: Path) -> None:
 
 def _unique_keys(path: Path):
     """A ``json.loads`` object hook that refuses a key given twice in one object (JSON keeps the last)."""
+
     def build(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: dict[str, Any] = {}
         for key, value in pairs:
             if key in seen:
-                raise DomainError(f"domain file {str(path)!r} gives the key {key!r} twice in one object; JSON would keep only the last",
-                                  "remove one of them, or give the second its own name")
+                raise DomainError(
+                    f"domain file {str(path)!r} gives the key {key!r} twice in one object; JSON would keep only the last",
+                    "remove one of them, or give the second its own name",
+                )
             seen[key] = value
         return seen
+
     return build
 
 
@@ -334,8 +359,11 @@ def _refuse_placeholders(columns: Mapping[Any, Any]) -> None:
             continue
         for field, value in spec.items():
             listed = isinstance(value, (list, tuple))
-            if (value == TODO or (listed and field not in ("categories", "labels") and TODO in value)
-                    or (listed and list(value) == [TODO])):
+            if (
+                value == TODO
+                or (listed and field not in ("categories", "labels") and TODO in value)
+                or (listed and list(value) == [TODO])
+            ):
                 found.setdefault(str(name), []).append(str(field))
     if found:
         count = sum(len(fields) for fields in found.values())
@@ -351,8 +379,9 @@ def _refuse_placeholders(columns: Mapping[Any, Any]) -> None:
         )
 
 
-_BOOL, _INT, _FLOAT, _NULL, _STR, _TIMESTAMP, _BINARY = (f"tag:yaml.org,2002:{t}" for t in
-                                                          ("bool", "int", "float", "null", "str", "timestamp", "binary"))
+_BOOL, _INT, _FLOAT, _NULL, _STR, _TIMESTAMP, _BINARY = (
+    f"tag:yaml.org,2002:{t}" for t in ("bool", "int", "float", "null", "str", "timestamp", "binary")
+)
 #: Text YAML leaves as text (a plain scalar) that a reader takes for a number, e.g. 08 or 1e3.
 _NUMBER_LIKE = re.compile(r"[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)(?:[eE][-+]?[0-9]+)?")
 
@@ -394,27 +423,40 @@ def _refuse_misread(node: yaml.ScalarNode, what: str, column: str | None, path: 
     """Refuse one scalar that YAML reads otherwise than it is written (see :func:`_check_yaml_scalars`)."""
     text = node.value
     quoted = "'" + text.replace("'", "''") + "'"
-    subject = (f"domain file {str(path)!r}: " + (f"column {column!r}: " if column is not None else "")
-               + f"{what} {text} (line {node.start_mark.line + 1})")
+    subject = (
+        f"domain file {str(path)!r}: "
+        + (f"column {column!r}: " if column is not None else "")
+        + f"{what} {text} (line {node.start_mark.line + 1})"
+    )
     if node.tag == _BOOL:
         read = str(yaml.safe_load(text)).lower()
-        example = {"the category": "categories: ['yes', 'no']", "the label": "labels: ['yes', 'no']"}.get(what, "'yes': {kind: ...}")
-        raise DomainError(f"{subject} is read by YAML as the boolean {read}, not as the text {quoted}",
-                          f"quote it: {quoted} (YAML reads unquoted yes/no, on/off and true/false as booleans), e.g. {example}")
+        example = {"the category": "categories: ['yes', 'no']", "the label": "labels: ['yes', 'no']"}.get(
+            what, "'yes': {kind: ...}"
+        )
+        raise DomainError(
+            f"{subject} is read by YAML as the boolean {read}, not as the text {quoted}",
+            f"quote it: {quoted} (YAML reads unquoted yes/no, on/off and true/false as booleans), e.g. {example}",
+        )
     if node.tag == _NULL and column is not None:
         raise DomainError(f"{subject} is read by YAML as empty (no value)", f"quote it ({quoted}) if it is a value, or remove it")
     if node.tag == _TIMESTAMP:  # a category or name is a number or a text; a date is neither
-        raise DomainError(f"{subject} is read by YAML as a date, not as the text {quoted}",
-                          f"quote it: {quoted} (YAML reads an unquoted 2020-01-31 as a date)")
+        raise DomainError(
+            f"{subject} is read by YAML as a date, not as the text {quoted}",
+            f"quote it: {quoted} (YAML reads an unquoted 2020-01-31 as a date)",
+        )
     if node.tag == _BINARY:
-        raise DomainError(f"{subject} is tagged !!binary: YAML reads it as bytes, which dipsy can neither match nor write",
-                          "write it as text (without the !!binary tag)")
+        raise DomainError(
+            f"{subject} is tagged !!binary: YAML reads it as bytes, which dipsy can neither match nor write",
+            "write it as text (without the !!binary tag)",
+        )
     if node.tag in (_INT, _FLOAT) and _PLAIN_NUMBER.fullmatch(text) is None:
         read = yaml.safe_load(text)
         if node.tag == _INT and re.fullmatch(r"[-+]?0[0-9_]*", text) and int(text.replace("_", ""), 10) == read:
             return  # a leading zero that reads as the same number (01 is 1): matched as a number, as meant
-        raise DomainError(f"{subject} is read by YAML as the number {read!r}",
-                          f"quote it ({quoted}) if it is a code to match as text, or write the number in plain decimal")
+        raise DomainError(
+            f"{subject} is read by YAML as the number {read!r}",
+            f"quote it ({quoted}) if it is a code to match as text, or write the number in plain decimal",
+        )
 
 
 #: A number YAML reads as written: plain decimal, optionally with a fraction and exponent.

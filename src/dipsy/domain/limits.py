@@ -10,7 +10,7 @@ asks for the full cross-tabulation (:func:`~dipsy.domain.domain.check_cells`, be
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..errors import DataError, DomainError
 
@@ -41,8 +41,10 @@ def check_width(names: Sequence[str], where: str) -> None:
     dipsy.errors.DataError: the header of 'wide.csv' names 1,001 columns, more than the 1,000 dipsy reads; write the columns to release (at most 1,000) to a file of their own
     """
     if len(names) > MAX_COLUMNS:
-        raise DataError(f"{where} names {len(names):,} columns, more than the {MAX_COLUMNS:,} dipsy reads",
-                        f"write the columns to release (at most {MAX_COLUMNS:,}) to a file of their own")
+        raise DataError(
+            f"{where} names {len(names):,} columns, more than the {MAX_COLUMNS:,} dipsy reads",
+            f"write the columns to release (at most {MAX_COLUMNS:,}) to a file of their own",
+        )
 
 
 def too_many_codes(where: str, count: int, unit: str, fix: str) -> DomainError:

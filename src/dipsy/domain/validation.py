@@ -37,7 +37,7 @@ class ColumnIssue:
         return f"column {self.column!r}: {self.rows} row{'s' if self.rows != 1 else ''} with {self.problem}{shown}{hint}"
 
 
-def type_hint(column: "Column", problem: str, examples: tuple[str, ...]) -> str:
+def type_hint(column: Column, problem: str, examples: tuple[str, ...]) -> str:
     """Why a categorical column's values may not match: numbers against text, shown both ways.
 
     Decided from the domain and the examples the error shows anyway (so both engines, which
@@ -52,17 +52,23 @@ def type_hint(column: "Column", problem: str, examples: tuple[str, ...]) -> str:
     if not column.is_categorical or not examples:
         return ""
     if column.numeric_categories and problem == WRONG_TYPE:
-        return (f"the domain lists its categories as numbers ({_shown(column.categories)}) and these values are text: "
-                "if the data write the categories as text, list them as the data write them, quoted")
+        return (
+            f"the domain lists its categories as numbers ({_shown(column.categories)}) and these values are text: "
+            "if the data write the categories as text, list them as the data write them, quoted"
+        )
     if column.numeric_categories or problem != OUTSIDE or not all(_reads_as_number(e) for e in examples):
         return ""
     number_texts = [c for c in column.levels if isinstance(c, str) and _reads_as_number(c)]
     if number_texts:
-        return (f"the domain lists {_shown(number_texts)} as text, matched as written, and these values are numbers "
-                "(read without leading zeros or '.0'): list such categories as numbers, unquoted, if the data hold numbers")
+        return (
+            f"the domain lists {_shown(number_texts)} as text, matched as written, and these values are numbers "
+            "(read without leading zeros or '.0'): list such categories as numbers, unquoted, if the data hold numbers"
+        )
     if all(isinstance(c, str) for c in column.levels):
-        return (f"the domain's categories are text ({_shown(column.levels)}) and these values are numbers: if the "
-                "data hold codes, list the codes as the categories and the words under labels:")
+        return (
+            f"the domain's categories are text ({_shown(column.levels)}) and these values are numbers: if the "
+            "data hold codes, list the codes as the categories and the words under labels:"
+        )
     return ""
 
 
@@ -102,10 +108,11 @@ class ValidationReport:
     def valid_rows(self) -> int:
         return self.rows - self.invalid_rows
 
-    def explained(self, domain: "Domain") -> "ValidationReport":
+    def explained(self, domain: Domain) -> ValidationReport:
         """The report with a :func:`type_hint` on each issue where one is telling."""
-        issues = tuple(replace(i, hint=type_hint(domain[i.column], i.problem, i.examples)) if i.column in domain else i
-                       for i in self.issues)
+        issues = tuple(
+            replace(i, hint=type_hint(domain[i.column], i.problem, i.examples)) if i.column in domain else i for i in self.issues
+        )
         return replace(self, issues=issues)
 
     def summary(self) -> str:

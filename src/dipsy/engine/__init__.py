@@ -19,7 +19,7 @@ from .numpy_engine import NumpyEngine
 ENGINES = ("numpy", "duckdb", "spark")
 
 
-def engine_for(data: "pd.DataFrame | str | Path", domain: Domain, on_invalid: str = "error", engine: str | None = None) -> Engine:
+def engine_for(data: pd.DataFrame | str | Path, domain: Domain, on_invalid: str = "error", engine: str | None = None) -> Engine:
     """The engine for ``data``: by default NumPy for a DataFrame, DuckDB for a file path.
 
     ``engine`` forces a backend: ``"numpy"`` (a file is read with pandas, into memory),
@@ -29,8 +29,10 @@ def engine_for(data: "pd.DataFrame | str | Path", domain: Domain, on_invalid: st
         raise DataError(f"there is no engine {engine!r}", f"choose one of {', '.join(map(repr, ENGINES))}")
     if isinstance(data, pd.DataFrame):
         if engine not in (None, "numpy"):
-            raise DataError(f"the {engine} engine reads files, and these data are a DataFrame in memory",
-                            "pass the path of a CSV or Parquet file, or use the numpy engine")
+            raise DataError(
+                f"the {engine} engine reads files, and these data are a DataFrame in memory",
+                "pass the path of a CSV or Parquet file, or use the numpy engine",
+            )
         return NumpyEngine(data, domain, on_invalid)
     if isinstance(data, (str, Path)):
         if engine == "numpy":
@@ -49,15 +51,18 @@ def _read(path: Path) -> pd.DataFrame:
     """A CSV or Parquet file (or folder of Parquet files) read whole, as pandas reads it."""
     name = path.name.lower()
     if not path.is_dir() and not name.endswith((".csv", ".csv.gz", ".parquet", ".pq")):
-        raise DataError(f"data file {str(path)!r} is neither CSV nor Parquet",
-                        "give it one of the extensions .csv, .csv.gz, .parquet, .pq")
+        raise DataError(
+            f"data file {str(path)!r} is neither CSV nor Parquet", "give it one of the extensions .csv, .csv.gz, .parquet, .pq"
+        )
     if not path.exists():
         raise DataError(f"data file {str(path)!r} does not exist", "check the path of the data file")
     try:
         return pd.read_csv(path) if name.endswith((".csv", ".csv.gz")) and not path.is_dir() else pd.read_parquet(path)
     except (OSError, ValueError, UnicodeDecodeError) as e:  # pandas' parser errors are ValueErrors
-        raise DataError(f"cannot read {str(path)!r}: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}",
-                        "check that it is a complete CSV (UTF-8, with a header row) or Parquet file") from None
+        raise DataError(
+            f"cannot read {str(path)!r}: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}",
+            "check that it is a complete CSV (UTF-8, with a header row) or Parquet file",
+        ) from None
 
 
 def __getattr__(name: str):  # lazy exports of the out-of-core engines

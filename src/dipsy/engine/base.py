@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Literal
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -56,7 +57,7 @@ class CountTable:
     cells: np.ndarray | None = None
 
     @classmethod
-    def from_cells(cls, columns: Iterable[str], shape: Iterable[int], cells: np.ndarray, counts: np.ndarray) -> "CountTable":
+    def from_cells(cls, columns: Iterable[str], shape: Iterable[int], cells: np.ndarray, counts: np.ndarray) -> CountTable:
         """A sparse table from flat indices (sorted here) and their counts."""
         cells, counts = np.asarray(cells, dtype=np.int64), np.asarray(counts, dtype=np.int64)
         order = np.argsort(cells, kind="stable")
@@ -92,7 +93,7 @@ class CountTable:
         cells = np.flatnonzero(self.counts)
         return cells.astype(np.int64), self.counts[cells]
 
-    def equals(self, other: "CountTable") -> bool:
+    def equals(self, other: CountTable) -> bool:
         """Same columns, shape and counts, whatever the form."""
         if self.columns != other.columns or self.shape != other.shape:
             return False
@@ -261,7 +262,7 @@ class Engine(ABC):
             raise DataError(f"the data have no column {column!r}", "check the column's name against the data's header")
         return merge_raw_counts(column, *self._raw_counts(column))
 
-    def rebinned(self, domain: Domain) -> "Engine":
+    def rebinned(self, domain: Domain) -> Engine:
         """The same data read against ``domain``: the same columns, kinds and bounds, other bins.
 
         Bins never decide which rows are valid (missing values, wrong types and values outside
@@ -284,7 +285,7 @@ class Engine(ABC):
         ``(texts, text_counts, numbers, number_counts)`` as :func:`merge_raw_counts` takes them."""
 
     @abstractmethod
-    def _reopen(self, domain: Domain) -> "Engine":
+    def _reopen(self, domain: Domain) -> Engine:
         """A new engine of this backend over the same source and ``domain``."""
 
     @abstractmethod

@@ -60,7 +60,11 @@ def _sha256(path: Path) -> str:
 
 def _source(path: Path) -> str:
     text = str(path).replace("'", "''")
-    return f"read_parquet('{text}')" if path.suffix.lower() == ".parquet" else f"read_csv('{text}', all_varchar = true, header = true)"
+    return (
+        f"read_parquet('{text}')"
+        if path.suffix.lower() == ".parquet"
+        else f"read_csv('{text}', all_varchar = true, header = true)"
+    )
 
 
 def _same_rows(public: Path, data: Path, rows: int) -> bool:
@@ -78,8 +82,10 @@ def _same_rows(public: Path, data: Path, rows: int) -> bool:
             if counted is None or counted[0] != rows:  # (count(*) always has its row)
                 return False
             values = ", ".join(_normalised(c) for c in columns)
-            differ = (f"SELECT count(*) FROM (SELECT {values} FROM {_source(public)} EXCEPT ALL SELECT {values} FROM {_source(data)})"
-                      f" UNION ALL SELECT count(*) FROM (SELECT {values} FROM {_source(data)} EXCEPT ALL SELECT {values} FROM {_source(public)})")
+            differ = (
+                f"SELECT count(*) FROM (SELECT {values} FROM {_source(public)} EXCEPT ALL SELECT {values} FROM {_source(data)})"
+                f" UNION ALL SELECT count(*) FROM (SELECT {values} FROM {_source(data)} EXCEPT ALL SELECT {values} FROM {_source(public)})"
+            )
             return all(n == 0 for (n,) in con.execute(differ).fetchall())
     except duckdb.Error:
         return False

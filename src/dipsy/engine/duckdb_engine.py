@@ -125,8 +125,9 @@ class DuckDBEngine(Engine):
         # A database file in the same folder, not an in-memory one: the codes table (_codes_table)
         # then lives in pages DuckDB can evict, and the memory limit holds whatever n is (an
         # in-memory database keeps its tables resident: 2.1 GB at 10⁸ rows of Adult's columns).
-        self._con = duckdb.connect(str(self._spill / "codes.duckdb"),
-                                   config={"threads": 2, "temp_directory": spill, "memory_limit": memory_limit})
+        self._con = duckdb.connect(
+            str(self._spill / "codes.duckdb"), config={"threads": 2, "temp_directory": spill, "memory_limit": memory_limit}
+        )
         self._finalizer = weakref.finalize(self, _cleanup, self._con, spill)
         #: Lookup tables made for long category lists and bin edges (see _lookup, _edges_table).
         self._tables: dict[tuple, str] = {}
@@ -182,7 +183,10 @@ class DuckDBEngine(Engine):
         where = " AND ".join(f"k{j} >= 0" for j in range(len(scope)))
         aliases = ", ".join(f"{s} AS v{i}" for i, s in enumerate(select))
         result = self._run(f"SELECT {aliases} FROM ({self._codes_sql(scope, keep=True)}) WHERE {where}").fetchnumpy()
-        return {n: np.asarray(result[f"v{i}"], dtype=np.int64 if self.domain[n].is_categorical else float) for i, n in enumerate(names)}
+        return {
+            n: np.asarray(result[f"v{i}"], dtype=np.int64 if self.domain[n].is_categorical else float)
+            for i, n in enumerate(names)
+        }
 
     def _has_column(self, name: str) -> bool:
         return name in self._sql
@@ -207,7 +211,7 @@ class DuckDBEngine(Engine):
             return [], [], np.asarray(values, dtype=float), counts
         return values, counts, np.zeros(0), np.zeros(0, np.int64)
 
-    def _reopen(self, domain: Domain) -> "DuckDBEngine":
+    def _reopen(self, domain: Domain) -> DuckDBEngine:
         return DuckDBEngine(self.path, domain, self.on_invalid, self.memory_limit)
 
     def close(self) -> None:
@@ -251,7 +255,9 @@ class DuckDBEngine(Engine):
 
     def _create_csv_view(self) -> None:
         options = _CSV_MODES[self._csv_mode]
-        self._run(f"CREATE OR REPLACE TEMP VIEW src AS SELECT * FROM {self._csv_source}{options}) WHERE NOT coalesce({self._csv_blank}, false)")
+        self._run(
+            f"CREATE OR REPLACE TEMP VIEW src AS SELECT * FROM {self._csv_source}{options}) WHERE NOT coalesce({self._csv_blank}, false)"
+        )
 
     def _next_csv_mode(self, message: str) -> bool:
         """Move to the next reader mode if the error is one the current mode cannot avoid.
@@ -297,7 +303,9 @@ class DuckDBEngine(Engine):
         try:
             schema = pq.read_schema(self.path)
         except (OSError, pa.ArrowException) as e:
-            raise DataError(f"cannot read Parquet file {str(self.path)!r}: {error_reason(e)}", unreadable_fix("parquet")) from None
+            raise DataError(
+                f"cannot read Parquet file {str(self.path)!r}: {error_reason(e)}", unreadable_fix("parquet")
+            ) from None
         check_width(schema.names, f"the schema of {str(self.path)!r}")
         refuse_repeated(schema.names, self.domain, f"the columns of {str(self.path)!r}")
         self._metadata = schema.pandas_metadata or {}
@@ -316,13 +324,17 @@ class DuckDBEngine(Engine):
             try:
                 return self._con.execute(sql)
             except duckdb.OutOfMemoryException as e:
-                raise DataError(f"out of memory while reading {str(self.path)!r} ({error_reason(e)})",
-                                "choose fewer columns (--columns) or coarser bins, or free memory for the run") from None
+                raise DataError(
+                    f"out of memory while reading {str(self.path)!r} ({error_reason(e)})",
+                    "choose fewer columns (--columns) or coarser bins, or free memory for the run",
+                ) from None
             except duckdb.Error as e:
                 if self._next_csv_mode(str(e)):
                     continue
                 kind = "CSV" if self.format == "csv" else "Parquet"
-                raise DataError(f"cannot read {kind} file {str(self.path)!r}: {error_reason(e)}", unreadable_fix(self.format)) from None
+                raise DataError(
+                    f"cannot read {kind} file {str(self.path)!r}: {error_reason(e)}", unreadable_fix(self.format)
+                ) from None
 
     def _row(self, sql: str) -> tuple[Any, ...]:
         """The one row of an aggregate query (which always has one)."""
@@ -394,7 +406,11 @@ class DuckDBEngine(Engine):
             for j, c in enumerate(columns):
                 is_bool = _any_of(f"r{j}", PANDAS_TRUE + PANDAS_FALSE)
                 is_int = f"x{j} IS NOT NULL AND NOT {_has_any(f'r{j}', '.eEiI')}" if _text_categories(c) else "false"
-                aggs += [f"count(x{j})", f"count(*) FILTER (WHERE {is_int})", f"count(*) FILTER (WHERE x{j} IS NULL AND {is_bool})"]
+                aggs += [
+                    f"count(x{j})",
+                    f"count(*) FILTER (WHERE {is_int})",
+                    f"count(*) FILTER (WHERE x{j} IS NULL AND {is_bool})",
+                ]
         sql = f"SELECT {', '.join(aggs)} FROM ({self._codes_sql(columns, keep=infer)})"
         counts = [int(n) for n in self._row(sql)]
         kinds = dict(self._kinds)
@@ -458,8 +474,11 @@ class DuckDBEngine(Engine):
         # (10⁸ rows: 1.5× against about 1.0×).
         strides = [math.prod(shape[i + 1 :]) for i in range(len(shape))]
         self._queries += 1
-        if ((self._queries == 1 or not self._codes_fit()) and not self.report.invalid_rows
-                and all(_few_values(self.domain[n]) for n in names)):
+        if (
+            (self._queries == 1 or not self._codes_fit())
+            and not self.report.invalid_rows
+            and all(_few_values(self.domain[n]) for n in names)
+        ):
             return self._grouped_cell_counts(names, strides)
         if self._queries > 1:
             index = {c.name: j for j, c in enumerate(self.domain.columns)}
@@ -470,10 +489,7 @@ class DuckDBEngine(Engine):
             key = {c.name: f"k{j}" for j, c in enumerate(scope)}
             cell = " + ".join(f"{key[n]} * {s}" for n, s in zip(names, strides))
             source, where = f"({self._codes_sql(scope)})", " AND ".join(f"{k} >= 0" for k in key.values())
-        sql = (
-            f"SELECT cell, count(*) AS n FROM (SELECT {cell} AS cell FROM {source} WHERE {where}) "
-            "GROUP BY cell ORDER BY cell"
-        )
+        sql = f"SELECT cell, count(*) AS n FROM (SELECT {cell} AS cell FROM {source} WHERE {where}) GROUP BY cell ORDER BY cell"
         out = self._run(sql).fetchnumpy()
         return np.asarray(out["cell"], dtype=np.int64), np.asarray(out["n"], dtype=np.int64)
 
@@ -501,7 +517,9 @@ class DuckDBEngine(Engine):
 
     # -- the codec in SQL -----------------------------------------------------------------------
 
-    def _codes_sql(self, columns: tuple[Column, ...], keep: bool = False, source: str = "src", carry: tuple[str, ...] = ()) -> str:
+    def _codes_sql(
+        self, columns: tuple[Column, ...], keep: bool = False, source: str = "src", carry: tuple[str, ...] = ()
+    ) -> str:
         """A query with the code ``k{j}`` (BIGINT; below zero: why the row is invalid) of each column.
 
         Four nested selects compute, per column, the raw value ``r`` and missing flag ``m``, a
@@ -524,13 +542,18 @@ class DuckDBEngine(Engine):
             name, q = c.name, self._sql[c.name]
             kind = self._kinds[name]
             m, r, y, x = f"m{j}", f"r{j}", f"y{j}", f"x{j}"
-            raw += [f"{self._missing(name)} AS {m}", f"{q if kind not in ('decimal', 'other') else f'CAST({q} AS VARCHAR)'} AS {r}"]
+            raw += [
+                f"{self._missing(name)} AS {m}",
+                f"{q if kind not in ('decimal', 'other') else f'CAST({q} AS VARCHAR)'} AS {r}",
+            ]
             if not keep and self._whole_range(c):
                 first += [m, r]
                 seen += [m, r]
                 lo, hi = (int(b) for b in _bounds(c))
-                coded.append(f"CASE WHEN {m} THEN {_MISSING} WHEN {r} >= {lo} AND {r} <= {hi} THEN CAST({r} AS BIGINT) - {lo} "
-                             f"ELSE {_OUTSIDE} END AS k{j}")
+                coded.append(
+                    f"CASE WHEN {m} THEN {_MISSING} WHEN {r} >= {lo} AND {r} <= {hi} THEN CAST({r} AS BIGINT) - {lo} "
+                    f"ELSE {_OUTSIDE} END AS k{j}"
+                )
                 continue
             first += [m, r, f"{self._first_number(kind, r)} AS {y}"]
             seen += [m, r, f"{self._number(kind, r, y)} AS {x}"]
@@ -556,7 +579,8 @@ class DuckDBEngine(Engine):
                 step //= 2
                 steps = [
                     f"b{j} + CASE WHEN b{j} + {step} <= {n} AND x{j} >= e{j}[b{j} + {step}] THEN {step} ELSE 0 END AS b{j}"
-                    for j, _, n in searched if step <= n
+                    for j, _, n in searched
+                    if step <= n
                 ]
                 sql = f"SELECT * REPLACE ({', '.join(steps)}) FROM ({sql})"
         return f"SELECT {', '.join([*coded, *carry])} FROM ({sql})"
@@ -570,9 +594,15 @@ class DuckDBEngine(Engine):
         4.1 s for two columns): a Parquet integer is always whole, and with bounds below 2⁵² in
         magnitude a double rounds no value across a bound (rounding starts at 2⁵³).
         """
-        return (self.format == "parquet" and self._kinds.get(column.name) == "int" and column.kind == "integer"
-                and not column.is_categorical and column.bins is None and not column.clip
-                and all(b is not None and float(b).is_integer() and abs(b) < 2.0**52 for b in (column.lower, column.upper)))
+        return (
+            self.format == "parquet"
+            and self._kinds.get(column.name) == "int"
+            and column.kind == "integer"
+            and not column.is_categorical
+            and column.bins is None
+            and not column.clip
+            and all(b is not None and float(b).is_integer() and abs(b) < 2.0**52 for b in (column.lower, column.upper))
+        )
 
     def _edges_table(self, column: Column) -> str:
         """A one-row table holding the interior bin edges of ``column`` as a DOUBLE list."""
@@ -720,7 +750,18 @@ def _few_values(column: Column) -> bool:
 
 
 _CODE_BYTES = {"UTINYINT": 1, "USMALLINT": 2, "UINTEGER": 4, "UBIGINT": 8}
-_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12, "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+_UNITS = {
+    "": 1,
+    "B": 1,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "TB": 10**12,
+    "KIB": 2**10,
+    "MIB": 2**20,
+    "GIB": 2**30,
+    "TIB": 2**40,
+}
 
 
 def _bytes(text: str) -> float:

@@ -49,8 +49,7 @@ def refuse_repeated(names: list[str], domain: Domain, where: str) -> None:
     seen: set[str] = set()
     for name in names:
         if name in seen and name in domain.names:
-            raise DataError(f"{where} names the column {name!r} more than once",
-                            "give each column of the data a distinct name")
+            raise DataError(f"{where} names the column {name!r} more than once", "give each column of the data a distinct name")
         seen.add(name)
 
 

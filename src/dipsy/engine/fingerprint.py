@@ -48,7 +48,9 @@ def fingerprint(data: pd.DataFrame | str | Path) -> str:
         if path.is_dir():
             files = _data_files(path)
             if not files:
-                raise DataError(f"the folder {str(path)!r} holds no data files", "pass a CSV or Parquet file, or a folder of Parquet files")
+                raise DataError(
+                    f"the folder {str(path)!r} holds no data files", "pass a CSV or Parquet file, or a folder of Parquet files"
+                )
             for relative, file in files:
                 h.update(f"{relative}\x00{file.stat().st_size}\x00".encode())
                 _add_bytes(h, file)
@@ -84,5 +86,7 @@ def _row_hashes(frame: pd.DataFrame) -> bytes:
     try:
         return pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes()
     except TypeError:
-        texts = frame.apply(lambda column: column.map(lambda v: f"{type(v).__name__}:{v!r}") if column.dtype == object else column)
+        texts = frame.apply(
+            lambda column: column.map(lambda v: f"{type(v).__name__}:{v!r}") if column.dtype == object else column
+        )
         return pd.util.hash_pandas_object(texts, index=False).to_numpy().tobytes()

@@ -24,8 +24,10 @@ class NumpyEngine(Engine):
         super().__init__(domain, on_invalid)
         repeated = sorted({str(n) for n in frame.columns[frame.columns.duplicated()] if n in domain.names})
         if repeated:
-            raise DataError(f"the data name the column(s) {', '.join(map(repr, repeated))} more than once",
-                            "give each column of the DataFrame a distinct name")
+            raise DataError(
+                f"the data name the column(s) {', '.join(map(repr, repeated))} more than once",
+                "give each column of the DataFrame a distinct name",
+            )
         self.frame = frame
         self._codes: dict[str, np.ndarray] | None = None
 
@@ -35,7 +37,9 @@ class NumpyEngine(Engine):
     def _raw_counts(self, name: str) -> tuple:
         values = self.frame[name]
         if isinstance(values, pd.DataFrame):
-            raise DataError(f"the data name the column {name!r} more than once", "give each column of the DataFrame a distinct name")
+            raise DataError(
+                f"the data name the column {name!r} more than once", "give each column of the DataFrame a distinct name"
+            )
         values = values[~values.isna().to_numpy()]
         if pd.api.types.is_bool_dtype(values.dtype):
             texts = np.where(values.to_numpy(dtype=bool), "True", "False").astype(object)
@@ -54,7 +58,7 @@ class NumpyEngine(Engine):
         texts, text_counts = _counted(np.concatenate([booleans, others]))
         return texts, text_counts, *_counted(raw[kind == "number"].astype(float))
 
-    def _reopen(self, domain: Domain) -> "NumpyEngine":
+    def _reopen(self, domain: Domain) -> NumpyEngine:
         return NumpyEngine(self.frame, domain, self.on_invalid)
 
     def _validate(self) -> ValidationReport:

@@ -136,7 +136,7 @@ class RunFolder:
         #: The output this run put in place, set by its writer at the rename (signals held).
         self.placed: Path | None = None
 
-    def __enter__(self) -> "RunFolder":
+    def __enter__(self) -> RunFolder:
         self._scratch = _SCRATCH.set(self.path)
         return self
 

@@ -79,8 +79,10 @@ from .numpy_engine import NumpyEngine
 from .owner import mark, sweep
 
 JAVA_FIX = "install a Java 17+ runtime, e.g. apt install openjdk-17-jre-headless, or set JAVA_HOME"
-MASTER_FIX = ("start the master, or correct its address in DIPSY_SPARK_MASTER (spark://HOST:PORT, port 7077 by default); "
-              "unset DIPSY_SPARK_MASTER to run Spark on this machine")
+MASTER_FIX = (
+    "start the master, or correct its address in DIPSY_SPARK_MASTER (spark://HOST:PORT, port 7077 by default); "
+    "unset DIPSY_SPARK_MASTER to run Spark on this machine"
+)
 #: Seconds the driver waits for a standalone master to accept a connection. Spark's own client
 #: retries for about a minute and then reports only a stopped context, which reads like a JVM that
 #: did not start.
@@ -88,15 +90,25 @@ MASTER_TIMEOUT = 5.0
 #: The standalone master's port when its address names none.
 MASTER_PORT = 7077
 _PANDAS_WARNING = "PySpark does not yet fully support pandas"
-_LOG4J = ("rootLogger.level = error\nrootLogger.appenderRef.stderr.ref = console\nappender.console.type = Console\n"
-          "appender.console.name = console\nappender.console.target = SYSTEM_ERR\nappender.console.layout.type = PatternLayout\n"
-          "appender.console.layout.pattern = %p %c{1}: %m%n%ex\n")
+_LOG4J = (
+    "rootLogger.level = error\nrootLogger.appenderRef.stderr.ref = console\nappender.console.type = Console\n"
+    "appender.console.name = console\nappender.console.target = SYSTEM_ERR\nappender.console.layout.type = PatternLayout\n"
+    "appender.console.layout.pattern = %p %c{1}: %m%n%ex\n"
+)
 # Codes below zero say why a value is invalid (as in the DuckDB engine); the checked pass counts the
 # rows and the invalid rows of a split under column -1, codes _ROWS and _INVALID.
 _PROBLEMS = ((MISSING, -1), (WRONG_TYPE, -2), (OUTSIDE, -3))
 _ROWS, _INVALID = 0, 1
 #: The checked pass (see SparkEngine._checked): per-split summaries, then codes and numbers.
-_CHECKED = (("path", "string"), ("start", "long"), ("col", "int"), ("code", "int"), ("n", "long"), ("pos", "long"), ("value", "binary"))
+_CHECKED = (
+    ("path", "string"),
+    ("start", "long"),
+    ("col", "int"),
+    ("code", "int"),
+    ("n", "long"),
+    ("pos", "long"),
+    ("value", "binary"),
+)
 _ARROW = {"string": pa.string(), "long": pa.int64(), "int": pa.int32(), "binary": pa.binary(), "double": pa.float64()}
 _WORKER_ERROR = "dipsy data error"
 _NA = pa.array(PANDAS_NA)
@@ -120,8 +132,10 @@ def spark_session(master: str | None = None):
         spark = _SESSION.get("spark")
         if spark is not None and spark.sparkContext._jsc is not None:
             if requested and spark.sparkContext.master != requested:
-                raise DataError(f"a Spark session with master {spark.sparkContext.master!r} already runs in this process",
-                                f"use one master per process, or stop_session() first to use {wanted!r}")
+                raise DataError(
+                    f"a Spark session with master {spark.sparkContext.master!r} already runs in this process",
+                    f"use one master per process, or stop_session() first to use {wanted!r}",
+                )
             return spark
         require_spark()
         check_master(wanted)  # before a JVM is started: an unreachable master is named in seconds
@@ -132,11 +146,13 @@ def spark_session(master: str | None = None):
         mark(folder)
         (folder / "log4j2.properties").write_text(_LOG4J, encoding="utf-8")
         conf = {
-            "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
-            "spark.local.dir": str(folder), "spark.sql.warehouse.dir": str(folder / "warehouse"),
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.local.dir": str(folder),
+            "spark.sql.warehouse.dir": str(folder / "warehouse"),
             "spark.driver.memory": os.environ.get("DIPSY_SPARK_DRIVER_MEMORY", "2g"),
             "spark.driver.extraJavaOptions":  # quiet logs; the JVM's temporary files in the private folder too
-                f'"-Dlog4j2.configurationFile={(folder / "log4j2.properties").as_uri()}" "-Djava.io.tmpdir={folder}"',
+            f'"-Dlog4j2.configurationFile={(folder / "log4j2.properties").as_uri()}" "-Djava.io.tmpdir={folder}"',
             "spark.sql.execution.arrow.pyspark.enabled": "true",
             "spark.sql.caseSensitive": "true",  # columns 'a' and 'A' are two columns, as for pandas
             "spark.sql.sources.partitionColumnTypeInference.enabled": "false",  # partition values as written
@@ -145,13 +161,19 @@ def spark_session(master: str | None = None):
         local = wanted.startswith("local")
         if local:  # one machine: no network exposure, and few shuffle partitions (aggregates are small)
             cores = re.fullmatch(r"local\[(\d+)(?:,\d+)?\]", wanted)
-            conf.update({"spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1", "spark.sql.adaptive.enabled": "false",
-                         "spark.sql.shuffle.partitions": cores[1] if cores else str(os.cpu_count() or 1)})
+            conf.update(
+                {
+                    "spark.driver.host": "127.0.0.1",
+                    "spark.driver.bindAddress": "127.0.0.1",
+                    "spark.sql.adaptive.enabled": "false",
+                    "spark.sql.shuffle.partitions": cores[1] if cores else str(os.cpu_count() or 1),
+                }
+            )
         builder = SparkSession.builder.master(wanted).appName("dipsy")
         for key, value in conf.items():
             builder = builder.config(key, value)
         try:
-            with _quiet():
+            with _quiet(), _jvm_started_without_a_fork_hook():
                 spark = builder.getOrCreate()
         except Exception as e:  # the JVM did not start, or the cluster refused it (pyspark raises several kinds)
             shutil.rmtree(folder, ignore_errors=True)
@@ -166,6 +188,35 @@ def spark_session(master: str | None = None):
             atexit.register(stop_session)
         _SESSION.update(spark=spark, folder=folder, atexit=True)
         return spark
+
+
+@contextlib.contextmanager
+def _jvm_started_without_a_fork_hook():
+    """Start Spark's JVM in its own process group instead of through PySpark's ``preexec_fn``.
+
+    PySpark launches the JVM with a ``preexec_fn`` that ignores SIGINT, so that a Ctrl-C at the
+    terminal stops Python, not the JVM. A ``preexec_fn`` runs Python code in a fork of this process;
+    once JAX has run here (mbi's estimation, the pseudo-posterior's sampler), its threads run too, and
+    a fork of a multithreaded process can deadlock (JAX warns of it). A process group of its own keeps
+    the terminal's Ctrl-C from the JVM as well, and ``subprocess`` then forks without running Python.
+    """
+    from pyspark import java_gateway
+
+    popen = getattr(java_gateway, "Popen", None)
+    if popen is None:  # another PySpark: leave its launcher as it is
+        yield
+        return
+
+    def launch(args, **kwargs):
+        if kwargs.pop("preexec_fn", None) is not None:
+            kwargs["process_group"] = 0
+        return popen(args, **kwargs)
+
+    java_gateway.Popen = launch  # the name the launcher calls
+    try:
+        yield
+    finally:
+        java_gateway.Popen = popen
 
 
 def stop_session() -> None:
@@ -218,7 +269,9 @@ def require_spark() -> None:
         raise DataError("the Spark engine needs pyspark, which is not installed", "pip install 'dipsy[spark]'") from None
     home = os.environ.get("JAVA_HOME")
     if not (Path(home, "bin", "java").exists() if home else shutil.which("java")):
-        raise DataError(f"the Spark engine needs a Java runtime, and {'JAVA_HOME holds none' if home else 'none was found'}", JAVA_FIX)
+        raise DataError(
+            f"the Spark engine needs a Java runtime, and {'JAVA_HOME holds none' if home else 'none was found'}", JAVA_FIX
+        )
 
 
 # -- the engine ------------------------------------------------------------------------------------
@@ -321,8 +374,11 @@ class SparkEngine(Engine):
             found = re.search(rf"{_WORKER_ERROR}: (.*?) \|\| (.*)", str(e))
             if found:
                 raise DataError(found[1], found[2]) from None
-            raise DataError(f"cannot read {self.format.upper() if self.format == 'csv' else 'Parquet'} data "
-                            f"{str(self.path)!r}: {_first_line(e)}", unreadable_fix(self.format)) from None
+            raise DataError(
+                f"cannot read {self.format.upper() if self.format == 'csv' else 'Parquet'} data "
+                f"{str(self.path)!r}: {_first_line(e)}",
+                unreadable_fix(self.format),
+            ) from None
 
     def _source(self):
         """The records: columns ``c{i}`` (CSV: strings), and the file split each comes from."""
@@ -347,8 +403,17 @@ class SparkEngine(Engine):
             path = str(self._rewritten())
         fields = [StructField(c, StringType()) for c in self._inner.values()] + [StructField("_bad", StringType())]
         reader = spark.read.schema(StructType(fields)).options(
-            header=True, multiLine=self._multiline, quote='"', escape='"', mode="PERMISSIVE", columnNameOfCorruptRecord="_bad",
-            ignoreLeadingWhiteSpace=False, ignoreTrailingWhiteSpace=False, encoding="UTF-8", maxColumns=max(20480, 2 * len(fields)))
+            header=True,
+            multiLine=self._multiline,
+            quote='"',
+            escape='"',
+            mode="PERMISSIVE",
+            columnNameOfCorruptRecord="_bad",
+            ignoreLeadingWhiteSpace=False,
+            ignoreTrailingWhiteSpace=False,
+            encoding="UTF-8",
+            maxColumns=max(20480, 2 * len(fields)),
+        )
         if self._multiline:
             reader = reader.option("lineSep", "\n")
         return reader.csv(path).select(*self._inner.values(), "_bad", *split)
@@ -401,8 +466,14 @@ class SparkEngine(Engine):
 
     def _plan(self, names) -> dict:
         """What a worker needs to type a batch's columns ``names`` as pandas would."""
-        return {"format": self.format, "inner": {n: self._inner[n] for n in names}, "kinds": self._kinds or {},
-                "schema": self._schema, "width": len(self._inner), "where": str(self.path)}
+        return {
+            "format": self.format,
+            "inner": {n: self._inner[n] for n in names},
+            "kinds": self._kinds or {},
+            "schema": self._schema,
+            "width": len(self._inner),
+            "where": str(self.path),
+        }
 
     def _mapped(self, worker, schema: str, names, **args):
         with _quiet():
@@ -413,7 +484,7 @@ class SparkEngine(Engine):
     def _has_column(self, name: str) -> bool:
         return name in self._inner
 
-    def _reopen(self, domain: Domain) -> "SparkEngine":
+    def _reopen(self, domain: Domain) -> SparkEngine:
         engine = SparkEngine(self.path, domain, self.on_invalid, self.master)
         # Bins decide neither a column's type nor which rows are valid: what was read holds.
         engine._kinds, engine._multiline, engine._report = self._kinds, self._multiline, self._report
@@ -477,7 +548,7 @@ class SparkEngine(Engine):
 
         codes = self._codes()  # first: it starts the session, which F.col needs
         index = {c.name: j for j, c in enumerate(self.domain.columns)}
-        strides = [math.prod(shape[i + 1:]) for i in range(len(shape))]
+        strides = [math.prod(shape[i + 1 :]) for i in range(len(shape))]
         cell = functools.reduce(lambda a, b: a + b, [F.col(f"k{index[n]}") * F.lit(s) for n, s in zip(names, strides)])
         out = self._run(codes.select(cell.alias("cell")).groupBy("cell").count().toArrow)
         return out["cell"].to_numpy().astype(np.int64), out["count"].to_numpy().astype(np.int64)
@@ -495,8 +566,12 @@ class SparkEngine(Engine):
         out = self._run(counted.groupBy("t", "x").agg(F.sum("n").alias("n")).toArrow).to_pydict()
         texts = [(t, n) for t, n in zip(out["t"], out["n"]) if t is not None]
         nums = [(x, n) for t, x, n in zip(out["t"], out["x"], out["n"]) if t is None]
-        return ([t for t, _ in texts], np.asarray([n for _, n in texts], np.int64),
-                np.asarray([x for x, _ in nums], float), np.asarray([n for _, n in nums], np.int64))
+        return (
+            [t for t, _ in texts],
+            np.asarray([n for _, n in texts], np.int64),
+            np.asarray([x for x, _ in nums], float),
+            np.asarray([n for _, n in nums], np.int64),
+        )
 
     # -- writing --
 
@@ -523,7 +598,9 @@ def write_parquet(frames, folder: str | Path, partition_by=(), master: str | Non
                 chunk = spark.createDataFrame(frame, schema=schema)  # every chunk gets the first one's types
                 chunk.write.mode("append").partitionBy(*partition_by).parquet(str(folder.resolve()))
         except (PySparkException, Py4JJavaError) as e:
-            raise ReleaseError(f"Spark cannot write {str(folder)!r}: {_first_line(e)}", "check the folder's path and free space") from None
+            raise ReleaseError(
+                f"Spark cannot write {str(folder)!r}: {_first_line(e)}", "check the folder's path and free space"
+            ) from None
         schema = schema or chunk.schema
     if schema is None:
         raise ValueError("no records to write")
@@ -591,7 +668,9 @@ def _refuse_long_rows(bad: pa.Array, plan: dict) -> None:
     for raw in pc.drop_null(bad).to_pylist():  # short rows (padded) and long ones: tell them apart
         if len(next(csv.reader([raw]), [])) > plan["width"]:
             problem = f"cannot read CSV file {plan['where']!r}: a row has more fields than the header"
-            raise ValueError(f"{_WORKER_ERROR}: {problem} || {unreadable_fix('csv')}")  # a DataError on the driver (SparkEngine._run)
+            raise ValueError(
+                f"{_WORKER_ERROR}: {problem} || {unreadable_fix('csv')}"
+            )  # a DataError on the driver (SparkEngine._run)
 
 
 def _cast(array: pa.Array, dtype: pa.DataType) -> pa.Array:
@@ -622,7 +701,13 @@ def _infer_partition(batches, plan):
             is_number = present & pc.fill_null(pc.match_substring_regex(texts, number), False).to_numpy(zero_copy_only=False)
             dotted = pc.fill_null(pc.match_substring_regex(texts, "[.eEiI]"), False).to_numpy(zero_copy_only=False)
             booleans = present & pc.fill_null(pc.is_in(texts, value_set=_BOOLEANS), False).to_numpy(zero_copy_only=False)
-            totals[j] += [len(present) - present.sum(), present.sum(), is_number.sum(), (is_number & ~dotted).sum(), booleans.sum()]
+            totals[j] += [
+                len(present) - present.sum(),
+                present.sum(),
+                is_number.sum(),
+                (is_number & ~dotted).sum(),
+                booleans.sum(),
+            ]
     yield pa.RecordBatch.from_pydict({"col": pa.array(range(len(names)), pa.int32()), "counts": totals.tolist()})
 
 
@@ -665,14 +750,18 @@ def _check_partition(batches, plan, columns):
 
 def _checked_fields(columns) -> list[tuple[str, str]]:
     """The summary fields, the code of each encodable column, the number of each integer or numeric one."""
-    return [*_CHECKED, *[(f"k{j}", "long") for j, c in enumerate(columns) if c.encodable],
-            *[(f"x{j}", "double") for j, c in enumerate(columns) if not c.is_categorical]]
+    return [
+        *_CHECKED,
+        *[(f"k{j}", "long") for j, c in enumerate(columns) if c.encodable],
+        *[(f"x{j}", "double") for j, c in enumerate(columns) if not c.is_categorical],
+    ]
 
 
 def _batch(schema: pa.Schema, arrays: list, rows: int) -> pa.RecordBatch:
     """A batch of ``schema`` from ``arrays`` (``None``: a column of nulls)."""
-    return pa.RecordBatch.from_arrays([pa.nulls(rows, f.type) if a is None else pa.array(a, f.type) for a, f in zip(arrays, schema)],
-                                      schema=schema)
+    return pa.RecordBatch.from_arrays(
+        [pa.nulls(rows, f.type) if a is None else pa.array(a, f.type) for a, f in zip(arrays, schema)], schema=schema
+    )
 
 
 def _raw_partition(batches, plan, name):
@@ -686,9 +775,13 @@ def _raw_partition(batches, plan, name):
             x, xc = np.zeros(0), np.zeros(0, np.int64)
         else:
             t, tc, x, xc = NumpyEngine(_typed(batch, plan), Domain.from_sizes({name: 2}))._raw_counts(name)
-        yield pa.RecordBatch.from_pydict({"t": pa.array([*map(str, t), *[None] * len(x)], pa.string()),
-                                          "x": pa.array([*[None] * len(t), *np.asarray(x, float)], pa.float64()),
-                                          "n": pa.array(np.concatenate([np.asarray(tc, np.int64), np.asarray(xc, np.int64)]))})
+        yield pa.RecordBatch.from_pydict(
+            {
+                "t": pa.array([*map(str, t), *[None] * len(x)], pa.string()),
+                "x": pa.array([*[None] * len(t), *np.asarray(x, float)], pa.float64()),
+                "n": pa.array(np.concatenate([np.asarray(tc, np.int64), np.asarray(xc, np.int64)])),
+            }
+        )
 
 
 def _runs(batch: pa.RecordBatch):

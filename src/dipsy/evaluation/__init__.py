@@ -8,8 +8,9 @@ the evaluation is for the data steward's decision to publish, and is itself not 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -31,27 +32,34 @@ from .sensitive import sensitive_utility
 from .verdicts import verdicts as section_verdicts  # the name "verdicts" stays the module
 
 
-
 def load_release(release: Release | str | Path) -> tuple[dict[str, Any], list[pd.DataFrame], Domain]:
     """release.json, the synthetic sets and the domain, from a Release or its folder."""
     if isinstance(release, Release):
         return release.metadata(), release.tables, release.domain
     folder = Path(release)
     if not folder.is_dir():
-        raise DataError(f"the release folder {str(folder)!r} does not exist" if not folder.exists()
-                        else f"{str(folder)!r} is not a folder", "pass the --out folder of 'dipsy synth'")
+        raise DataError(
+            f"the release folder {str(folder)!r} does not exist" if not folder.exists() else f"{str(folder)!r} is not a folder",
+            "pass the --out folder of 'dipsy synth'",
+        )
     try:
         meta = json.loads((folder / "release.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:  # a JSON or UTF-8 error is a ValueError
         why = getattr(e, "strerror", None) or str(e).splitlines()[0]
-        raise DataError(f"{str(folder)!r} is not a dipsy release folder (release.json: {why})", "pass the --out folder of 'dipsy synth'") from None
+        raise DataError(
+            f"{str(folder)!r} is not a dipsy release folder (release.json: {why})", "pass the --out folder of 'dipsy synth'"
+        ) from None
     sets = meta.get("sets") if isinstance(meta, dict) else None
     if isinstance(sets, bool) or not isinstance(sets, int) or not 1 <= sets <= 100_000:
-        raise DataError(f"the release.json in {str(folder)!r} does not say how many sets it holds",
-                        "pass the --out folder of 'dipsy synth', as it wrote it")
+        raise DataError(
+            f"the release.json in {str(folder)!r} does not say how many sets it holds",
+            "pass the --out folder of 'dipsy synth', as it wrote it",
+        )
     domain = Domain.load(folder / "domain.yaml")
     if meta.get("release") == "table":
-        raise DipsyError("evaluate compares records, and this release is a table", "evaluate a release made with --release records")
+        raise DipsyError(
+            "evaluate compares records, and this release is a table", "evaluate a release made with --release records"
+        )
     tables = []
     for k in range(1, sets + 1):
         path = next(iter(sorted(folder.glob(f"synthetic_{k}.*"))), None)
@@ -66,12 +74,16 @@ def load_release(release: Release | str | Path) -> tuple[dict[str, Any], list[pd
                 tables.append(pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path))
         except (OSError, ValueError, ArrowException) as e:  # ArrowInvalid, ParserError, EmptyDataError, UnicodeDecodeError
             why = getattr(e, "strerror", None) or (str(e).splitlines() or [type(e).__name__])[0]
-            raise DataError(f"the release file {str(path)!r} cannot be read ({why})",
-                            "the release is damaged: write it again with 'dipsy synth', or restore the folder") from None
+            raise DataError(
+                f"the release file {str(path)!r} cannot be read ({why})",
+                "the release is damaged: write it again with 'dipsy synth', or restore the folder",
+            ) from None
         missing = [n for n in domain.names if n not in tables[-1].columns]
         if missing:
-            raise DataError(f"the release file {str(path)!r} lacks the column(s) {', '.join(map(repr, missing))} of its domain",
-                            "the release is damaged: write it again with 'dipsy synth', or restore the folder")
+            raise DataError(
+                f"the release file {str(path)!r} lacks the column(s) {', '.join(map(repr, missing))} of its domain",
+                "the release is damaged: write it again with 'dipsy synth', or restore the folder",
+            )
     return meta, tables, domain
 
 
@@ -86,8 +98,10 @@ def read_original(data: pd.DataFrame | str | Path, domain: Domain) -> pd.DataFra
             raise DataError(f"cannot read {str(path)!r} ({why})", "pass the original CSV or Parquet file") from None
         if data.columns.duplicated().any():
             dupes = sorted({str(c) for c in data.columns[data.columns.duplicated()]})
-            raise DataError(f"{str(path)!r} names the column(s) {', '.join(map(repr, dupes))} more than once",
-                            "give each column of the data a distinct name")
+            raise DataError(
+                f"{str(path)!r} names the column(s) {', '.join(map(repr, dupes))} more than once",
+                "give each column of the data a distinct name",
+            )
     _refuse_infinite(data, domain)
     _, valid = encode_valid(data, domain, "the original")
     kept = data.loc[valid, list(domain.names)].reset_index(drop=True)
@@ -111,11 +125,15 @@ def _refuse_infinite(data: pd.DataFrame, domain: Domain) -> None:
         values = pd.to_numeric(data[column.name], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
         rows = np.flatnonzero(np.isinf(values)) + 1
         if rows.size:
-            shown = ", ".join(map(str, rows[:ROWS_SHOWN])) + (f" and {rows.size - ROWS_SHOWN:,} more" if rows.size > ROWS_SHOWN else "")
-            raise DataError(f"the original's column {column.name!r} holds infinite values in {rows.size:,} row(s) (data rows {shown}, "
-                            "counting the first row below the header as 1): the metrics need finite numbers",
-                            "remove those rows or write the values as missing, or declare the column clip: true in the "
-                            "domain if they stand for values beyond its bounds")
+            shown = ", ".join(map(str, rows[:ROWS_SHOWN])) + (
+                f" and {rows.size - ROWS_SHOWN:,} more" if rows.size > ROWS_SHOWN else ""
+            )
+            raise DataError(
+                f"the original's column {column.name!r} holds infinite values in {rows.size:,} row(s) (data rows {shown}, "
+                "counting the first row below the header as 1): the metrics need finite numbers",
+                "remove those rows or write the values as missing, or declare the column clip: true in the "
+                "domain if they stand for values beyond its bounds",
+            )
 
 
 def evaluate(
@@ -179,14 +197,20 @@ def evaluate(
     out = {
         "release": meta,
         "privacy": meta["privacy"],
-        "dataset": {"rows_original": len(orig), "sets": len(tables), "rows_synthetic": [len(t) for t in tables],
-                    "columns": list(domain.names)},
+        "dataset": {
+            "rows_original": len(orig),
+            "sets": len(tables),
+            "rows_synthetic": [len(t) for t in tables],
+            "columns": list(domain.names),
+        },
         "marginals": kway_marginals(orig, tables, domain, seed=seed)
         | ({"by_group": grouped_kmarginal(orig, tables, domain, list(groups), k=group_k, seed=seed)} if groups else {}),
         "numeric": numeric_summary(orig, tables, domain, seed=seed),
         "propensity": pmse_all(orig, tables, domain, seed=seed),
-        "relationships": {"indicators": indicator_relationships(orig, tables, domain, seed=seed),
-                          "numeric": numeric_correlations(orig, tables, domain)},
+        "relationships": {
+            "indicators": indicator_relationships(orig, tables, domain, seed=seed),
+            "numeric": numeric_correlations(orig, tables, domain),
+        },
         "inference": None if formula is None else regression(formula, orig, tables, meta.get("combining_rule"), model),
         "sensitive": _sensitive(orig, tables, domain, meta, sensitive, seed),
     }
@@ -195,8 +219,9 @@ def evaluate(
     return out
 
 
-def _sensitive(orig: pd.DataFrame, tables: list[pd.DataFrame], domain: Domain, meta: dict,
-               sensitive: list[str] | str | None, seed: int) -> dict | None:
+def _sensitive(
+    orig: pd.DataFrame, tables: list[pd.DataFrame], domain: Domain, meta: dict, sensitive: list[str] | str | None, seed: int
+) -> dict | None:
     """The sensitive-attribute section, for the columns asked or the release's own sensitive ones."""
     given = meta.get("parameters")
     params = given if isinstance(given, dict) else {}
@@ -213,7 +238,9 @@ def _sensitive(orig: pd.DataFrame, tables: list[pd.DataFrame], domain: Domain, m
             levels[chosen[i]] = level.strip()
     unknown = [c for c in chosen if c not in domain]
     if unknown:
-        raise DipsyError(f"--sensitive names {unknown[0]!r}, which the release does not hold", f"name columns of {list(domain.names)}")
+        raise DipsyError(
+            f"--sensitive names {unknown[0]!r}, which the release does not hold", f"name columns of {list(domain.names)}"
+        )
     public = None if asked else [c for c in _names(params.get("public_columns")) if c in domain] or None
     if not asked and not [c for c in (public or domain.names) if c not in chosen]:
         return None  # the release's sensitive columns, evaluated without any public one

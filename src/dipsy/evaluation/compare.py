@@ -14,8 +14,9 @@ confidential original and is itself not private.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -49,8 +50,9 @@ def compare_releases(original: pd.DataFrame | str | Path, releases: Sequence[str
     return summarise(x, loaded, column)
 
 
-def load_column(original: pd.DataFrame | str | Path, releases: Sequence[str | Path], column: str
-                ) -> tuple[np.ndarray, list[tuple[Path, dict, list[np.ndarray]]]]:
+def load_column(
+    original: pd.DataFrame | str | Path, releases: Sequence[str | Path], column: str
+) -> tuple[np.ndarray, list[tuple[Path, dict, list[np.ndarray]]]]:
     """The original's values of ``column`` and each release's (folder, release.json, values per set), read once."""
     from . import load_release, read_original
 
@@ -59,16 +61,22 @@ def load_column(original: pd.DataFrame | str | Path, releases: Sequence[str | Pa
     loaded = [(Path(r), *load_release(r)) for r in releases]
     domain = loaded[0][3]
     if column not in domain:
-        raise DipsyError(f"the release {str(loaded[0][0])!r} does not hold the column {column!r}", f"name one of {list(domain.names)}")
+        raise DipsyError(
+            f"the release {str(loaded[0][0])!r} does not hold the column {column!r}", f"name one of {list(domain.names)}"
+        )
     if domain[column].kind not in ("integer", "numeric"):
-        raise DipsyError(f"{column!r} is {domain[column].kind}: compare measures integer and numeric columns",
-                         "name an integer or numeric column; 'dipsy evaluate' compares categorical ones")
+        raise DipsyError(
+            f"{column!r} is {domain[column].kind}: compare measures integer and numeric columns",
+            "name an integer or numeric column; 'dipsy evaluate' compares categorical ones",
+        )
     x = _column(read_original(original, domain.project([column])), column)
     out = []
     for folder, meta, tables, dom in loaded:
         if column not in dom or dom[column] != domain[column]:
-            raise DipsyError(f"the release {str(folder)!r} declares {column!r} differently from {str(loaded[0][0])!r} (or not at all)",
-                             "compare releases made with the same domain for this column")
+            raise DipsyError(
+                f"the release {str(folder)!r} declares {column!r} differently from {str(loaded[0][0])!r} (or not at all)",
+                "compare releases made with the same domain for this column",
+            )
         out.append((folder, meta, [_column(t, column) for t in tables]))
     return x, out
 
@@ -83,19 +91,21 @@ def summarise(x: np.ndarray, loaded: Sequence[tuple[Path, dict, list[np.ndarray]
     }
     for folder, meta, ys in loaded:
         ecdf = [ecdf_distances(x, y) for y in ys]
-        out["releases"].append({
-            "folder": str(folder),
-            "method": meta.get("method"),
-            "release_id": meta.get("release_id"),
-            **_guarantee(meta.get("privacy") or {}),
-            "sets": len(ys),
-            "U_m": [u for u, _ in ecdf],
-            "U_a": [a for _, a in ecdf],
-            "U_m_mean": float(np.mean([u for u, _ in ecdf])),
-            "U_a_mean": float(np.mean([a for _, a in ecdf])),
-            "mean": [float(y.mean()) for y in ys],
-            "quantiles": [_quantiles(y) for y in ys],
-        })
+        out["releases"].append(
+            {
+                "folder": str(folder),
+                "method": meta.get("method"),
+                "release_id": meta.get("release_id"),
+                **_guarantee(meta.get("privacy") or {}),
+                "sets": len(ys),
+                "U_m": [u for u, _ in ecdf],
+                "U_a": [a for _, a in ecdf],
+                "U_m_mean": float(np.mean([u for u, _ in ecdf])),
+                "U_a_mean": float(np.mean([a for _, a in ecdf])),
+                "mean": [float(y.mean()) for y in ys],
+                "quantiles": [_quantiles(y) for y in ys],
+            }
+        )
     return out
 
 
@@ -120,27 +130,53 @@ def _guarantee(privacy: Mapping[str, Any]) -> dict[str, Any]:
         return {"kind": "test release", "guarantee": "none: a seeded test release (not private)"}
     amounts = ", ".join(f"{s} = {privacy[k + '_total']:.4g}" for k, s in _SYMBOLS if privacy.get(k + "_total") is not None)
     if privacy.get("definition") == "local":
-        return {"kind": "local", "guarantee": f"local, for this data set only (not DP): {amounts.replace('ε', 'ε_x')}",
-                "epsilon": privacy.get("epsilon_total")}
-    return {"kind": "dp", "guarantee": f"{privacy.get('definition', '?')}: {amounts}", "epsilon": privacy.get("epsilon_total"),
-            "delta": privacy.get("delta_total"), "rho": privacy.get("rho_total")}
+        return {
+            "kind": "local",
+            "guarantee": f"local, for this data set only (not DP): {amounts.replace('ε', 'ε_x')}",
+            "epsilon": privacy.get("epsilon_total"),
+        }
+    return {
+        "kind": "dp",
+        "guarantee": f"{privacy.get('definition', '?')}: {amounts}",
+        "epsilon": privacy.get("epsilon_total"),
+        "delta": privacy.get("delta_total"),
+        "rho": privacy.get("rho_total"),
+    }
 
 
-def write_comparison(result: Mapping[str, Any], x: np.ndarray, loaded: Sequence[tuple[Path, dict, list[np.ndarray]]],
-                     path: str | Path) -> Path:
+def write_comparison(
+    result: Mapping[str, Any], x: np.ndarray, loaded: Sequence[tuple[Path, dict, list[np.ndarray]]], path: str | Path
+) -> Path:
     """Write the comparison page (table and overlaid ECDFs) to ``path`` atomically, from
     :func:`load_column`'s values and :func:`summarise`'s numbers."""
     from .report import esc, fmt, html_figure, html_page, html_table, write_atomic
 
     name = result["column"]
     curves = [(f"{r['method']} ({Path(r['folder']).name})", ys) for r, (_, _, ys) in zip(result["releases"], loaded)]
-    rows = [["original", "—", "—", "—", "—", fmt(result["original"]["mean"], 4),
-             " / ".join(fmt(q, 4) for q in result["original"]["quantiles"])]]
+    rows = [
+        [
+            "original",
+            "—",
+            "—",
+            "—",
+            "—",
+            fmt(result["original"]["mean"], 4),
+            " / ".join(fmt(q, 4) for q in result["original"]["quantiles"]),
+        ]
+    ]
     for r in result["releases"]:
         q = np.mean(r["quantiles"], axis=0)
-        rows.append([f"{r['method']} ({Path(r['folder']).name})", r["guarantee"], str(r["sets"]),
-                     fmt(r["U_m_mean"], 3), fmt(r["U_a_mean"], 4), fmt(float(np.mean(r["mean"])), 4),
-                     " / ".join(fmt(v, 4) for v in q)])
+        rows.append(
+            [
+                f"{r['method']} ({Path(r['folder']).name})",
+                r["guarantee"],
+                str(r["sets"]),
+                fmt(r["U_m_mean"], 3),
+                fmt(r["U_a_mean"], 4),
+                fmt(float(np.mean(r["mean"])), 4),
+                " / ".join(fmt(v, 4) for v in q),
+            ]
+        )
     levels = " / ".join(f"{p:g}" for p in result["quantiles"])
     local = any(r["kind"] == "local" for r in result["releases"])
     body = [
@@ -149,12 +185,24 @@ def write_comparison(result: Mapping[str, Any], x: np.ndarray, loaded: Sequence[
         "over the pooled values (Hu, Savitsky &amp; Williams); both are 0 for identical samples, smaller is better.</p>",
     ]
     if local:
-        body.append('<blockquote class="caveat"><strong>Guarantees of different kinds.</strong> A local ε_x bounds the '
-                    "privacy loss for the records of this data set and its stated neighbours only; a DP ε bounds it for "
-                    "every data set. The numbers are not on one scale: read each release's statement before comparing.</blockquote>")
-    body.append(html_table(["release", "guarantee", "sets", "U_m", "U_a", "mean", f"quantiles {levels}"], rows, numeric=range(2, 7)))
-    body.append(html_figure(plots.release_ecdfs(x, curves, name), f"ECDF of {name}: the original (black, dashed) and each release, "
-                        "its first set bold and its other sets thin.", f"ECDFs of {name} in the original and each release"))
-    page = html_page(f"Releases of {name} compared", f"<header><h1>Releases of {esc(name)} compared</h1></header>",
-                 "<section>" + "".join(body) + "</section>")
+        body.append(
+            '<blockquote class="caveat"><strong>Guarantees of different kinds.</strong> A local ε_x bounds the '
+            "privacy loss for the records of this data set and its stated neighbours only; a DP ε bounds it for "
+            "every data set. The numbers are not on one scale: read each release's statement before comparing.</blockquote>"
+        )
+    body.append(
+        html_table(["release", "guarantee", "sets", "U_m", "U_a", "mean", f"quantiles {levels}"], rows, numeric=range(2, 7))
+    )
+    body.append(
+        html_figure(
+            plots.release_ecdfs(x, curves, name),
+            f"ECDF of {name}: the original (black, dashed) and each release, its first set bold and its other sets thin.",
+            f"ECDFs of {name} in the original and each release",
+        )
+    )
+    page = html_page(
+        f"Releases of {name} compared",
+        f"<header><h1>Releases of {esc(name)} compared</h1></header>",
+        "<section>" + "".join(body) + "</section>",
+    )
     return write_atomic(Path(path), page)

@@ -22,7 +22,8 @@ The evaluation reads the confidential original: it is for the data steward, and 
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -36,8 +37,16 @@ from .plots import code_labels
 WORST_GROUPS = 10
 
 
-def grouped_kmarginal(original: pd.DataFrame, tables: Sequence[pd.DataFrame], domain: Domain, groups: Sequence[str],
-                      k: int = 3, marginals: int = 64, seed: int = 0, worst: int = WORST_GROUPS) -> dict[str, Any]:
+def grouped_kmarginal(
+    original: pd.DataFrame,
+    tables: Sequence[pd.DataFrame],
+    domain: Domain,
+    groups: Sequence[str],
+    k: int = 3,
+    marginals: int = 64,
+    seed: int = 0,
+    worst: int = WORST_GROUPS,
+) -> dict[str, Any]:
     """The per-group k-marginal score of every synthetic set (module docstring).
 
     Parameters
@@ -73,19 +82,28 @@ def grouped_kmarginal(original: pd.DataFrame, tables: Sequence[pd.DataFrame], do
     domain = shared_domain(original, tables, domain)
     missing = [g for g in groups if g not in domain]
     if not groups or missing:
-        raise DataError(f"--groups names {missing[0]!r}, which the release and the original do not both hold" if missing
-                        else "no group column was given", f"choose group columns among {list(domain.names)}")
+        raise DataError(
+            f"--groups names {missing[0]!r}, which the release and the original do not both hold"
+            if missing
+            else "no group column was given",
+            f"choose group columns among {list(domain.names)}",
+        )
     usable = [c.name for c in domain.columns if c.encodable]
     bad = [g for g in groups if g not in usable]
     if bad:
-        raise DataError(f"the group column {bad[0]!r} has no cells (a numeric column needs bins)", "give it bins or choose another")
+        raise DataError(
+            f"the group column {bad[0]!r} has no cells (a numeric column needs bins)", "give it bins or choose another"
+        )
     domain = domain.project(usable)
     rest = [n for n in domain.names if n not in groups]
     if len(rest) < k:
-        raise DataError(f"{len(rest)} column(s) besides the groups: too few for {k}-way marginals", "evaluate more columns or a smaller k")
+        raise DataError(
+            f"{len(rest)} column(s) besides the groups: too few for {k}-way marginals", "evaluate more columns or a smaller k"
+        )
     sizes = dict(zip(domain.names, domain.shape()))
-    codes = [encode_valid(original, domain, "original")[0]] + [encode_valid(t, domain, f"synthetic set {i}")[0]
-                                                                 for i, t in enumerate(tables, 1)]
+    codes = [encode_valid(original, domain, "original")[0]] + [
+        encode_valid(t, domain, f"synthetic set {i}")[0] for i, t in enumerate(tables, 1)
+    ]
     if len(codes[0][groups[0]]) == 0:
         raise DataError("the original has no row that matches the domain", "check the data against the domain")
 
@@ -111,12 +129,23 @@ def grouped_kmarginal(original: pd.DataFrame, tables: Sequence[pd.DataFrame], do
     order = np.argsort(scores.mean(axis=0), kind="stable")[:worst]
     labels = _labels(scored, groups, sizes, domain)
     return {
-        "groups": list(groups), "k": k, "marginals": [list(c) for c in chosen], "available": available,
-        "score": float(scores.mean()), "per_set": [float(s) for s in scores.mean(axis=1)],
+        "groups": list(groups),
+        "k": k,
+        "marginals": [list(c) for c in chosen],
+        "available": available,
+        "score": float(scores.mean()),
+        "per_set": [float(s) for s in scores.mean(axis=1)],
         "groups_scored": int(scored.size),
         "quantiles": {f"{q:g}%": float(np.percentile(scores, q)) for q in (0, 10, 50, 90, 100)},
-        "worst": [{"group": labels[i], "rows_original": int(rows[0, i]), "rows_synthetic": [int(r) for r in rows[1:, i]],
-                   "score": float(scores[:, i].mean())} for i in order],
+        "worst": [
+            {
+                "group": labels[i],
+                "rows_original": int(rows[0, i]),
+                "rows_synthetic": [int(r) for r in rows[1:, i]],
+                "score": float(scores[:, i].mean()),
+            }
+            for i in order
+        ],
         "rows_outside": [int((g < 0).sum()) for g in gid[1:]],
         "group_scores": [[float(v) for v in s] for s in scores],
     }
@@ -143,7 +172,7 @@ def _group_tvd(cells: list[np.ndarray], gid: list[np.ndarray], groups: int) -> n
     bounds = np.cumsum([0] + [len(k) for k in keys])
     shares = []
     for t in range(len(keys)):
-        counts = np.bincount(inverse[bounds[t]:bounds[t + 1]], minlength=uniq.size).astype(float)
+        counts = np.bincount(inverse[bounds[t] : bounds[t + 1]], minlength=uniq.size).astype(float)
         totals = np.bincount(group_of, weights=counts, minlength=groups)
         shares.append((counts / np.where(totals > 0, totals, 1.0)[group_of], totals > 0))
     p0 = shares[0][0]

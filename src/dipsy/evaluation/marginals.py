@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
 from itertools import combinations
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -61,8 +62,10 @@ def shared_domain(original: pd.DataFrame, tables: Sequence[pd.DataFrame], domain
     frames = [original, *tables]
     names = [n for n in domain.names if all(n in f.columns for f in frames)]
     if not names:
-        raise DataError("the original and the synthetic sets share no column of the domain",
-                        "evaluate a release against the data it was made from")
+        raise DataError(
+            "the original and the synthetic sets share no column of the domain",
+            "evaluate a release against the data it was made from",
+        )
     return domain.project(names)
 
 
@@ -130,20 +133,25 @@ def kway_marginals(
     domain = shared_domain(original, tables, domain)
     cols = [c for c in domain.columns if c.encodable]
     if not cols:
-        raise DataError("no column of the domain can be counted (numeric columns need bins)",
-                        "give numeric columns 'bins:' in the domain file")
+        raise DataError(
+            "no column of the domain can be counted (numeric columns need bins)",
+            "give numeric columns 'bins:' in the domain file",
+        )
     domain = domain.project([c.name for c in cols])
     names, sizes = list(domain.names), dict(zip(domain.names, domain.shape()))
     codes = [encode_valid(original, domain, "original")[0]]
     codes += [encode_valid(t, domain, f"synthetic set {k}")[0] for k, t in enumerate(tables, 1)]
     n_orig = len(codes[0][names[0]])
     if n_orig == 0 or any(len(c[names[0]]) == 0 for c in codes[1:]):
-        raise DataError("the original or a synthetic set has no row that matches the domain",
-                        "check the data against the domain")
+        raise DataError("the original or a synthetic set has no row that matches the domain", "check the data against the domain")
 
     rng = np.random.default_rng(seed)
     available = math.comb(len(names), 3)
-    pick = np.sort(rng.choice(available, size=min(three_way, available), replace=False)) if available else np.empty(0, dtype=np.int64)
+    pick = (
+        np.sort(rng.choice(available, size=min(three_way, available), replace=False))
+        if available
+        else np.empty(0, dtype=np.int64)
+    )
     # The i-th triple of the sorted list, found without listing all C(K, 3) of them.
     chosen = [tuple(names[k] for k in nth_combination(len(names), 3, int(i))) for i in pick]
     # Baseline subsamples are appended as extra groups of rows of the original, so one bincount
@@ -172,8 +180,7 @@ def kway_marginals(
         "score": float(score[:m].mean()),
         "per_set": [float(s) for s in score[:m]],
         "baselines": [
-            {"fraction": f, "rows": int(len(s)), "score": float(v)}
-            for f, s, v in zip(BASELINE_FRACTIONS, subs, score[m:])
+            {"fraction": f, "rows": int(len(s)), "score": float(v)} for f, s, v in zip(BASELINE_FRACTIONS, subs, score[m:])
         ],
     }
     return out

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import warnings
 import zlib
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -220,9 +221,18 @@ def binning_floor(x: np.ndarray, redrawn: np.ndarray, column: Column, seed: int 
         "ks": um,  # the two-sample KS statistic is U_m (see ecdf_distances)
         "mean_shift": rel(float(redrawn.mean()) - mean),
         "expected_mean_shift": rel(float(moved.sum())),
-        "bins": [{"bin": b, "lower": float(low[b]), "upper": float(high[b]), "rows": int(rows[b]),
-                  "mean_original": float(bin_means[b]), "mean_uniform": float(uniform[b]), "shift": rel(float(moved[b]))}
-                 for b in order],
+        "bins": [
+            {
+                "bin": b,
+                "lower": float(low[b]),
+                "upper": float(high[b]),
+                "rows": int(rows[b]),
+                "mean_original": float(bin_means[b]),
+                "mean_uniform": float(uniform[b]),
+                "shift": rel(float(moved[b])),
+            }
+            for b in order
+        ],
         "seed": seed,
     }
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 import base64
 import io
 import math
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import matplotlib
 import matplotlib.ticker as ticker
@@ -142,7 +143,9 @@ def code_labels(column: Column) -> list[str]:
     return [f"{short_number(a)}–{short_number(b)}" for a, b in zip(edges[:-1], edges[1:])]
 
 
-def cap_levels(codes: Sequence[np.ndarray], labels: list[str], column: Column, reference: np.ndarray) -> tuple[list[np.ndarray], list[str]]:
+def cap_levels(
+    codes: Sequence[np.ndarray], labels: list[str], column: Column, reference: np.ndarray
+) -> tuple[list[np.ndarray], list[str]]:
     """Group codes so that a heat map's axis stays readable.
 
     Categorical columns with more than :data:`MAX_LEVELS` categories keep the most frequent
@@ -237,7 +240,9 @@ def tvd_bars(one_way: Mapping[str, Any]) -> str | None:
         return to_data_uri(fig)
 
 
-def marginal_heatmaps(original: pd.DataFrame, synthetic: pd.DataFrame, columns: Sequence[str], domain: Domain, tvd: float | None = None) -> str | None:
+def marginal_heatmaps(
+    original: pd.DataFrame, synthetic: pd.DataFrame, columns: Sequence[str], domain: Domain, tvd: float | None = None
+) -> str | None:
     """Heat maps of a two-way marginal: original, synthetic set 1, and their difference."""
     if len(columns) != 2 or any(c not in domain or c not in original or c not in synthetic for c in columns):
         return None
@@ -265,7 +270,9 @@ def _tick(label: str, width: int = 22) -> str:
     return label if len(label) <= width else label[: width - 1] + "…"
 
 
-def _draw_heatmaps(p_orig: np.ndarray, p_syn: np.ndarray, labels: list[list[str]], columns: Sequence[str], tvd: float | None) -> str:
+def _draw_heatmaps(
+    p_orig: np.ndarray, p_syn: np.ndarray, labels: list[list[str]], columns: Sequence[str], tvd: float | None
+) -> str:
     rows, cols = p_orig.shape
     labels = [[_tick(x) for x in axis] for axis in labels]
     fig = Figure(figsize=(WIDTH + 1.5, max(2.6, min(8.5, 1.9 + 0.22 * rows))), layout="constrained")
@@ -284,12 +291,16 @@ def _draw_heatmaps(p_orig: np.ndarray, p_syn: np.ndarray, labels: list[list[str]
         ax.set_title(title)
         # Past MAX_LEVELS columns (an ordered axis) every k-th label, so the labels do not overlap.
         step = math.ceil(cols / MAX_LEVELS)
-        ax.set_xticks(range(0, cols, step), labels[1][::step], rotation=60 if cols > 4 else 0, ha="right" if cols > 4 else "center")
+        ax.set_xticks(
+            range(0, cols, step), labels[1][::step], rotation=60 if cols > 4 else 0, ha="right" if cols > 4 else "center"
+        )
         ax.set_xlabel(str(columns[1]))
         if cols <= 6 and rows * cols <= 36:  # more cells leave no room for readable numbers
             _annotate(ax, values, hi, signed=lo < 0)
     # One scale for both share panels, so equal shades mean equal shares.
-    fig.colorbar(images[1], ax=list(axes[:2]), shrink=0.85, format=ticker.PercentFormatter(1.0, decimals=0), label="share of rows")
+    fig.colorbar(
+        images[1], ax=list(axes[:2]), shrink=0.85, format=ticker.PercentFormatter(1.0, decimals=0), label="share of rows"
+    )
     # decimals=None: as many as the ticks need (a fixed one printed 0.25% as "0.3%").
     fig.colorbar(images[2], ax=axes[2], shrink=0.85, format=ticker.PercentFormatter(1.0, decimals=None), label="difference")
     step = math.ceil(rows / MAX_ORDERED_LEVELS)  # cap_levels keeps rows <= MAX_ORDERED_LEVELS: every label fits
@@ -303,7 +314,9 @@ def _draw_heatmaps(p_orig: np.ndarray, p_syn: np.ndarray, labels: list[list[str]
 def _annotate(ax: Any, values: np.ndarray, top: float, signed: bool) -> None:
     for (i, j), v in np.ndenumerate(values):
         dark = abs(v) > 0.6 * top
-        ax.text(j, i, f"{v:+.1%}" if signed else f"{v:.1%}", ha="center", va="center", fontsize=7, color="white" if dark else "black")
+        ax.text(
+            j, i, f"{v:+.1%}" if signed else f"{v:.1%}", ha="center", va="center", fontsize=7, color="white" if dark else "black"
+        )
 
 
 def subsample_baselines(score: Mapping[str, Any]) -> list[tuple[str, float, Any]]:
@@ -345,7 +358,16 @@ def kmarginal_plot(score: Mapping[str, Any]) -> str | None:
         ax = fig.subplots()
         for label, value in baselines:
             ax.axvline(value, color="#BBBBBB", lw=1, zorder=0)
-            ax.annotate(f"{label} subsample", (value, 1.0), xycoords=("data", "axes fraction"), rotation=90, ha="right", va="top", fontsize=7, color="#555555")
+            ax.annotate(
+                f"{label} subsample",
+                (value, 1.0),
+                xycoords=("data", "axes fraction"),
+                rotation=90,
+                ha="right",
+                va="top",
+                fontsize=7,
+                color="#555555",
+            )
         for k, v in enumerate(per_set):
             ax.plot(v, 0.5, "o", ms=8, color=set_colour(k), label=f"set {k + 1}", zorder=3)
         if math.isfinite(mean):
@@ -413,7 +435,9 @@ def histogram_edges(values: np.ndarray, column: Column | None) -> tuple[np.ndarr
     return np.linspace(lo, hi, 41), None
 
 
-def numeric_histograms(original: pd.DataFrame, tables: Sequence[pd.DataFrame], name: str, column: Column | None = None) -> str | None:
+def numeric_histograms(
+    original: pd.DataFrame, tables: Sequence[pd.DataFrame], name: str, column: Column | None = None
+) -> str | None:
     """Overlaid histograms (proportions per bin) of the original and each synthetic set."""
     orig = _values(original, name)
     if not orig.size:
@@ -442,7 +466,9 @@ def numeric_histograms(original: pd.DataFrame, tables: Sequence[pd.DataFrame], n
 FLOOR = "#999999"
 
 
-def numeric_ecdfs(original: pd.DataFrame, tables: Sequence[pd.DataFrame], name: str, floor: np.ndarray | None = None) -> str | None:
+def numeric_ecdfs(
+    original: pd.DataFrame, tables: Sequence[pd.DataFrame], name: str, floor: np.ndarray | None = None
+) -> str | None:
     """Overlaid empirical CDFs; the axis is trimmed to the central 99% of the original values.
 
     ``floor``, if given, is the original redrawn inside its bins (the binning floor), drawn
@@ -517,7 +543,9 @@ def _ecdf(ax: Any, values: np.ndarray, colour: str, label: str | None, lw: float
 # -- relationships and inference -----------------------------------------------------------------
 
 
-def relationship_scatter(pairs: Sequence[Mapping[str, Any]], kind: str = "indicator", r: Mapping[str, Sequence[float] | None] | None = None) -> str | None:
+def relationship_scatter(
+    pairs: Sequence[Mapping[str, Any]], kind: str = "indicator", r: Mapping[str, Sequence[float] | None] | None = None
+) -> str | None:
     """Original (x) against synthetic (y) correlations and slopes of pairs, with the 45° line.
 
     ``r``, if given, maps ``"corr"`` and ``"slope"`` to a correlation per set shown in the
@@ -596,7 +624,7 @@ def coefficient_plot(coefficients: Sequence[Mapping[str, Any]]) -> str | None:
         axes = np.atleast_1d(fig.subplots(nrows, ncols)).ravel()
         for ax, term in zip(axes, terms):
             _term_panel(ax, term)
-        for ax in axes[len(terms):]:
+        for ax in axes[len(terms) :]:
             ax.set_visible(False)
         return to_data_uri(fig)
 
@@ -625,8 +653,13 @@ def _term_panel(ax: Any, term: Mapping[str, Any]) -> None:
     ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: short_number(v)))
 
 
-def agreement_scatter(original: Sequence[float], synthetic: Sequence[Sequence[float]], what: str, r: Sequence[float] | None = None,
-                      groups: Sequence[str] | None = None) -> str | None:
+def agreement_scatter(
+    original: Sequence[float],
+    synthetic: Sequence[Sequence[float]],
+    what: str,
+    r: Sequence[float] | None = None,
+    groups: Sequence[str] | None = None,
+) -> str | None:
     """Original (x) against synthetic (y) values of one kind — the joint proportions of S-004 Fig. 3b —
     one colour per set, one marker per group (e.g. 2-way and 3-way cells), the y = x line, and
     the correlation per set in the title."""
@@ -721,7 +754,9 @@ def _forest_limits(terms: Sequence[Mapping[str, Any]]) -> tuple[float, float, bo
     if widths.size == 0:
         return None
     typical = float(np.median(widths))
-    ordinary = [(lo, hi) for _, lo, hi in ivs if math.isfinite(lo) and math.isfinite(hi) and hi - lo <= FOREST_WIDE * max(typical, 1e-12)]
+    ordinary = [
+        (lo, hi) for _, lo, hi in ivs if math.isfinite(lo) and math.isfinite(hi) and hi - lo <= FOREST_WIDE * max(typical, 1e-12)
+    ]
     if len(ordinary) == widths.size:
         return None
     points = [est for est, _, _ in ivs] + [x for pair in ordinary for x in pair] + [0.0]

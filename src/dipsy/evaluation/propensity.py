@@ -47,9 +47,10 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -199,8 +200,9 @@ def pmse_all(
     out["cart"]["permutations"] = permutations
     out["independent"] = independent_baseline(original, domain, seed, max_rows)
     out["floor"] = floor_baseline(original, domain, seed, max_rows)
-    out.update(headline=HEADLINE, rows_used=rows_used, max_rows=max_rows, max_design_columns=MAX_DESIGN_COLUMNS,
-               caveat=CART_CAVEAT)
+    out.update(
+        headline=HEADLINE, rows_used=rows_used, max_rows=max_rows, max_design_columns=MAX_DESIGN_COLUMNS, caveat=CART_CAVEAT
+    )
     return out
 
 
@@ -248,8 +250,9 @@ def _features(
         parts.append((frame.loc[valid] if not valid.all() else frame, codes))
     n0, n1 = (len(p[0]) for p in parts)
     if n0 == 0 or n1 == 0:
-        raise DataError("the original or the synthetic set has no row that matches the domain",
-                        "check the data against the domain")
+        raise DataError(
+            "the original or the synthetic set has no row that matches the domain", "check the data against the domain"
+        )
     features = []
     for column in domain.columns:
         if column.is_categorical:
@@ -260,8 +263,9 @@ def _features(
                 # Levels by frequency in the stacked data (ties: domain order); the most common is
                 # the interactions' reference, the next ones enter them.
                 common = np.argsort(-np.bincount(inverse), kind="stable")
-                features.append(_Column(column.name, (inverse[:, None] == np.arange(1, len(levels))).astype(float),
-                                        inverse, common[1:]))
+                features.append(
+                    _Column(column.name, (inverse[:, None] == np.arange(1, len(levels))).astype(float), inverse, common[1:])
+                )
         else:
             v = np.concatenate([pd.to_numeric(p[0][column.name]).to_numpy(dtype=float) for p in parts])
             sd = v.std()
@@ -293,8 +297,9 @@ def _main(features: Sequence[_Column], n: int) -> np.ndarray:
     return np.hstack([f.main for f in features]) if features else np.empty((n, 0))
 
 
-def logistic_design(features: Sequence[_Column], seed: int = 0, interactions: bool = True,
-                    max_columns: int = MAX_DESIGN_COLUMNS) -> tuple[sparse.csr_matrix, dict[str, Any]]:
+def logistic_design(
+    features: Sequence[_Column], seed: int = 0, interactions: bool = True, max_columns: int = MAX_DESIGN_COLUMNS
+) -> tuple[sparse.csr_matrix, dict[str, Any]]:
     """The logistic model's design: main effects, squares of numeric columns, pairwise interactions.
 
     Main effects always enter, whatever their number. The rest of the bound ``max_columns`` goes
@@ -314,11 +319,18 @@ def logistic_design(features: Sequence[_Column], seed: int = 0, interactions: bo
     main = _main(features, n)
     numeric = [f for f in features if f.levels is None]
     blocks = [sparse.csr_matrix(main)]
-    design = {"main": main.shape[1], "squares": 0, "interactions": 0, "indicators_per_column": 0, "pairs": 0,
-              "pairs_available": math.comb(len(features), 2), "max_columns": max_columns}
+    design = {
+        "main": main.shape[1],
+        "squares": 0,
+        "interactions": 0,
+        "indicators_per_column": 0,
+        "pairs": 0,
+        "pairs_available": math.comb(len(features), 2),
+        "max_columns": max_columns,
+    }
     if interactions and features:
         room = max_columns - main.shape[1]
-        squares = [sparse.csr_matrix(f.main ** 2) for f in numeric][: max(room, 0)]
+        squares = [sparse.csr_matrix(f.main**2) for f in numeric][: max(room, 0)]
         blocks += squares
         room -= len(squares)
         pairs = list(combinations(range(len(features)), 2))
@@ -337,8 +349,12 @@ def logistic_design(features: Sequence[_Column], seed: int = 0, interactions: bo
         for a, b in chosen:
             # One pair at a time, made sparse at once: a dense 40,000 x 400 design would be 128 MB.
             blocks.append(sparse.csr_matrix((inter[a][:, :, None] * inter[b][:, None, :]).reshape(n, -1)))
-        design.update(squares=len(squares), indicators_per_column=width if chosen else 0, pairs=len(chosen),
-                      interactions=sum(blk.shape[1] for blk in blocks[1 + len(squares):]))
+        design.update(
+            squares=len(squares),
+            indicators_per_column=width if chosen else 0,
+            pairs=len(chosen),
+            interactions=sum(blk.shape[1] for blk in blocks[1 + len(squares) :]),
+        )
     x = sparse.hstack(blocks, format="csr")
     if x.shape[1]:
         mean = np.asarray(x.mean(axis=0)).ravel()
@@ -355,15 +371,27 @@ def _describe(design: Mapping[str, Any]) -> str:
     size = f"{design['columns']} design columns, at most {design['max_columns']}"
     squares = ", squares of numeric columns" if design["squares"] else ""
     if not design["pairs"]:
-        why = " (no room left for interactions under the bound)" if design["pairs_available"] and design["max_columns"] <= design["main"] else ""
+        why = (
+            " (no room left for interactions under the bound)"
+            if design["pairs_available"] and design["max_columns"] <= design["main"]
+            else ""
+        )
         return f"logistic regression on main effects{squares} only{why}: {size}"
     width = design["indicators_per_column"]
-    cats = ("the indicator of its second most common category" if width == 1
-            else f"the indicators of its {width} most common categories after the first")
-    pairs = (f"all {design['pairs']} pairs of columns" if design["pairs"] == design["pairs_available"]
-             else f"{design['pairs']} of the {design['pairs_available']} pairs of columns (a seeded sample: all would exceed the bound)")
-    return (f"logistic regression on main effects{squares} and the pairwise interactions of {pairs} "
-            f"(a categorical column enters them by {cats}, a numeric one by its standardised value): {size}")
+    cats = (
+        "the indicator of its second most common category"
+        if width == 1
+        else f"the indicators of its {width} most common categories after the first"
+    )
+    pairs = (
+        f"all {design['pairs']} pairs of columns"
+        if design["pairs"] == design["pairs_available"]
+        else f"{design['pairs']} of the {design['pairs_available']} pairs of columns (a seeded sample: all would exceed the bound)"
+    )
+    return (
+        f"logistic regression on main effects{squares} and the pairwise interactions of {pairs} "
+        f"(a categorical column enters them by {cats}, a numeric one by its standardised value): {size}"
+    )
 
 
 def _logistic(x: np.ndarray | sparse.spmatrix, y: np.ndarray) -> dict[str, Any]:
@@ -407,8 +435,14 @@ def _cart(
     observed = fitted(y)
     null = np.array([fitted(rng.permutation(y)) for _ in range(permutations)])
     stats = _standardise(observed, float(null.mean()), float(null.std(ddof=1)))
-    return {"model": "cart", "null": "permutation", "c": c, "min_samples_leaf": leaf, "permutations": permutations,
-            "caveat": CART_CAVEAT} | stats
+    return {
+        "model": "cart",
+        "null": "permutation",
+        "c": c,
+        "min_samples_leaf": leaf,
+        "permutations": permutations,
+        "caveat": CART_CAVEAT,
+    } | stats
 
 
 def _rank(x: np.ndarray | sparse.spmatrix) -> int:

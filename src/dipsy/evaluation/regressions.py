@@ -27,19 +27,32 @@ def regression(formula: str, original: pd.DataFrame, tables: list[pd.DataFrame],
     combined = synthetic.combined
     terms = list(base.params.index)
     if list(synthetic.terms) != terms:
-        raise DipsyError(f"the synthetic sets give terms {list(synthetic.terms)}, the original {terms}",
-                         "use categories present in every set, or a simpler formula")
+        raise DipsyError(
+            f"the synthetic sets give terms {list(synthetic.terms)}, the original {terms}",
+            "use categories present in every set, or a simpler formula",
+        )
     ci = base.conf_int(0.05)
     overlap = interval_overlap(ci[0].to_numpy(), ci[1].to_numpy(), combined.lower, combined.upper)
     rows = []
     for k, term in enumerate(terms):
-        rows.append({
-            "term": term,
-            "original": {"estimate": float(base.params.iloc[k]), "se": float(base.bse.iloc[k]),
-                         "lower": float(ci.iloc[k, 0]), "upper": float(ci.iloc[k, 1])},
-            "synthetic": {"estimate": float(combined.estimate[k]), "variance": float(combined.variance[k]),
-                          "df": float(combined.df[k]), "lower": float(combined.lower[k]), "upper": float(combined.upper[k])},
-            "ci_overlap": float(overlap[k]),
-            "std_diff": float((combined.estimate[k] - base.params.iloc[k]) / base.bse.iloc[k]),
-        })
+        rows.append(
+            {
+                "term": term,
+                "original": {
+                    "estimate": float(base.params.iloc[k]),
+                    "se": float(base.bse.iloc[k]),
+                    "lower": float(ci.iloc[k, 0]),
+                    "upper": float(ci.iloc[k, 1]),
+                },
+                "synthetic": {
+                    "estimate": float(combined.estimate[k]),
+                    "variance": float(combined.variance[k]),
+                    "df": float(combined.df[k]),
+                    "lower": float(combined.lower[k]),
+                    "upper": float(combined.upper[k]),
+                },
+                "ci_overlap": float(overlap[k]),
+                "std_diff": float((combined.estimate[k] - base.params.iloc[k]) / base.bse.iloc[k]),
+            }
+        )
     return {"formula": formula, "model": model, "rule": combined.rule, "coefficients": rows}

@@ -24,7 +24,8 @@ rarer outcome.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -79,9 +80,17 @@ def indicator_relationships(
     domain = shared_domain(original, tables, domain)
     cats = [c.name for c in domain.columns if c.is_categorical]
     nan_per_set = [math.nan] * len(tables)
-    empty = {"pairs": [], "corr_mean_abs_diff": math.nan, "slope_mean_abs_diff": math.nan,
-             "corr_mean_abs_diff_per_set": nan_per_set, "slope_mean_abs_diff_per_set": list(nan_per_set),
-             "indicators": 0, "pairs_available": 0, "pairs_used": 0, "mirrors_dropped": 0}
+    empty = {
+        "pairs": [],
+        "corr_mean_abs_diff": math.nan,
+        "slope_mean_abs_diff": math.nan,
+        "corr_mean_abs_diff_per_set": nan_per_set,
+        "slope_mean_abs_diff_per_set": list(nan_per_set),
+        "indicators": 0,
+        "pairs_available": 0,
+        "pairs_used": 0,
+        "mirrors_dropped": 0,
+    }
     if len(cats) < 2:
         return empty
     domain = domain.project(cats)
@@ -118,9 +127,14 @@ def indicator_relationships(
     slope = np.array([m[1] for m in moments])
     labels = [f"{cats[c]}={domain[cats[c]].category_texts[v]}" for c, v in zip(col_of, code_of)]
     pairs = [
-        {"x": labels[a], "y": labels[b],
-         "corr_original": float(corr[0, p]), "corr_synthetic": [float(v) for v in corr[1:, p]],
-         "slope_original": float(slope[0, p]), "slope_synthetic": [float(v) for v in slope[1:, p]]}
+        {
+            "x": labels[a],
+            "y": labels[b],
+            "corr_original": float(corr[0, p]),
+            "corr_synthetic": [float(v) for v in corr[1:, p]],
+            "slope_original": float(slope[0, p]),
+            "slope_synthetic": [float(v) for v in slope[1:, p]],
+        }
         for p, (a, b) in enumerate(zip(i, j))
     ]
     corr_diff, slope_diff = np.abs(corr[1:] - corr[0]), np.abs(slope[1:] - slope[0])
@@ -151,8 +165,14 @@ def numeric_correlations(original: pd.DataFrame, tables: Sequence[pd.DataFrame],
     domain = shared_domain(original, tables, domain)
     names = [c.name for c in domain.columns if c.kind in ("integer", "numeric")]
     if len(names) < 2:
-        return {"columns": names, "original": [], "synthetic": [], "pairs": [], "mean_abs_diff": math.nan,
-                "mean_abs_diff_per_set": [math.nan] * len(tables)}
+        return {
+            "columns": names,
+            "original": [],
+            "synthetic": [],
+            "pairs": [],
+            "mean_abs_diff": math.nan,
+            "mean_abs_diff_per_set": [math.nan] * len(tables),
+        }
     domain = domain.project(names)
     frames = [original, *tables]
     whats = ["original"] + [f"synthetic set {k}" for k in range(1, len(tables) + 1)]
@@ -163,16 +183,28 @@ def numeric_correlations(original: pd.DataFrame, tables: Sequence[pd.DataFrame],
         "columns": names,
         "original": mats[0].tolist(),
         "synthetic": [m.tolist() for m in mats[1:]],
-        "pairs": [{"x": names[a], "y": names[b], "corr_original": float(mats[0, a, b]),
-                   "corr_synthetic": [float(v) for v in mats[1:, a, b]]} for a, b in zip(i, j)],
+        "pairs": [
+            {
+                "x": names[a],
+                "y": names[b],
+                "corr_original": float(mats[0, a, b]),
+                "corr_synthetic": [float(v) for v in mats[1:, a, b]],
+            }
+            for a, b in zip(i, j)
+        ],
         "mean_abs_diff": _nanmean(diff),
         "mean_abs_diff_per_set": [_nanmean(d) for d in diff],
     }
 
 
 def _indicator_moments(
-    codes: dict[str, np.ndarray], cats: list[str], sizes: dict[str, int],
-    col_x: np.ndarray, code_x: np.ndarray, col_y: np.ndarray, code_y: np.ndarray,
+    codes: dict[str, np.ndarray],
+    cats: list[str],
+    sizes: dict[str, int],
+    col_x: np.ndarray,
+    code_x: np.ndarray,
+    col_y: np.ndarray,
+    code_y: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Correlation and slope (Y on X) of each indicator pair in one table."""
     n = max(len(codes[cats[0]]), 1)

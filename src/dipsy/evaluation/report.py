@@ -23,9 +23,10 @@ import math
 import os
 import re
 import tempfile
-from datetime import datetime, timezone
+from collections.abc import Container, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Container, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -61,7 +62,9 @@ BANNER = (
 VERDICT_WORDS = {"good": "Looks good", "caution": "Caution", "poor": "Problem"}
 
 
-def write_report(evaluation: Mapping[str, Any], original: pd.DataFrame, tables: Sequence[pd.DataFrame], domain: Domain, path: str | Path) -> Path:
+def write_report(
+    evaluation: Mapping[str, Any], original: pd.DataFrame, tables: Sequence[pd.DataFrame], domain: Domain, path: str | Path
+) -> Path:
     """Write the HTML report of an evaluation to ``path`` atomically.
 
     Parameters
@@ -104,7 +107,10 @@ def render(evaluation: Mapping[str, Any], original: pd.DataFrame, tables: Sequen
         "sensitive": lambda: _sensitive(_mapping(ev.get("sensitive")), sets),
         "inference": lambda: _inference(_mapping(ev.get("inference")), sets),
     }
-    body = [_section(i, key, title, _verdict_box(found.get(key)) + builders[key]()) for i, (key, title) in enumerate(SECTIONS, start=1)]
+    body = [
+        _section(i, key, title, _verdict_box(found.get(key)) + builders[key]())
+        for i, (key, title) in enumerate(SECTIONS, start=1)
+    ]
     method = release.get("method", "unknown method")
     title = f"dipsy evaluation — {method} — release {str(release.get('release_id', ''))[:12]}"
     return html_page(title, _header(release) + BANNER, "".join(body))
@@ -169,7 +175,13 @@ def _p(text: str, cls: str = "") -> str:
     return f'<p class="{cls}">{esc(text)}</p>' if cls else f"<p>{esc(text)}</p>"
 
 
-def html_table(header: Sequence[str], rows: Iterable[Sequence[Any]], numeric: Container[int] = range(1, 99), caption: str = "", compact: bool = False) -> str:
+def html_table(
+    header: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    numeric: Container[int] = range(1, 99),
+    caption: str = "",
+    compact: bool = False,
+) -> str:
     """A table of escaped text; the ``numeric`` columns are right-aligned."""
     cls = lambda j: ' class="num"' if j in numeric else ""
     head = "".join(f"<th{cls(j)}>{esc(h)}</th>" for j, h in enumerate(header))
@@ -194,8 +206,10 @@ def _verdict_box(verdict: Verdict | None) -> str:
     """A section's verdict: its level in words and its sentence (empty without a verdict)."""
     if verdict is None:
         return ""
-    return (f'<p class="verdict {esc(verdict.level)}"><strong>Verdict: {esc(VERDICT_WORDS[verdict.level])}.</strong> '
-            f"{esc(verdict.text)}</p>")
+    return (
+        f'<p class="verdict {esc(verdict.level)}"><strong>Verdict: {esc(VERDICT_WORDS[verdict.level])}.</strong> '
+        f"{esc(verdict.text)}</p>"
+    )
 
 
 # -- readable values (release.json's parameters and options) --------------------------------------
@@ -263,7 +277,7 @@ def readable(value: Any) -> Html:
             return Html("none")
         if all(_scalar(v) for v in value.values()) and len(value) > 6:
             # Many short entries (a value per column): one flowing line each, not a tall list.
-            items = "".join(f"<li><span class=\"k\">{_key(k)}</span> {_scalar_html(v)}</li>" for k, v in value.items())
+            items = "".join(f'<li><span class="k">{_key(k)}</span> {_scalar_html(v)}</li>' for k, v in value.items())
             return Html(f'<ul class="inline">{items}</ul>')
         items = "".join(f"<dt>{_key(k)}</dt><dd>{readable(v)}</dd>" for k, v in value.items())
         return Html(f'<dl class="params">{items}</dl>')
@@ -292,10 +306,14 @@ def _records(rows: Sequence[Mapping[str, Any]]) -> Html:
 
     shown = rows[:MAX_RECORD_ROWS]
     head = "<th>#</th>" + "".join(f"<th>{_key(c)}</th>" for c in columns)
-    body = "".join(f"<tr><td>{i}</td>" + "".join(f"<td>{cell(r.get(c))}</td>" for c in columns) + "</tr>"
-                   for i, r in enumerate(shown, start=1))
+    body = "".join(
+        f"<tr><td>{i}</td>" + "".join(f"<td>{cell(r.get(c))}</td>" for c in columns) + "</tr>"
+        for i, r in enumerate(shown, start=1)
+    )
     more = f"<caption>The first {len(shown)} of {len(rows)} (release.json lists all).</caption>" if len(rows) > len(shown) else ""
-    return Html(f'<div class="scroll"><table class="compact records">{more}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>')
+    return Html(
+        f'<div class="scroll"><table class="compact records">{more}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+    )
 
 
 # -- 1. privacy statement and release facts -------------------------------------------------------
@@ -320,12 +338,19 @@ def _privacy(privacy: Mapping[str, Any], release: Mapping[str, Any], dataset: Ma
     if not privacy:
         return "".join(out) + _na("the evaluation carries no privacy statement, so no guarantee can be shown")
     if privacy.get("differentially_private") is False and "if_unseeded" not in privacy:  # a local guarantee
-        out.append(f'<blockquote class="caveat"><strong>Local guarantee, not worst-case differential privacy.</strong> '
-                   f'{esc(privacy.get("guarantee", ""))}</blockquote>')
+        out.append(
+            f'<blockquote class="caveat"><strong>Local guarantee, not worst-case differential privacy.</strong> '
+            f"{esc(privacy.get('guarantee', ''))}</blockquote>"
+        )
     elif privacy.get("differentially_private") is False:  # a seeded test release, or the audit's broken variant
-        out.append(f'<blockquote class="caveat"><strong>Not differentially private.</strong> {esc(privacy.get("definition", ""))}</blockquote>')
-        privacy = {**privacy.get("if_unseeded", {}), "definition": "none (test release); unseeded it would be: "
-                   + str(privacy.get("if_unseeded", {}).get("definition", "—"))}
+        out.append(
+            f'<blockquote class="caveat"><strong>Not differentially private.</strong> {esc(privacy.get("definition", ""))}</blockquote>'
+        )
+        privacy = {
+            **privacy.get("if_unseeded", {}),
+            "definition": "none (test release); unseeded it would be: "
+            + str(privacy.get("if_unseeded", {}).get("definition", "—")),
+        }
     out.append(f'<p class="guarantee">{esc(_guarantee(privacy))}</p>')
     out.append(_statement_list(privacy))
     out.append("<h3>Release facts</h3>" + html_table(["fact", "value"], _release_facts(release, dataset), numeric=()))
@@ -341,18 +366,22 @@ def _forecast(forecast: Any) -> str:
     cls = ' class="caveat"' if forecast.get("verdict") in ("noise", "weak") else ""
     accepted = " The operator released it anyway (--accept-noise)." if forecast.get("accepted_noise") else ""
     rows = [[str(p.get("what", "")), str(p.get("verdict", "")), str(p.get("text", ""))] for p in forecast.get("parts") or []]
-    return ("<h3>Forecast before any measurement</h3>"
-            f"<blockquote{cls}><strong>{esc(str(forecast.get('verdict', '')).upper())}</strong>: {esc(forecast['summary'])}.{esc(accepted)}</blockquote>"
-            + (html_table(["measurement", "verdict", "what the numbers say"], rows, numeric=()) if rows else "")
-            + _p(f"Thresholds: {forecast.get('thresholds', '')}. Public inputs: {'; '.join(forecast.get('public_inputs') or [])}."))
+    return (
+        "<h3>Forecast before any measurement</h3>"
+        f"<blockquote{cls}><strong>{esc(str(forecast.get('verdict', '')).upper())}</strong>: {esc(forecast['summary'])}.{esc(accepted)}</blockquote>"
+        + (html_table(["measurement", "verdict", "what the numbers say"], rows, numeric=()) if rows else "")
+        + _p(f"Thresholds: {forecast.get('thresholds', '')}. Public inputs: {'; '.join(forecast.get('public_inputs') or [])}.")
+    )
 
 
 def _parameters(parameters: Any) -> str:
     """release.json's ``parameters``: what the method chose or set, shown readably, whatever the method."""
-    intro = ("From release.json's <code>parameters</code>, published with the synthetic sets: the method's settings and "
-             "what it chose on the way (the marginals it measured, its regime, its trees' shapes, its warnings). They are "
-             "part of the release and covered by its privacy statement. Fractions are shown as decimals (the exact "
-             "value on hover).")
+    intro = (
+        "From release.json's <code>parameters</code>, published with the synthetic sets: the method's settings and "
+        "what it chose on the way (the marginals it measured, its regime, its trees' shapes, its warnings). They are "
+        "part of the release and covered by its privacy statement. Fractions are shown as decimals (the exact "
+        "value on hover)."
+    )
     head = "<h3>What the method chose / public parameters</h3>"
     if parameters is None or parameters == {} or parameters == []:
         return head + _na("the release records no parameters")
@@ -360,7 +389,14 @@ def _parameters(parameters: Any) -> str:
 
 
 def _statement_list(privacy: Mapping[str, Any]) -> str:
-    names = {"definition": "definition", "sets": "synthetic sets", "neighbouring": "neighbouring data sets", "public": "treated as public", "mechanism": "mechanism", "composition": "composition"}
+    names = {
+        "definition": "definition",
+        "sets": "synthetic sets",
+        "neighbouring": "neighbouring data sets",
+        "public": "treated as public",
+        "mechanism": "mechanism",
+        "composition": "composition",
+    }
     privacy = {k: v for k, v in privacy.items() if k not in ("measurements", "relation", "differentially_private")}
     for key, symbol in _AMOUNTS:
         names[f"{key}_total"], names[f"{key}_per_set"] = f"{symbol} (total)", f"{symbol} per set"
@@ -401,7 +437,7 @@ def _release_facts(release: Mapping[str, Any], dataset: Mapping[str, Any]) -> li
 
 def _header(release: Mapping[str, Any]) -> str:
     nav = "".join(f'<a href="#{key}">{i}. {esc(t)}</a>' for i, (key, t) in enumerate(SECTIONS, start=1))
-    when = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    when = datetime.now(UTC).isoformat(timespec="seconds")
     return (
         "<header><h1>Evaluation of a synthetic data release</h1>"
         f'<p class="sub">{esc(release.get("method", ""))} · {esc(fmt(release.get("sets")))} synthetic set(s) · report written {esc(when)}</p>'
@@ -421,14 +457,28 @@ def _summary(ev: Mapping[str, Any], found: Mapping[str, Verdict] | None = None, 
     out = []
     if found:
         titles = dict(SECTIONS)
-        items = "".join(f'<tr class="{esc(v.level)}"><td><a href="#{key}">{esc(titles[key])}</a></td>'
-                        f'<td class="level">{esc(VERDICT_WORDS[v.level])}</td><td>{esc(v.text)}</td></tr>' for key, v in found.items())
-        out.append("<h3>Verdicts</h3>" + _p("One sentence per section, each with the threshold it applies (rules of thumb, "
-                                             "explained in dipsy.evaluation.verdicts; a flag says where to look).", "note"))
-        out.append(f'<div class="scroll"><table class="verdicts"><thead><tr><th>section</th><th>verdict</th><th>why</th></tr></thead>'
-                   f"<tbody>{items}</tbody></table></div>")
+        items = "".join(
+            f'<tr class="{esc(v.level)}"><td><a href="#{key}">{esc(titles[key])}</a></td>'
+            f'<td class="level">{esc(VERDICT_WORDS[v.level])}</td><td>{esc(v.text)}</td></tr>'
+            for key, v in found.items()
+        )
+        out.append(
+            "<h3>Verdicts</h3>"
+            + _p(
+                "One sentence per section, each with the threshold it applies (rules of thumb, "
+                "explained in dipsy.evaluation.verdicts; a flag says where to look).",
+                "note",
+            )
+        )
+        out.append(
+            f'<div class="scroll"><table class="verdicts"><thead><tr><th>section</th><th>verdict</th><th>why</th></tr></thead>'
+            f"<tbody>{items}</tbody></table></div>"
+        )
     rows = [[r[0], r[1] if isinstance(r[1], Html) else value_cell(r[1]), *r[2:]] for r in rows]
-    out.append("<h3>Headline numbers</h3>" + _p("Averaged over the synthetic sets. Each row says what the measure is and which direction is better."))
+    out.append(
+        "<h3>Headline numbers</h3>"
+        + _p("Averaged over the synthetic sets. Each row says what the measure is and which direction is better.")
+    )
     return "".join(out) + html_table(["measure", "value", "what it means", "better"], rows, numeric=())
 
 
@@ -446,7 +496,14 @@ def _marginal_rows(marginals: Mapping[str, Any]) -> list[list[str]]:
     score = _mapping(marginals.get("k_marginal_score"))
     if score:
         phrase = _baseline_phrase(score).removeprefix(" — ")
-        rows.append(["k-marginal score", value_cell(fmt(score.get("score"), 4), phrase), "(1 − mean TVD) × 1000 over the marginals, as in the NIST challenges, set beside random subsamples of the original, whose scores show what sampling error alone costs.", "higher"])
+        rows.append(
+            [
+                "k-marginal score",
+                value_cell(fmt(score.get("score"), 4), phrase),
+                "(1 − mean TVD) × 1000 over the marginals, as in the NIST challenges, set beside random subsamples of the original, whose scores show what sampling error alone costs.",
+                "higher",
+            ]
+        )
     return rows
 
 
@@ -477,11 +534,32 @@ def _numeric_rows(numeric: Mapping[str, Any]) -> list[list[str]]:
     stats = {key: nanmean([nanmean(_mapping(v).get(key)) for v in numeric.values()]) for key in ("U_m", "U_a", "ks")}
     rows = []
     if math.isfinite(stats["U_m"]):
-        rows.append(["U_m, mean over numeric columns", fmt(stats["U_m"]), "Largest gap between the original and synthetic empirical CDFs (share of rows ≤ x), over all x; 0 = identical.", "lower"])
+        rows.append(
+            [
+                "U_m, mean over numeric columns",
+                fmt(stats["U_m"]),
+                "Largest gap between the original and synthetic empirical CDFs (share of rows ≤ x), over all x; 0 = identical.",
+                "lower",
+            ]
+        )
     if math.isfinite(stats["U_a"]):
-        rows.append(["U_a, mean over numeric columns", fmt(stats["U_a"]), "Average squared gap between the two empirical CDFs at the pooled values; 0 = identical.", "lower"])
+        rows.append(
+            [
+                "U_a, mean over numeric columns",
+                fmt(stats["U_a"]),
+                "Average squared gap between the two empirical CDFs at the pooled values; 0 = identical.",
+                "lower",
+            ]
+        )
     if math.isfinite(stats["ks"]):
-        rows.append(["Kolmogorov–Smirnov, mean", fmt(stats["ks"]), "The two-sample KS statistic (the largest CDF gap, as computed by the KS test).", "lower"])
+        rows.append(
+            [
+                "Kolmogorov–Smirnov, mean",
+                fmt(stats["ks"]),
+                "The two-sample KS statistic (the largest CDF gap, as computed by the KS test).",
+                "lower",
+            ]
+        )
     return rows
 
 
@@ -493,8 +571,22 @@ def _propensity_rows(propensity: Mapping[str, Any]) -> list[list[str]]:
         part = propensity[model]
         name = _model_name(model, propensity) + (", the headline" if model == headline else "")
         detail = "; ".join(f"{label} {fmt(v)}" for label, v in yard) if model == headline else ""
-        rows.append([f"pMSE ratio ({name})", value_cell(fmt(nanmean(part.get("ratio"))), detail), f"Propensity mean squared error of a {model} classifier telling original from synthetic rows, divided by its expected value if both came from the same distribution; 1 = as indistinguishable as the model can tell.", "closer to 1"])
-        rows.append([f"standardised pMSE ({name})", fmt(nanmean(part.get("standardised"))), "(pMSE − null mean) / null standard deviation: how many null standard deviations the classifier does better than chance.", "closer to 0"])
+        rows.append(
+            [
+                f"pMSE ratio ({name})",
+                value_cell(fmt(nanmean(part.get("ratio"))), detail),
+                f"Propensity mean squared error of a {model} classifier telling original from synthetic rows, divided by its expected value if both came from the same distribution; 1 = as indistinguishable as the model can tell.",
+                "closer to 1",
+            ]
+        )
+        rows.append(
+            [
+                f"standardised pMSE ({name})",
+                fmt(nanmean(part.get("standardised"))),
+                "(pMSE − null mean) / null standard deviation: how many null standard deviations the classifier does better than chance.",
+                "closer to 0",
+            ]
+        )
     return rows
 
 
@@ -526,9 +618,23 @@ def _relationship_rows(relationships: Mapping[str, Any]) -> list[list[str]]:
     ind = _mapping(relationships.get("indicators"))
     rows = []
     if math.isfinite(nanmean([ind.get("corr_mean_abs_diff")])):
-        rows.append(["correlations of indicators: mean |difference|", fmt(ind.get("corr_mean_abs_diff")), "Mean absolute difference between original and synthetic correlations of category indicators (column = category) for pairs of columns.", "lower"])
+        rows.append(
+            [
+                "correlations of indicators: mean |difference|",
+                fmt(ind.get("corr_mean_abs_diff")),
+                "Mean absolute difference between original and synthetic correlations of category indicators (column = category) for pairs of columns.",
+                "lower",
+            ]
+        )
     if math.isfinite(nanmean([ind.get("slope_mean_abs_diff")])):
-        rows.append(["slopes of indicators: mean |difference|", fmt(ind.get("slope_mean_abs_diff")), "Mean absolute difference between the regression slopes of one indicator on another.", "lower"])
+        rows.append(
+            [
+                "slopes of indicators: mean |difference|",
+                fmt(ind.get("slope_mean_abs_diff")),
+                "Mean absolute difference between the regression slopes of one indicator on another.",
+                "lower",
+            ]
+        )
     return rows
 
 
@@ -539,11 +645,26 @@ def _inference_rows(inference: Mapping[str, Any], sets: Any = None) -> list[list
     rows = []
     one = single_set(inference.get("rule"), sets)
     if math.isfinite(overlap):
-        rows.append(["confidence interval overlap, mean", value_cell(fmt(overlap), "synthetic intervals from one set: they ignore synthesis and noise variance" if one else ""),
-                     "How much the 95% intervals from the original and from the synthetic sets cover each other (Karr et al. 2006); 1 = the same interval, 0 or less = disjoint."
-                     + (" A one-set interval is too narrow, so a high overlap flatters the release." if one else ""), "higher"])
+        rows.append(
+            [
+                "confidence interval overlap, mean",
+                value_cell(
+                    fmt(overlap), "synthetic intervals from one set: they ignore synthesis and noise variance" if one else ""
+                ),
+                "How much the 95% intervals from the original and from the synthetic sets cover each other (Karr et al. 2006); 1 = the same interval, 0 or less = disjoint."
+                + (" A one-set interval is too narrow, so a high overlap flatters the release." if one else ""),
+                "higher",
+            ]
+        )
     if math.isfinite(stdd):
-        rows.append(["standardised difference, mean |·|", fmt(stdd), "|synthetic − original estimate| in units of the original standard error.", "lower"])
+        rows.append(
+            [
+                "standardised difference, mean |·|",
+                fmt(stdd),
+                "|synthetic − original estimate| in units of the original standard error.",
+                "lower",
+            ]
+        )
     return rows
 
 
@@ -554,13 +675,33 @@ def _marginals(marginals: Mapping[str, Any], original: pd.DataFrame, tables: Seq
     kway = _kway(marginals)
     if not kway and not marginals.get("k_marginal_score"):
         return _na("no marginals were evaluated")
-    out = [_p("The total variation distance (TVD) of a marginal is half the sum of the absolute differences between the original and the synthetic share of each cell: the share of rows that would have to move to turn one table into the other.")]
+    out = [
+        _p(
+            "The total variation distance (TVD) of a marginal is half the sum of the absolute differences between the original and the synthetic share of each cell: the share of rows that would have to move to turn one table into the other."
+        )
+    ]
     if kway:
-        rows = [[k, fmt(p.get("count")), fmt(p.get("mean_tvd")), fmt(p.get("worst_tvd")), " × ".join(map(str, p.get("worst_columns") or [])) or "—"] for k, p in kway]
+        rows = [
+            [
+                k,
+                fmt(p.get("count")),
+                fmt(p.get("mean_tvd")),
+                fmt(p.get("worst_tvd")),
+                " × ".join(map(str, p.get("worst_columns") or [])) or "—",
+            ]
+            for k, p in kway
+        ]
         out.append(html_table(["marginals", "count", "mean TVD", "worst TVD", "worst columns"], rows, numeric=range(1, 4)))
     out.append("<h3>One-way marginals</h3>")
     one = _mapping(marginals.get("1-way"))
-    out.append(html_figure(plots.tvd_bars(one) if one else None, "TVD of each column's distribution: bar = mean over the synthetic sets, dots = each set. Lower is better.", "bar chart of one-way TVD per column", "no one-way marginals were evaluated"))
+    out.append(
+        html_figure(
+            plots.tvd_bars(one) if one else None,
+            "TVD of each column's distribution: bar = mean over the synthetic sets, dots = each set. Lower is better.",
+            "bar chart of one-way TVD per column",
+            "no one-way marginals were evaluated",
+        )
+    )
     out.append("<h3>Worst two-way marginals</h3>" + _heatmaps(_mapping(marginals.get("2-way")), original, tables, domain))
     out.append("<h3>k-marginal score</h3>" + _kscore(_mapping(marginals.get("k_marginal_score"))))
     if marginals.get("by_group"):
@@ -572,18 +713,30 @@ def _by_group(g: Mapping[str, Any]) -> str:
     """The per-group score: its definition, the spread over groups, and the worst groups."""
     cols = ", ".join(map(str, g.get("groups") or []))
     q = _mapping(g.get("quantiles"))
-    text = (f"Inside each of the {fmt(g.get('groups_scored'))} groups of {esc(cols)} that the original holds, the score is "
-            f"1000 × (1 − mean TVD) of {fmt(len(g.get('marginals') or []))} {fmt(g.get('k'))}-way marginals of the other columns "
-            f"(of {fmt(g.get('available'))}), each group's distribution against the original's in the same group; the mean over "
-            f"groups is {fmt(g.get('score'), 4)} (median group {fmt(q.get('50%'), 4)}, worst {fmt(q.get('0%'), 4)}). This is the "
-            "NIST 2020 challenge's view: a release can match the whole file's marginals and still get each area wrong.")
+    text = (
+        f"Inside each of the {fmt(g.get('groups_scored'))} groups of {esc(cols)} that the original holds, the score is "
+        f"1000 × (1 − mean TVD) of {fmt(len(g.get('marginals') or []))} {fmt(g.get('k'))}-way marginals of the other columns "
+        f"(of {fmt(g.get('available'))}), each group's distribution against the original's in the same group; the mean over "
+        f"groups is {fmt(g.get('score'), 4)} (median group {fmt(q.get('50%'), 4)}, worst {fmt(q.get('0%'), 4)}). This is the "
+        "NIST 2020 challenge's view: a release can match the whole file's marginals and still get each area wrong."
+    )
     outside = [r for r in g.get("rows_outside") or [] if r]
     if outside:
         text += f" Synthetic rows in groups the original does not hold (not scored): {', '.join(map(fmt, g.get('rows_outside') or []))}."
-    rows = [[", ".join(f"{k} = {v}" for k, v in _mapping(w.get("group")).items()), fmt(w.get("rows_original")),
-             fmt_sets(w.get("rows_synthetic")), fmt(w.get("score"), 4)] for w in g.get("worst") or []]
-    fig = html_figure(plots.group_score_plot(g), "Each group's score (dots; one colour per synthetic set), worst first, and the mean over groups (dashed).",
-                  "per-group k-marginal scores")
+    rows = [
+        [
+            ", ".join(f"{k} = {v}" for k, v in _mapping(w.get("group")).items()),
+            fmt(w.get("rows_original")),
+            fmt_sets(w.get("rows_synthetic")),
+            fmt(w.get("score"), 4),
+        ]
+        for w in g.get("worst") or []
+    ]
+    fig = html_figure(
+        plots.group_score_plot(g),
+        "Each group's score (dots; one colour per synthetic set), worst first, and the mean over groups (dashed).",
+        "per-group k-marginal scores",
+    )
     return _p(text) + fig + html_table(["worst groups", "original rows", "synthetic rows", "score"], rows, numeric=range(1, 4))
 
 
@@ -596,7 +749,14 @@ def _heatmaps(two_way: Mapping[str, Any], original: pd.DataFrame, tables: Sequen
     for m in items:
         cols = [str(c) for c in m["columns"]]
         uri = plots.marginal_heatmaps(original, tables[0], cols, domain, nanmean(m.get("tvd")))
-        figs.append(html_figure(uri, f"{cols[0]} × {cols[1]}: cell shares in the original and in synthetic set 1, and their difference (red = more in the synthetic set). Long category lists are shown in at most {plots.MAX_LEVELS} groups.", f"heat maps of {cols[0]} by {cols[1]}", f"{cols[0]} × {cols[1]} cannot be drawn (a column is missing from the data or the domain)"))
+        figs.append(
+            html_figure(
+                uri,
+                f"{cols[0]} × {cols[1]}: cell shares in the original and in synthetic set 1, and their difference (red = more in the synthetic set). Long category lists are shown in at most {plots.MAX_LEVELS} groups.",
+                f"heat maps of {cols[0]} by {cols[1]}",
+                f"{cols[0]} × {cols[1]} cannot be drawn (a column is missing from the data or the domain)",
+            )
+        )
     return "".join(figs)
 
 
@@ -608,10 +768,19 @@ def _kscore(score: Mapping[str, Any]) -> str:
     if not score:
         return _na("no k-marginal score was computed")
     text = f"Score {fmt(score.get('score'), 4)}{_baseline_phrase(score)}. "
-    rows = [[f"random {label} subsample of the original" + (f" ({fmt(n)} rows)" if n is not None else ""), fmt(v, 4)] for label, v, n in plots.subsample_baselines(score)]
+    rows = [
+        [f"random {label} subsample of the original" + (f" ({fmt(n)} rows)" if n is not None else ""), fmt(v, 4)]
+        for label, v, n in plots.subsample_baselines(score)
+    ]
     rows += [[f"synthetic set {i}", fmt(v, 4)] for i, v in enumerate(score.get("per_set") or [], start=1)]
-    fig = html_figure(plots.kmarginal_plot(score), "Score of each synthetic set (dots) and their mean (dashed) against the scores of random subsamples of the original data (grey lines). A synthetic set that scores like a p% subsample is about as faithful to the marginals as p% of the real rows.", "k-marginal score against subsample baselines")
-    return _p(text + "Higher is better; 1000 means identical marginals.") + fig + html_table(["data", "score"], rows, compact=True)
+    fig = html_figure(
+        plots.kmarginal_plot(score),
+        "Score of each synthetic set (dots) and their mean (dashed) against the scores of random subsamples of the original data (grey lines). A synthetic set that scores like a p% subsample is about as faithful to the marginals as p% of the real rows.",
+        "k-marginal score against subsample baselines",
+    )
+    return (
+        _p(text + "Higher is better; 1000 means identical marginals.") + fig + html_table(["data", "score"], rows, compact=True)
+    )
 
 
 # -- 4. numeric columns --------------------------------------------------------------------------
@@ -621,26 +790,42 @@ def _numeric(numeric: Mapping[str, Any], original: pd.DataFrame, tables: Sequenc
     columns = [c for c, v in numeric.items() if isinstance(v, Mapping)]
     if not columns:
         return _na("the release has no numeric columns")
-    intro = _p("U_m is the largest and U_a the average squared gap between the empirical CDFs of the original and a synthetic set (Hu's ECDF utility); KS is the two-sample Kolmogorov–Smirnov statistic. For all three, 0 means identical and lower is better.")
+    intro = _p(
+        "U_m is the largest and U_a the average squared gap between the empirical CDFs of the original and a synthetic set (Hu's ECDF utility); KS is the two-sample Kolmogorov–Smirnov statistic. For all three, 0 means identical and lower is better."
+    )
     floors = {c: _mapping(numeric[c].get("floor")) for c in columns}
     out = [intro]
     if any(floors.values()):
-        out.append(_p("Binning floor: a synthesizer that sees a numeric column through the domain's bins releases values drawn "
-                      "uniformly inside each bin, so it cannot come closer to the original than the original itself with each "
-                      "value redrawn uniformly inside its own bin. That redraw (seeded, like the evaluation) is shown beside the "
-                      "synthetic figures: a synthetic figure near the floor's is as good as these bins allow, whatever the budget; "
-                      "narrower public bins would lower the floor."))
+        out.append(
+            _p(
+                "Binning floor: a synthesizer that sees a numeric column through the domain's bins releases values drawn "
+                "uniformly inside each bin, so it cannot come closer to the original than the original itself with each "
+                "value redrawn uniformly inside its own bin. That redraw (seeded, like the evaluation) is shown beside the "
+                "synthetic figures: a synthetic figure near the floor's is as good as these bins allow, whatever the budget; "
+                "narrower public bins would lower the floor."
+            )
+        )
     rows = []
     for c in columns:
         parts = numeric_parts(numeric[c])
         means = [fmt(nanmean(numeric[c].get(key))) for key in ("U_m", "U_a", "ks")]
         floor = floors[c]
-        rows.append([c, *means, fmt(floor.get("U_m")) if floor else "—", fmt(parts["mean_original"], 4),
-                     fmt(floor.get("mean"), 4) if floor else "—", fmt(nanmean(parts["mean_synthetic"]), 4)])
+        rows.append(
+            [
+                c,
+                *means,
+                fmt(floor.get("U_m")) if floor else "—",
+                fmt(parts["mean_original"], 4),
+                fmt(floor.get("mean"), 4) if floor else "—",
+                fmt(nanmean(parts["mean_synthetic"]), 4),
+            ]
+        )
     header = ["column", "U_m", "U_a", "KS", "U_m (binning floor)", "mean (original)", "mean (binning floor)", "mean (synthetic)"]
     if not any(floors.values()):
         header, rows = [h for h in header if "floor" not in h], [[v for j, v in enumerate(r) if j not in (4, 6)] for r in rows]
-    out.append(html_table(header, rows, caption="Means over the synthetic sets; the table under each column's plots lists every set."))
+    out.append(
+        html_table(header, rows, caption="Means over the synthetic sets; the table under each column's plots lists every set.")
+    )
     for c in columns:
         out.append(_numeric_column(c, numeric[c], original, tables, domain[c] if c in domain else None, domain))
     return "".join(out)
@@ -671,20 +856,42 @@ def numeric_parts(stats: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _numeric_column(name: str, stats: Mapping[str, Any], original: pd.DataFrame, tables: Sequence[pd.DataFrame], column: Any,
-                    domain: Domain | None = None) -> str:
+def _numeric_column(
+    name: str,
+    stats: Mapping[str, Any],
+    original: pd.DataFrame,
+    tables: Sequence[pd.DataFrame],
+    column: Any,
+    domain: Domain | None = None,
+) -> str:
     floor = _mapping(stats.get("floor"))
     redrawn = None
     if floor and column is not None and domain is not None and name in original:
         # The evaluation's own redraw (same seed, same rows), for the plot.
-        redrawn = plots.finite(redraw_in_bins(original, domain.project([name]), int(floor.get("seed") or 0))[name].to_numpy(float))
-    hist = html_figure(plots.numeric_histograms(original, tables, name, column), "Share of rows per bin (the domain's bins when it has them): original filled, synthetic sets as lines.", f"histograms of {name}", f"{name} has no values to plot")
+        redrawn = plots.finite(
+            redraw_in_bins(original, domain.project([name]), int(floor.get("seed") or 0))[name].to_numpy(float)
+        )
+    hist = html_figure(
+        plots.numeric_histograms(original, tables, name, column),
+        "Share of rows per bin (the domain's bins when it has them): original filled, synthetic sets as lines.",
+        f"histograms of {name}",
+        f"{name} has no values to plot",
+    )
     ecdf_caption = "Empirical CDFs; U_m is the largest vertical gap between the black and a coloured line." + (
-        " Grey dotted: the binning floor, the original redrawn inside its bins." if redrawn is not None else "")
-    ecdf = html_figure(plots.numeric_ecdfs(original, tables, name, redrawn), ecdf_caption, f"empirical CDFs of {name}", f"{name} has no values to plot")
+        " Grey dotted: the binning floor, the original redrawn inside its bins." if redrawn is not None else ""
+    )
+    ecdf = html_figure(
+        plots.numeric_ecdfs(original, tables, name, redrawn),
+        ecdf_caption,
+        f"empirical CDFs of {name}",
+        f"{name} has no values to plot",
+    )
     # Heading and plots kept on one printed page; the table may follow on the next.
-    return (f'<div class="keep"><h3>{esc(name)}</h3><div class="pair">{hist}{ecdf}</div></div>'
-            + _floor_note(name, floor, stats, column) + _quantile_table(stats))
+    return (
+        f'<div class="keep"><h3>{esc(name)}</h3><div class="pair">{hist}{ecdf}</div></div>'
+        + _floor_note(name, floor, stats, column)
+        + _quantile_table(stats)
+    )
 
 
 def _floor_note(name: str, floor: Mapping[str, Any], stats: Mapping[str, Any], column: Any) -> str:
@@ -699,20 +906,27 @@ def _floor_note(name: str, floor: Mapping[str, Any], stats: Mapping[str, Any], c
         label = labels[k] if 0 <= k < len(labels) else f"{fmt(b.get('lower'))}–{fmt(b.get('upper'))}"
         share = nanmean([b.get("shift")])
         if math.isfinite(share) and abs(share) >= max(0.005, 0.1 * abs(shift)):  # the bins that matter, not every one
-            parts.append(f"{_signed_pct(share)} from the bin {label} (its {fmt(b.get('rows'))} original rows average "
-                         f"{fmt(b.get('mean_original'), 4)}, a uniform draw inside it {fmt(b.get('mean_uniform'), 4)})")
+            parts.append(
+                f"{_signed_pct(share)} from the bin {label} (its {fmt(b.get('rows'))} original rows average "
+                f"{fmt(b.get('mean_original'), 4)}, a uniform draw inside it {fmt(b.get('mean_uniform'), 4)})"
+            )
     where = ": " + "; ".join(parts) if parts else ""
     drawn = nanmean([floor.get("mean_shift")])
     this = f" (this draw: {_signed_pct(drawn)})" if math.isfinite(drawn) else ""
     syn = numeric_parts(stats)
     orig, syn_mean = nanmean([syn["mean_original"]]), nanmean(syn["mean_synthetic"])
     syn_shift = (syn_mean - orig) / abs(orig) if math.isfinite(orig) and orig and math.isfinite(syn_mean) else math.nan
-    compare = (f" The synthetic sets' mean is {_signed_pct(syn_shift)} from the original's: judge it against the floor, not against 0."
-               if math.isfinite(syn_shift) else "")
-    return (f'<p class="caveat"><strong>The bins bias the mean of {esc(name)}.</strong> Redrawing each original value uniformly '
-            f"inside its own bin moves the mean by {esc(_signed_pct(shift))} in expectation{esc(this)}{esc(where)}. A synthesizer "
-            f"that draws inside these bins inherits that shift whatever its budget.{esc(compare)} Narrower public bins where the "
-            "values are sparse and skewed (usually the top one) would remove most of it.</p>")
+    compare = (
+        f" The synthetic sets' mean is {_signed_pct(syn_shift)} from the original's: judge it against the floor, not against 0."
+        if math.isfinite(syn_shift)
+        else ""
+    )
+    return (
+        f'<p class="caveat"><strong>The bins bias the mean of {esc(name)}.</strong> Redrawing each original value uniformly '
+        f"inside its own bin moves the mean by {esc(_signed_pct(shift))} in expectation{esc(this)}{esc(where)}. A synthesizer "
+        f"that draws inside these bins inherits that shift whatever its budget.{esc(compare)} Narrower public bins where the "
+        "values are sparse and skewed (usually the top one) would remove most of it.</p>"
+    )
 
 
 def _signed_pct(x: float) -> str:
@@ -737,8 +951,14 @@ def _quantile_table(stats: Mapping[str, Any]) -> str:
         if stats.get(key) is not None:
             f_cell = [fmt(floor.get(key)) if key in floor else ""] if floor else []
             rows.append([label, ""] + f_cell + [fmt(v) for v in _pad(stats.get(key), m)])
-    caption = ("Binning floor: the original with each value redrawn uniformly inside its own bin; its U_m, U_a and KS are "
-               "against the original, the least a synthesizer of these bins can reach.") if floor else ""
+    caption = (
+        (
+            "Binning floor: the original with each value redrawn uniformly inside its own bin; its U_m, U_a and KS are "
+            "against the original, the least a synthesizer of these bins can reach."
+        )
+        if floor
+        else ""
+    )
     return html_table(header, rows, caption=caption)
 
 
@@ -754,17 +974,27 @@ def _propensity(propensity: Mapping[str, Any]) -> str:
     models = _models(propensity)
     if not models:
         return _na("no propensity scores were computed")
-    intro = _p("A classifier is trained to tell original rows from synthetic rows. The propensity mean squared error (pMSE, Snoke et al. 2018) measures how far its predicted probabilities stray from the share of synthetic rows; the null mean and standard deviation are what pMSE would be if both came from the same distribution. A ratio near 1 and a standardised pMSE near 0 are good; large values mean the synthetic rows are easy to spot.")
+    intro = _p(
+        "A classifier is trained to tell original rows from synthetic rows. The propensity mean squared error (pMSE, Snoke et al. 2018) measures how far its predicted probabilities stray from the share of synthetic rows; the null mean and standard deviation are what pMSE would be if both came from the same distribution. A ratio near 1 and a standardised pMSE near 0 are good; large values mean the synthetic rows are easy to spot."
+    )
     out = [intro]
     headline = str(propensity.get("headline") or "")
     if headline in models:
         designs = [d for d in _mapping(propensity[headline]).get("design") or [] if isinstance(d, Mapping)]
         how = str(designs[0].get("description")) if designs and designs[0].get("description") else headline
-        out.append(f'<p class="headline-model"><strong>Headline: the {esc(_model_name(headline, propensity))} model</strong> — '
-                   f"{esc(how)}. Main effects alone see only each column's own distribution: a release that keeps every marginal "
-                   "and shuffles each column on its own would score as well as the original's own subsample; the interactions "
-                   "catch the lost relationships. CART is shown beside it, as a check of another kind.</p>")
-    keys = (("pmse", "pMSE"), ("null_mean", "null mean"), ("null_sd", "null sd"), ("standardised", "standardised"), ("ratio", "ratio"))
+        out.append(
+            f'<p class="headline-model"><strong>Headline: the {esc(_model_name(headline, propensity))} model</strong> — '
+            f"{esc(how)}. Main effects alone see only each column's own distribution: a release that keeps every marginal "
+            "and shuffles each column on its own would score as well as the original's own subsample; the interactions "
+            "catch the lost relationships. CART is shown beside it, as a check of another kind.</p>"
+        )
+    keys = (
+        ("pmse", "pMSE"),
+        ("null_mean", "null mean"),
+        ("null_sd", "null sd"),
+        ("standardised", "standardised"),
+        ("ratio", "ratio"),
+    )
     rows = []
     for model in sorted(models, key=lambda m: m != headline):
         part = propensity[model]
@@ -772,17 +1002,25 @@ def _propensity(propensity: Mapping[str, Any]) -> str:
         rows += [[model, f"set {i + 1}"] + [fmt(_pad(part.get(k), n)[i]) for k, _ in keys] for i in range(n)]
         if n > 1:
             rows.append([model, "mean"] + [fmt(nanmean(part.get(k))) for k, _ in keys])
-    for key, label in (("independent", "original, columns shuffled independently"), ("floor", "original, redrawn inside its bins")):
+    for key, label in (
+        ("independent", "original, columns shuffled independently"),
+        ("floor", "original, redrawn inside its bins"),
+    ):
         part = _mapping(propensity.get(key))
         if part:
             rows.append([f"{headline or 'logistic'} (yardstick)", label] + [fmt(part.get(k)) for k, _ in keys])
     out.append(html_table(["model", "set"] + [label for _, label in keys], rows, numeric=range(2, 99)))
     if any(_mapping(propensity.get(k)) for k in ("independent", "floor")):
-        out.append(_p("Yardsticks, scored by the headline model against the original: the original with each column shuffled on "
-                      "its own (every marginal kept, every relationship broken: what a release that learnt only the one-way "
-                      "distributions would score) and, with binned numeric columns, the original with each value redrawn "
-                      "uniformly inside its bin (the best a synthesizer of those bins can score; it shares every other value "
-                      "with the original row by row, so it can score under 1).", "note"))
+        out.append(
+            _p(
+                "Yardsticks, scored by the headline model against the original: the original with each column shuffled on "
+                "its own (every marginal kept, every relationship broken: what a release that learnt only the one-way "
+                "distributions would score) and, with binned numeric columns, the original with each value redrawn "
+                "uniformly inside its bin (the best a synthesizer of those bins can score; it shares every other value "
+                "with the original row by row, so it can score under 1).",
+                "note",
+            )
+        )
     if propensity.get("rows_used") is not None:
         out.append(_p(_rows_used(propensity.get("rows_used"), propensity.get("max_rows")), "note"))
     if propensity.get("caveat"):
@@ -815,17 +1053,32 @@ def _relationships(relationships: Mapping[str, Any]) -> str:
 
 def _pairs_block(part: Mapping[str, Any], kind: str, missing: str) -> str:
     pairs = [p for p in part.get("pairs") or [] if isinstance(p, Mapping)]
-    scalars = [[_PAIR_FACTS.get(k, k.replace("_", " ")), fmt(v)] for k, v in part.items() if k != "pairs" and not isinstance(v, (Mapping, list, tuple))]
+    scalars = [
+        [_PAIR_FACTS.get(k, k.replace("_", " ")), fmt(v)]
+        for k, v in part.items()
+        if k != "pairs" and not isinstance(v, (Mapping, list, tuple))
+    ]
     if not pairs and not scalars:
         return _na(missing)
     out = []
     if kind == "indicator":
-        out.append(_p("Each column's categories become 0/1 indicators (column = category); for pairs of indicators from different columns, the correlation and the slope of one regressed on the other are computed in the original and in each synthetic set. Points on the 45° line are reproduced exactly. "
-                      "A column with two categories enters by one indicator, its rarer category: the other is its mirror image (the same slopes and correlations with the sign flipped), which would count every relationship twice."))
+        out.append(
+            _p(
+                "Each column's categories become 0/1 indicators (column = category); for pairs of indicators from different columns, the correlation and the slope of one regressed on the other are computed in the original and in each synthetic set. Points on the 45° line are reproduced exactly. "
+                "A column with two categories enters by one indicator, its rarer category: the other is its mirror image (the same slopes and correlations with the sign flipped), which would count every relationship twice."
+            )
+        )
     if scalars:
         out.append(html_table(["measure", "value"], scalars, compact=True))
     if pairs:
-        out.append(html_figure(plots.relationship_scatter(pairs, kind), "Original (x) against synthetic (y), one dot per pair and set; the grey line is y = x.", f"scatter of original against synthetic {kind} correlations", "the pairs carry no finite values"))
+        out.append(
+            html_figure(
+                plots.relationship_scatter(pairs, kind),
+                "Original (x) against synthetic (y), one dot per pair and set; the grey line is y = x.",
+                f"scatter of original against synthetic {kind} correlations",
+                "the pairs carry no finite values",
+            )
+        )
         out.append(_pairs_table(pairs))
     return "".join(out)
 
@@ -847,11 +1100,18 @@ def _pairs_table(pairs: Sequence[Mapping[str, Any]]) -> str:
 
     worst = sorted(pairs, key=lambda p: -_sortable(gap(p)))[:TOP_PAIRS]
     header = ["x", "y", "corr. original", "corr. synthetic"]
-    rows = [[str(p.get("x", "")), str(p.get("y", "")), fmt(p.get("corr_original")), fmt(nanmean(p.get("corr_synthetic")))] for p in worst]
+    rows = [
+        [str(p.get("x", "")), str(p.get("y", "")), fmt(p.get("corr_original")), fmt(nanmean(p.get("corr_synthetic")))]
+        for p in worst
+    ]
     if any("slope_original" in p for p in pairs):
         header += ["slope original", "slope synthetic"]
         rows = [r + [fmt(p.get("slope_original")), fmt(nanmean(p.get("slope_synthetic")))] for r, p in zip(rows, worst)]
-    which = f"The {len(worst)} pairs (of {len(pairs)}) whose correlation is reproduced worst" if len(worst) < len(pairs) else "Every pair, the worst reproduced first"
+    which = (
+        f"The {len(worst)} pairs (of {len(pairs)}) whose correlation is reproduced worst"
+        if len(worst) < len(pairs)
+        else "Every pair, the worst reproduced first"
+    )
     return html_table(header, rows, numeric=range(2, 99), caption=f"{which}; synthetic values are means over the sets.")
 
 
@@ -863,9 +1123,13 @@ def _sensitive(part: Mapping[str, Any], sets: Any = None) -> str:
     if not part:
         return _na("the release names no sensitive columns (a release of rdt does; or pass --sensitive)")
     sens, pub = ", ".join(map(str, part.get("sensitive") or [])), ", ".join(map(str, part.get("public") or []))
-    out = [_p(f"Synthetic sensitive columns ({sens}) against the public ones ({pub}), as the Duke random-decision-tree "
-              "report (S-004 §6) judges them: the joint proportions of their categories with the public columns', the slopes "
-              "and correlations of their category indicators, and a logistic regression of a sensitive category on the public columns.")]
+    out = [
+        _p(
+            f"Synthetic sensitive columns ({sens}) against the public ones ({pub}), as the Duke random-decision-tree "
+            "report (S-004 §6) judges them: the joint proportions of their categories with the public columns', the slopes "
+            "and correlations of their category indicators, and a logistic regression of a sensitive category on the public columns."
+        )
+    ]
     skipped = _mapping(part.get("skipped"))
     if skipped:
         out.append(_p("Left out: " + "; ".join(f"{k} ({v})" for k, v in skipped.items()) + ".", "note"))
@@ -873,34 +1137,56 @@ def _sensitive(part: Mapping[str, Any], sets: Any = None) -> str:
     props = _mapping(part.get("proportions"))
     tables = [" × ".join(map(str, t)) for t in props.get("tables") or [] if isinstance(t, (list, tuple))]
     cells = [c for c in props.get("cells") or [] if isinstance(c, (int, np.integer))]
-    groups = [f"{len(t.split(' × '))}-way" for t, n in zip(tables, cells) for _ in range(int(n))] if len(cells) == len(tables) else None
+    groups = (
+        [f"{len(t.split(' × '))}-way" for t, n in zip(tables, cells) for _ in range(int(n))]
+        if len(cells) == len(tables)
+        else None
+    )
     by_way = "; ".join(f"{k} cells r = {fmt_sets(v)}" for k, v in _mapping(props.get("r_by_way")).items())
-    out.append(html_figure(plots.agreement_scatter(props.get("original") or [], props.get("synthetic") or [], "joint proportion", props.get("r"), groups),
-                       f"Every cell of the tables {'; '.join(tables)}: its share of the original (x) and of each synthetic set (y); "
-                       f"the grey line is y = x. The correlation r over the cells is S-004's Fig. 3b measure ({by_way}).",
-                       "scatter of joint proportions, original against synthetic"))
+    out.append(
+        html_figure(
+            plots.agreement_scatter(
+                props.get("original") or [], props.get("synthetic") or [], "joint proportion", props.get("r"), groups
+            ),
+            f"Every cell of the tables {'; '.join(tables)}: its share of the original (x) and of each synthetic set (y); "
+            f"the grey line is y = x. The correlation r over the cells is S-004's Fig. 3b measure ({by_way}).",
+            "scatter of joint proportions, original against synthetic",
+        )
+    )
     worst = [t for t in part.get("tables") or [] if isinstance(t, Mapping)]
     rows = [[" × ".join(map(str, t.get("columns", []))), fmt(nanmean(t.get("tvd"))), fmt_sets(t.get("tvd"))] for t in worst[:15]]
     if rows:
         mean_text = "; ".join(f"{k} tables {fmt(v)}" for k, v in _mapping(part.get("tvd_mean")).items())
         shown = f"The {len(rows)} of {len(worst)} tables" if len(rows) < len(worst) else "Every table"
-        out.append(html_table(["table", "TVD, mean over sets", "per set"], rows,
-                          caption=f"{shown}, reproduced worst first: total variation distance ½Σ|p − q| of the proportions (0 = identical). Mean: {mean_text}."))
+        out.append(
+            html_table(
+                ["table", "TVD, mean over sets", "per set"],
+                rows,
+                caption=f"{shown}, reproduced worst first: total variation distance ½Σ|p − q| of the proportions (0 = identical). Mean: {mean_text}.",
+            )
+        )
     out.append("<h3>Indicator slopes and correlations</h3>")
     ind = _mapping(part.get("indicators"))
     pairs = [p for p in ind.get("pairs") or [] if isinstance(p, Mapping)]
     if pairs:
-        facts = [["pairs (a sensitive category with another column's)", fmt(len(pairs))],
-                 ["correlation of slopes, synthetic with original", fmt_sets(ind.get("slope_r"))],
-                 ["correlation of correlations, synthetic with original", fmt_sets(ind.get("corr_r"))],
-                 ["mean |difference| of slopes", fmt_sets(ind.get("slope_mean_abs_diff"))],
-                 ["mean |difference| of correlations", fmt_sets(ind.get("corr_mean_abs_diff"))]]
+        facts = [
+            ["pairs (a sensitive category with another column's)", fmt(len(pairs))],
+            ["correlation of slopes, synthetic with original", fmt_sets(ind.get("slope_r"))],
+            ["correlation of correlations, synthetic with original", fmt_sets(ind.get("corr_r"))],
+            ["mean |difference| of slopes", fmt_sets(ind.get("slope_mean_abs_diff"))],
+            ["mean |difference| of correlations", fmt_sets(ind.get("corr_mean_abs_diff"))],
+        ]
         out.append(html_table(["measure", "per set"], facts, compact=True))
-        out.append(html_figure(plots.relationship_scatter(pairs, "indicator", {"slope": ind.get("slope_r"), "corr": ind.get("corr_r")}),
-                           "Each pair of a sensitive category's indicator x = 1[S = s] with another column's y = 1[B = b] (S-004 Figs. 3c, 3d), "
-                           "original (x axis) against each synthetic set (y axis), the grey line y = x: the slope of y on x, "
-                           "β₁ = P(y | x) − P(y | not x), and the correlation r = β₁ · sqrt(P(x)(1 − P(x)) / (P(y)(1 − P(y)))).",
-                           "scatters of indicator slopes and correlations, original against synthetic", "the pairs carry no finite values"))
+        out.append(
+            html_figure(
+                plots.relationship_scatter(pairs, "indicator", {"slope": ind.get("slope_r"), "corr": ind.get("corr_r")}),
+                "Each pair of a sensitive category's indicator x = 1[S = s] with another column's y = 1[B = b] (S-004 Figs. 3c, 3d), "
+                "original (x axis) against each synthetic set (y axis), the grey line y = x: the slope of y on x, "
+                "β₁ = P(y | x) − P(y | not x), and the correlation r = β₁ · sqrt(P(x)(1 − P(x)) / (P(y)(1 − P(y)))).",
+                "scatters of indicator slopes and correlations, original against synthetic",
+                "the pairs carry no finite values",
+            )
+        )
         out.append(_pairs_table(pairs))
     else:
         out.append(_na("no indicator pairs (every category is constant in the original)"))
@@ -918,29 +1204,57 @@ def _logit_block(column: str, model: Mapping[str, Any], sets: Any = None) -> str
     reference = ", ".join(f"{k} = {v}" for k, v in _mapping(model.get("reference")).items())
     pooled = _mapping(model.get("pooled"))
     absent = _mapping(model.get("pooled_absent"))
-    how = (f"Levels of a predictor under {fmt(model.get('pooled_below'))} of the original or past its {fmt(model.get('levels_kept'))} "
-           "most common are pooled as \"other\"" + (f" ({'; '.join(f'{k}: {len(v)} levels' for k, v in pooled.items())})" if pooled else " (none here)"))
+    how = (
+        f"Levels of a predictor under {fmt(model.get('pooled_below'))} of the original or past its {fmt(model.get('levels_kept'))} "
+        'most common are pooled as "other"'
+        + (f" ({'; '.join(f'{k}: {len(v)} levels' for k, v in pooled.items())})" if pooled else " (none here)")
+    )
     if absent:
-        how += "; so are levels absent from a synthetic set (" + "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in absent.items()) + ")"
+        how += (
+            "; so are levels absent from a synthetic set ("
+            + "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in absent.items())
+            + ")"
+        )
     merged = _mapping(model.get("merged"))
     if merged:
-        how += "; where the pooled levels are absent from some of the data, they join the least common kept level (" + ", ".join(f"{k}: {v}" for k, v in merged.items()) + ")"
+        how += (
+            "; where the pooled levels are absent from some of the data, they join the least common kept level ("
+            + ", ".join(f"{k}: {v}" for k, v in merged.items())
+            + ")"
+        )
     one = single_set(model.get("rule"), sets)
-    out = [f"<p>Model <code>{esc(model.get('formula', response))}</code> ({esc(model.get('level_rule', ''))}), fitted by maximum likelihood to "
-           f"the original and to each synthetic set, the sets combined by the rule <code>{esc(model.get('rule', '—'))}</code>. "
-           f"Reference levels: {esc(reference)}. {esc(how)}. Correlation of synthetic with original coefficients: {esc(fmt(model.get('coefficient_r')))}.</p>"]
+    out = [
+        f"<p>Model <code>{esc(model.get('formula', response))}</code> ({esc(model.get('level_rule', ''))}), fitted by maximum likelihood to "
+        f"the original and to each synthetic set, the sets combined by the rule <code>{esc(model.get('rule', '—'))}</code>. "
+        f"Reference levels: {esc(reference)}. {esc(how)}. Correlation of synthetic with original coefficients: {esc(fmt(model.get('coefficient_r')))}.</p>"
+    ]
     if one:
         out.append(_single_set_caveat())
     if model.get("warnings"):
-        out.append(_p("The fits warned: " + "; ".join(map(str, model["warnings"])) + " (a level with almost no records of the category gives a large, unstable coefficient).", "note"))
+        out.append(
+            _p(
+                "The fits warned: "
+                + "; ".join(map(str, model["warnings"]))
+                + " (a level with almost no records of the category gives a large, unstable coefficient).",
+                "note",
+            )
+        )
     shown = min(len(coefs), 48)
     more = f" The first {shown} of {len(coefs)} terms are drawn; the table lists all." if shown < len(coefs) else ""
-    synthetic = (" to the one synthetic set (blue; its interval ignores synthesis and noise variance)" if one
-                 else ", combined over the sets, to the synthetic data (blue)")
-    out.append(html_figure(plots.coefficient_forest(coefs, f"1[{response}]: coefficients, original and synthetic"),
-                       "Each coefficient (log odds ratio against the reference level) with its 95% interval: fitted to the original (black) and"
-                       f"{synthetic}, as in S-004 Figs. 10–14." + more,
-                       f"coefficient plot of the logistic regression of {response}", "the coefficients carry no finite estimates"))
+    synthetic = (
+        " to the one synthetic set (blue; its interval ignores synthesis and noise variance)"
+        if one
+        else ", combined over the sets, to the synthetic data (blue)"
+    )
+    out.append(
+        html_figure(
+            plots.coefficient_forest(coefs, f"1[{response}]: coefficients, original and synthetic"),
+            "Each coefficient (log odds ratio against the reference level) with its 95% interval: fitted to the original (black) and"
+            f"{synthetic}, as in S-004 Figs. 10–14." + more,
+            f"coefficient plot of the logistic regression of {response}",
+            "the coefficients carry no finite estimates",
+        )
+    )
     out.append(html_table(_coef_header(one), [_coef_row(c) for c in coefs]))
     return "".join(out)
 
@@ -949,9 +1263,23 @@ def _sensitive_rows(part: Mapping[str, Any]) -> list[list[str]]:
     props, ind = _mapping(part.get("proportions")), _mapping(part.get("indicators"))
     rows = []
     if math.isfinite(nanmean(props.get("r"))):
-        rows.append(["sensitive × public proportions: r", fmt(nanmean(props.get("r"))), "Correlation of the synthetic with the original shares of the cells of the sensitive × public tables (S-004 Fig. 3b); 1 = proportional.", "higher"])
+        rows.append(
+            [
+                "sensitive × public proportions: r",
+                fmt(nanmean(props.get("r"))),
+                "Correlation of the synthetic with the original shares of the cells of the sensitive × public tables (S-004 Fig. 3b); 1 = proportional.",
+                "higher",
+            ]
+        )
     if math.isfinite(nanmean(ind.get("slope_r"))):
-        rows.append(["sensitive indicator slopes: r", fmt(nanmean(ind.get("slope_r"))), "Correlation of the synthetic with the original slopes of the other columns' indicators on a sensitive category's (S-004 Fig. 3c).", "higher"])
+        rows.append(
+            [
+                "sensitive indicator slopes: r",
+                fmt(nanmean(ind.get("slope_r"))),
+                "Correlation of the synthetic with the original slopes of the other columns' indicators on a sensitive category's (S-004 Fig. 3c).",
+                "higher",
+            ]
+        )
     return rows
 
 
@@ -964,16 +1292,30 @@ def _inference(inference: Mapping[str, Any], sets: Any = None) -> str:
         return _na("no regression formula was given (pass one to compare inferences)")
     rule = str(inference.get("rule", "—"))
     one = single_set(rule, sets)
-    out = [f"<p>Model <code>{esc(inference.get('formula', '—'))}</code>, fitted to the original and to each synthetic set; the synthetic estimates are combined by the rule <code>{esc(rule)}</code>.</p>"]
+    out = [
+        f"<p>Model <code>{esc(inference.get('formula', '—'))}</code>, fitted to the original and to each synthetic set; the synthetic estimates are combined by the rule <code>{esc(rule)}</code>.</p>"
+    ]
     if one:
         out.append(_single_set_caveat())
     shown = min(len(coefs), plots.MAX_TERMS)
     more = f" The first {shown} of {len(coefs)} terms are drawn; the table lists all." if shown < len(coefs) else ""
     synthetic = "synthetic from one set, ignoring synthesis and noise variance" if one else "synthetic"
-    out.append(html_figure(plots.coefficient_plot(coefs), f"95% intervals per term: original (black) and {synthetic} (blue), each term on its own scale." + more, "coefficient intervals, original and synthetic", "the coefficients carry no finite estimates"))
+    out.append(
+        html_figure(
+            plots.coefficient_plot(coefs),
+            f"95% intervals per term: original (black) and {synthetic} (blue), each term on its own scale." + more,
+            "coefficient intervals, original and synthetic",
+            "the coefficients carry no finite estimates",
+        )
+    )
     rows = [_coef_row(c) for c in coefs]
     out.append(html_table(_coef_header(one), rows))
-    out.append(_p("CI overlap: the average share of each interval covered by their intersection (1 = identical, 0 or less = disjoint; higher is better). Standardised difference: (synthetic − original estimate) / original standard error (closer to 0 is better).", "note"))
+    out.append(
+        _p(
+            "CI overlap: the average share of each interval covered by their intersection (1 = identical, 0 or less = disjoint; higher is better). Standardised difference: (synthetic − original estimate) / original standard error (closer to 0 is better).",
+            "note",
+        )
+    )
     return "".join(out)
 
 
@@ -984,15 +1326,26 @@ def _coef_header(one: bool) -> list[str]:
 
 
 def _single_set_caveat() -> str:
-    return (f'<p class="caveat"><strong>One synthetic set.</strong> {esc(SINGLE_SET_CAVEAT)} They cover the value they '
-            "estimate less often than 95 %, and a high overlap with the original's interval flatters the release; several "
-            "sets (--sets m) give intervals that carry both variances.</p>")
+    return (
+        f'<p class="caveat"><strong>One synthetic set.</strong> {esc(SINGLE_SET_CAVEAT)} They cover the value they '
+        "estimate less often than 95 %, and a high overlap with the original's interval flatters the release; several "
+        "sets (--sets m) give intervals that carry both variances.</p>"
+    )
 
 
 def _coef_row(c: Mapping[str, Any]) -> list[str]:
     o, s = _mapping(c.get("original")), _mapping(c.get("synthetic"))
     ci = lambda part: f"[{fmt(part.get('lower'))}, {fmt(part.get('upper'))}]"
-    return [str(c.get("term", "")), fmt(o.get("estimate")), ci(o), fmt(s.get("estimate")), ci(s), fmt(s.get("df")), fmt(c.get("ci_overlap")), fmt(c.get("std_diff"))]
+    return [
+        str(c.get("term", "")),
+        fmt(o.get("estimate")),
+        ci(o),
+        fmt(s.get("estimate")),
+        ci(s),
+        fmt(s.get("df")),
+        fmt(c.get("ci_overlap")),
+        fmt(c.get("std_diff")),
+    ]
 
 
 # -- page and file -------------------------------------------------------------------------------

@@ -33,8 +33,9 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Mapping, Sequence
 from itertools import combinations
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -53,10 +54,16 @@ LEVELS = 8
 OTHER = "other"
 
 
-def sensitive_utility(original: pd.DataFrame, tables: Sequence[pd.DataFrame], domain: Domain,
-                      sensitive: Sequence[str], public: Sequence[str] | None = None,
-                      rule: str | None = None, seed: int = 0,
-                      levels: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def sensitive_utility(
+    original: pd.DataFrame,
+    tables: Sequence[pd.DataFrame],
+    domain: Domain,
+    sensitive: Sequence[str],
+    public: Sequence[str] | None = None,
+    rule: str | None = None,
+    seed: int = 0,
+    levels: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """S-004's utility outputs (§6) for the ``sensitive`` columns against the ``public`` ones.
 
     Parameters
@@ -124,14 +131,17 @@ def sensitive_utility(original: pd.DataFrame, tables: Sequence[pd.DataFrame], do
         raise DipsyError(f"the sensitive column {unknown[0]!r} is not in the domain", f"name columns of {list(domain.names)}")
     for s in sensitive:
         if not domain[s].encodable:
-            raise DipsyError(f"the sensitive column {s!r} is numeric without bins, so it has no categories",
-                             "give it bins in the domain file")
+            raise DipsyError(
+                f"the sensitive column {s!r} is numeric without bins, so it has no categories", "give it bins in the domain file"
+            )
     asked = [c for c in (public or domain.names) if c in domain and c not in sensitive]
     skipped = {c: "numeric without bins: no categories" for c in asked if not domain[c].encodable}
     public = [c for c in asked if c not in skipped]
     if not sensitive or not public:
-        raise DipsyError("the sensitive-attribute evaluation needs a sensitive and a public column of the domain",
-                         "pass --sensitive with columns of the release")
+        raise DipsyError(
+            "the sensitive-attribute evaluation needs a sensitive and a public column of the domain",
+            "pass --sensitive with columns of the release",
+        )
     names = [*public, *sensitive]
     codes, labelled, view = _coded([original, *tables], domain.project(names))
     sizes = dict(zip(names, view.shape(names)))
@@ -144,8 +154,9 @@ def sensitive_utility(original: pd.DataFrame, tables: Sequence[pd.DataFrame], do
     cells: dict[tuple[str, ...], list[np.ndarray]] = {}
     for cols in groups:
         shares = [joint_shares(c, cols, sizes) for c in codes]
-        out_tables.append({"columns": list(cols), "way": len(cols),
-                           "tvd": [0.5 * float(np.abs(s - shares[0]).sum()) for s in shares[1:]]})
+        out_tables.append(
+            {"columns": list(cols), "way": len(cols), "tvd": [0.5 * float(np.abs(s - shares[0]).sum()) for s in shares[1:]]}
+        )
         if cols[-1] in public:  # S × P and S₁ × … × P: the cells of S-004's Fig. 3b
             cells[cols] = shares
     return {
@@ -228,7 +239,7 @@ def _indicators(frames: list[pd.DataFrame], view: Domain, sensitive: list[str], 
     """
     pairs = []
     for s in sensitive:
-        for other in [*public, *sensitive[sensitive.index(s) + 1:]]:
+        for other in [*public, *sensitive[sensitive.index(s) + 1 :]]:
             found = indicator_relationships(frames[0], frames[1:], view.project([s, other]), max_pairs=10**9, seed=seed)
             pairs += found["pairs"]
     out: dict[str, Any] = {"pairs": pairs, "pairs_used": len(pairs)}
@@ -268,8 +279,9 @@ def response_level(values: pd.Series, column: Column, named: Any = None) -> tupl
     return str(present.index[min(1, len(present) - 1)]), "the most common category but one (the most common is the reference)"
 
 
-def _logit(frames: list[pd.DataFrame], view: Domain, column: str, public: list[str], rule: str | None,
-           named: Any) -> dict[str, Any]:
+def _logit(
+    frames: list[pd.DataFrame], view: Domain, column: str, public: list[str], rule: str | None, named: Any
+) -> dict[str, Any]:
     """1[column = level] on the public columns as categories, the original against the sets.
 
     Each predictor keeps its levels that are at least :data:`RARE` of the original, at most the
@@ -289,7 +301,9 @@ def _logit(frames: list[pd.DataFrame], view: Domain, column: str, public: list[s
             share = float((f[column] == level).mean())
             if share in (0.0, 1.0):
                 where = "the original" if k == 0 else f"synthetic set {k}"
-                raise _NotComparable(f"{'no' if share == 0 else 'every'} record of {where} has {response}, so the model cannot be fitted")
+                raise _NotComparable(
+                    f"{'no' if share == 0 else 'every'} record of {where} has {response}, so the model cannot be fitted"
+                )
         pooled, absent, merged, categories, fill = {}, {}, {}, {}, {}
         for p in public:
             order = list(view[p].category_texts)
@@ -302,8 +316,10 @@ def _logit(frames: list[pd.DataFrame], view: Domain, column: str, public: list[s
             if any(others) and not all(others):  # "other" would be a term of some frames only
                 if len(kept) < 2:
                     k = others.index(False)
-                    raise _NotComparable(f"the predictor {p} has no level present in every set but its reference "
-                                         f"and {OTHER}, which {'the original' if k == 0 else f'synthetic set {k}'} lacks")
+                    raise _NotComparable(
+                        f"the predictor {p} has no level present in every set but its reference "
+                        f"and {OTHER}, which {'the original' if k == 0 else f'synthetic set {k}'} lacks"
+                    )
                 host = min(kept[1:], key=lambda v: (shares[v], order.index(v)))
                 fill[p] = merged[p] = f"{host}+{OTHER}"
                 kept = [fill[p] if v == host else v for v in kept]
@@ -311,8 +327,9 @@ def _logit(frames: list[pd.DataFrame], view: Domain, column: str, public: list[s
                 order.insert(order.index(host), order.pop())
             # the reference (most common level) first, then domain order, "other" last
             categories[p] = kept[:1] + sorted(kept[1:], key=order.index) + ([OTHER] if all(others) else [])
-            pooled[p] = sorted(set(shares.index) - set(kept) - set(gone) - {merged.get(p, "").removesuffix(f"+{OTHER}")},
-                               key=order.index)
+            pooled[p] = sorted(
+                set(shares.index) - set(kept) - set(gone) - {merged.get(p, "").removesuffix(f"+{OTHER}")}, key=order.index
+            )
             if gone:
                 absent[p] = sorted(gone, key=order.index)
 
@@ -338,11 +355,17 @@ def _logit(frames: list[pd.DataFrame], view: Domain, column: str, public: list[s
     s = np.array([c["synthetic"]["estimate"] for c in result["coefficients"]], dtype=float)
     ok = np.isfinite(o) & np.isfinite(s)
     return {
-        "response": response, "level": level, "level_rule": why, "predictors": list(public),
+        "response": response,
+        "level": level,
+        "level_rule": why,
+        "predictors": list(public),
         "formula": f"1[{response}] ~ " + " + ".join(f"C({p})" for p in public),
         "reference": {p: categories[p][0] for p in public},
-        "pooled": {p: v for p, v in pooled.items() if v}, "pooled_absent": absent, "merged": merged,
-        "pooled_below": RARE, "levels_kept": LEVELS,
+        "pooled": {p: v for p, v in pooled.items() if v},
+        "pooled_absent": absent,
+        "merged": merged,
+        "pooled_below": RARE,
+        "levels_kept": LEVELS,
         "coefficient_r": _pearson(o[ok], s[ok]),
         "warnings": sorted({str(w.message).splitlines()[0] for w in caught if str(w.message)}),
         **{k: v for k, v in result.items() if k != "formula"},

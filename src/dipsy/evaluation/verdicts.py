@@ -18,8 +18,9 @@ analysis), and a flag says where to look, not that the release is useless.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -141,7 +142,7 @@ def marginals(part: Mapping[str, Any]) -> Verdict | None:
     >>> marginals({"2-way": {"mean_tvd": 0.03, "worst_tvd": 0.06, "worst_columns": ["a", "b"]}}).text[:61]
     'Two-way marginals: mean TVD 0.03 ≤ 0.05 (worst a × b: 0.06): '
     """
-    for key, name in (("2-way", "Two-way"), ("1-way", "One-way")):
+    for key, name in (("2-way", "Two-way"), ("1-way", "One-way")):  # noqa: B007 - the order found is used after the loop
         order = _mapping(part.get(key))
         tvd = _num(order.get("mean_tvd"))
         if not math.isnan(tvd):
@@ -151,13 +152,22 @@ def marginals(part: Mapping[str, Any]) -> Verdict | None:
     worst = " × ".join(map(str, order.get("worst_columns") or []))
     worst_text = f" (worst {worst}: {_g(_num(order.get('worst_tvd')))})" if worst else ""
     if tvd <= MARGINAL_TVD_OK:
-        return Verdict("good", f"{name} marginals: mean TVD {_g(tvd)} ≤ {MARGINAL_TVD_OK}{worst_text}: "
-                               "the tables of the columns are reproduced about as closely as sampling alone allows.")
+        return Verdict(
+            "good",
+            f"{name} marginals: mean TVD {_g(tvd)} ≤ {MARGINAL_TVD_OK}{worst_text}: "
+            "the tables of the columns are reproduced about as closely as sampling alone allows.",
+        )
     if tvd <= MARGINAL_TVD_FLAG:
-        return Verdict("caution", f"{name} marginals: mean TVD {_g(tvd)} > {MARGINAL_TVD_OK}{worst_text}: "
-                                  f"on average {tvd:.0%} of the rows sit in a different cell of a table than in the original.")
-    return Verdict("poor", f"{name} marginals: mean TVD {_g(tvd)} > {MARGINAL_TVD_FLAG}{worst_text}: "
-                           f"on average {tvd:.0%} of the rows sit in a different cell — tabulations of the release will differ visibly.")
+        return Verdict(
+            "caution",
+            f"{name} marginals: mean TVD {_g(tvd)} > {MARGINAL_TVD_OK}{worst_text}: "
+            f"on average {tvd:.0%} of the rows sit in a different cell of a table than in the original.",
+        )
+    return Verdict(
+        "poor",
+        f"{name} marginals: mean TVD {_g(tvd)} > {MARGINAL_TVD_FLAG}{worst_text}: "
+        f"on average {tvd:.0%} of the rows sit in a different cell — tabulations of the release will differ visibly.",
+    )
 
 
 def numeric(part: Mapping[str, Any]) -> Verdict | None:
@@ -181,8 +191,11 @@ def numeric(part: Mapping[str, Any]) -> Verdict | None:
         f_um, f_shift = _num(floor.get("U_m")), _num(floor.get("expected_mean_shift"))
         flagged = um > NUMERIC_UM_FLAG or abs(shift) > MEAN_SHIFT_FLAG
         floor_flag = (f_um > NUMERIC_UM_FLAG or abs(f_shift) > MEAN_SHIFT_FLAG) and not (
-            um > max(NUMERIC_UM_FLAG, FLOOR_MARGIN * f_um) or abs(shift) > max(MEAN_SHIFT_FLAG, FLOOR_MARGIN * abs(f_shift)))
-        badness = max(um / NUMERIC_UM_FLAG if not math.isnan(um) else 0, abs(shift) / MEAN_SHIFT_FLAG if not math.isnan(shift) else 0)
+            um > max(NUMERIC_UM_FLAG, FLOOR_MARGIN * f_um) or abs(shift) > max(MEAN_SHIFT_FLAG, FLOOR_MARGIN * abs(f_shift))
+        )
+        badness = max(
+            um / NUMERIC_UM_FLAG if not math.isnan(um) else 0, abs(shift) / MEAN_SHIFT_FLAG if not math.isnan(shift) else 0
+        )
         rows.append((badness, name, um, shift, flagged, floor_flag, floor, f_shift))
     rows.sort(key=lambda r: -r[0])
     badness, name, um, shift, flagged, floor_flag, floor, f_shift = rows[0]
@@ -198,9 +211,12 @@ def numeric(part: Mapping[str, Any]) -> Verdict | None:
             top = bins[0]
             cause = f", {_pct(_num(top.get('shift')))} of it from the bin {_short(_num(top.get('lower')))}–{_short(_num(top.get('upper')))}"
         floor_text = f"mean {_pct(f_shift)}{cause}" if not math.isnan(f_shift) else f"U_m {_g(_num(floor.get('U_m')))}"
-        return Verdict("caution", f"{what} {rule}; but the original itself, each value redrawn uniformly inside its own bin, "
-                                  f"is off about as much or more ({floor_text}): the domain's bins, not the method, set this limit — "
-                                  "narrower public bins would lower it.")
+        return Verdict(
+            "caution",
+            f"{what} {rule}; but the original itself, each value redrawn uniformly inside its own bin, "
+            f"is off about as much or more ({floor_text}): the domain's bins, not the method, set this limit — "
+            "narrower public bins would lower it.",
+        )
     floor_note = f" (the binning floor: mean {_pct(f_shift)})" if not math.isnan(f_shift) else ""
     return Verdict("poor", f"{what} {rule}{floor_note}: the synthetic values are off beyond what the bins explain.")
 
@@ -223,13 +239,19 @@ def propensity(part: Mapping[str, Any]) -> Verdict | None:
     yard_text = f" ({'; '.join(yard)})" if yard else ""
     head = f"pMSE ratio ({name}) {_g(ratio)}"
     if ratio <= PMSE_RATIO_OK:
-        return Verdict("good", f"{head} ≤ {PMSE_RATIO_OK:g}: the classifier does little better than on two samples of one "
-                               f"distribution — the sets are hard to tell from the original{yard_text}.")
+        return Verdict(
+            "good",
+            f"{head} ≤ {PMSE_RATIO_OK:g}: the classifier does little better than on two samples of one "
+            f"distribution — the sets are hard to tell from the original{yard_text}.",
+        )
     share = (ratio - 1) / (independent - 1) if not math.isnan(independent) and independent > 1 else math.nan
     if not math.isnan(share) and share >= PMSE_INDEPENDENT_SHARE:
-        return Verdict("poor", f"{head} > {PMSE_RATIO_OK:g} and at least {PMSE_INDEPENDENT_SHARE:.0%} of the way from 1 to the "
-                               f"{_g(independent)} of the original with its columns shuffled independently: the sets are easy to tell "
-                               "from the original, and keep little more of the relationships between columns than such a shuffle.")
+        return Verdict(
+            "poor",
+            f"{head} > {PMSE_RATIO_OK:g} and at least {PMSE_INDEPENDENT_SHARE:.0%} of the way from 1 to the "
+            f"{_g(independent)} of the original with its columns shuffled independently: the sets are easy to tell "
+            "from the original, and keep little more of the relationships between columns than such a shuffle.",
+        )
     # Within a quarter of the floor either way: the bins, not the method, account for most of it.
     near_floor = not math.isnan(floor) and floor / 1.25 <= ratio <= 1.25 * floor
     tail = " — about what the binning alone costs" if near_floor else ""
@@ -262,10 +284,16 @@ def _relationship_counts(pairs: Sequence[Mapping[str, Any]], value: str) -> tupl
 def _relationship_verdict(material: int, lost: list[tuple[float, str]], what: str) -> Verdict | None:
     if material == 0:
         return None
-    rule = (f"(a relationship with |r| ≥ {MATERIAL_CORRELATION} in the original counts as lost when its synthetic slope is under "
-            f"{SLOPE_KEPT:g}× or over {1 / SLOPE_KEPT:g}× the original's, or of the other sign)")
+    rule = (
+        f"(a relationship with |r| ≥ {MATERIAL_CORRELATION} in the original counts as lost when its synthetic slope is under "
+        f"{SLOPE_KEPT:g}× or over {1 / SLOPE_KEPT:g}× the original's, or of the other sign)"
+    )
     if not lost:
-        counted = f"The one material {what.replace('relationships', 'relationship', 1)} is" if material == 1 else f"None of the {material} material {what} is"
+        counted = (
+            f"The one material {what.replace('relationships', 'relationship', 1)} is"
+            if material == 1
+            else f"None of the {material} material {what} is"
+        )
         return Verdict("good", f"{counted} {'kept' if material == 1 else 'lost'} {rule}.")
     share = len(lost) / material
     worst = lost[0][1]
@@ -311,8 +339,10 @@ def single_set(rule: Any, sets: Any = None) -> bool:
 
 
 #: The caveat every one-set interval carries, wherever it is shown.
-SINGLE_SET_CAVEAT = ("The synthetic intervals come from one synthetic set, treated as if it were the data: they ignore "
-                     "the variance of synthesis and of the privacy noise, so they are too narrow.")
+SINGLE_SET_CAVEAT = (
+    "The synthetic intervals come from one synthetic set, treated as if it were the data: they ignore "
+    "the variance of synthesis and of the privacy noise, so they are too narrow."
+)
 
 
 def inference(part: Mapping[str, Any], sets: Any = None) -> Verdict | None:
@@ -340,12 +370,17 @@ def inference(part: Mapping[str, Any], sets: Any = None) -> Verdict | None:
     rule = f"(flagged when the synthetic estimate lies more than {STD_DIFF_FLAG} original SEs away, outside the original's 95 % interval)"
     if halved:
         worst = sorted(halved, key=lambda t: -t[0])[0][1]
-        return Verdict("poor", f"A slope significant in the original is halved, doubled or reversed in the synthetic data: {worst} "
-                               f"(under {SLOPE_KEPT:g}× or over {1 / SLOPE_KEPT:g}× the original, or of the other sign).{one}")
+        return Verdict(
+            "poor",
+            f"A slope significant in the original is halved, doubled or reversed in the synthetic data: {worst} "
+            f"(under {SLOPE_KEPT:g}× or over {1 / SLOPE_KEPT:g}× the original, or of the other sign).{one}",
+        )
     if far:
         worst = sorted(far, key=lambda t: -t[0])[0][1]
-        return Verdict("caution", f"{len(far)} of {len(coefs)} coefficients move more than {STD_DIFF_FLAG} original SEs; worst "
-                                  f"{worst} {rule}.{one}")
+        return Verdict(
+            "caution",
+            f"{len(far)} of {len(coefs)} coefficients move more than {STD_DIFF_FLAG} original SEs; worst {worst} {rule}.{one}",
+        )
     return Verdict("good", f"Every coefficient within {STD_DIFF_FLAG} original SEs of the original's {rule}.{one}")
 
 
@@ -371,5 +406,15 @@ def verdicts(evaluation: Mapping[str, Any]) -> dict[str, Verdict]:
     return out
 
 
-__all__ = ["Verdict", "verdicts", "marginals", "numeric", "propensity", "relationships", "sensitive", "inference",
-           "single_set", "SINGLE_SET_CAVEAT"]
+__all__ = [
+    "Verdict",
+    "verdicts",
+    "marginals",
+    "numeric",
+    "propensity",
+    "relationships",
+    "sensitive",
+    "inference",
+    "single_set",
+    "SINGLE_SET_CAVEAT",
+]

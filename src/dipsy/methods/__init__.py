@@ -23,8 +23,20 @@ from .rdt import RandomDecisionTrees
 REGISTRY: dict[str, type[Synthesizer]] = {
     cls.name: cls
     for cls in (
-        DirichletMultinomial, BetaBinomial, DPPrior, GammaPoisson, LaplaceSanitizer,
-        PerturbedHistogram, SmoothedHistogram, ExponentialECDF, Modips, PrivSyn, DPSyn, MST, AIM, RandomDecisionTrees,
+        DirichletMultinomial,
+        BetaBinomial,
+        DPPrior,
+        GammaPoisson,
+        LaplaceSanitizer,
+        PerturbedHistogram,
+        SmoothedHistogram,
+        ExponentialECDF,
+        Modips,
+        PrivSyn,
+        DPSyn,
+        MST,
+        AIM,
+        RandomDecisionTrees,
         PseudoPosteriorSynthesizer,
     )
 }
@@ -73,5 +85,17 @@ def methods() -> list[MethodInfo]:
     ]
 
 
-__all__ = ["ADD_REMOVE", "NEIGHBOURINGS", "SUBSTITUTE", "MethodInfo", "Model", "Option", "Plan", "Statement", "Synthesizer",
-           "build_statement", "get", "methods"]
+__all__ = [
+    "ADD_REMOVE",
+    "NEIGHBOURINGS",
+    "SUBSTITUTE",
+    "MethodInfo",
+    "Model",
+    "Option",
+    "Plan",
+    "Statement",
+    "Synthesizer",
+    "build_statement",
+    "get",
+    "methods",
+]

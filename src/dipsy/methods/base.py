@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Iterable, Iterator, Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
@@ -98,10 +99,15 @@ def whole(name: str, least: int, most: int, example: int | None = None) -> Calla
         except ValueError:  # also a text of more digits than Python converts (4,300)
             k = None
         if k is not None and k > most:
-            raise DipsyError(f"option {name}={k:,} is more than the {most:,} it may be", f"give {name}= at most {most:,}, e.g. {name}={example}")
+            raise DipsyError(
+                f"option {name}={k:,} is more than the {most:,} it may be",
+                f"give {name}= at most {most:,}, e.g. {name}={example}",
+            )
         if k is None or k < least:
-            raise DipsyError(f"option {name} must be a whole number >= {least} and at most {most:,}, got {_shown(value)}",
-                             f"e.g. {name}={example}")
+            raise DipsyError(
+                f"option {name} must be a whole number >= {least} and at most {most:,}, got {_shown(value)}",
+                f"e.g. {name}={example}",
+            )
         return k
 
     return parse
@@ -123,23 +129,32 @@ def real(name: str, least: float, most: float, *, open_low: bool = False, exampl
         except (TypeError, ValueError, OverflowError):  # OverflowError: an int past the floats
             x = math.nan
         if x > most:
-            raise DipsyError(f"option {name}={x:g} is more than the {most:g} it may be", f"give {name}= at most {most:g}, e.g. {name}={example:g}")
+            raise DipsyError(
+                f"option {name}={x:g} is more than the {most:g} it may be",
+                f"give {name}= at most {most:g}, e.g. {name}={example:g}",
+            )
         if not (x > least if open_low else x >= least):  # NaN too
-            raise DipsyError(f"option {name} must be a number in {low}{least:g}, {most:g}], got {_shown(value)}", f"e.g. {name}={example:g}")
+            raise DipsyError(
+                f"option {name} must be a number in {low}{least:g}, {most:g}], got {_shown(value)}", f"e.g. {name}={example:g}"
+            )
         return x
 
     return parse
 
 
 #: What a seeded release's statement says instead of a guarantee.
-SEEDED = ("none: a seeded test release. Its noise can be regenerated from the recorded seed, so it is not "
-          "differentially private; never publish it. The same run without a seed gives the guarantee under "
-          "'if_unseeded'.")
+SEEDED = (
+    "none: a seeded test release. Its noise can be regenerated from the recorded seed, so it is not "
+    "differentially private; never publish it. The same run without a seed gives the guarantee under "
+    "'if_unseeded'."
+)
 #: What a release under a local guarantee says beside its amounts (never "differentially private").
-LOCAL = ("local, asymptotic: not worst-case differential privacy. epsilon_total bounds the privacy loss of the release for "
-         "this confidential data set and its neighbours under 'neighbouring' only (epsilon_x = 2 Delta computed on its records "
-         "and over the retained posterior draws); it contracts onto the global bound as n grows (asymptotic DP). It never "
-         "counts against a DP budget.")
+LOCAL = (
+    "local, asymptotic: not worst-case differential privacy. epsilon_total bounds the privacy loss of the release for "
+    "this confidential data set and its neighbours under 'neighbouring' only (epsilon_x = 2 Delta computed on its records "
+    "and over the retained posterior draws); it contracts onto the global bound as n grows (asymptotic DP). It never "
+    "counts against a DP budget."
+)
 #: What a release made with the audit's deliberately broken mechanisms says.
 BROKEN = "none: the end-to-end audit's deliberately broken variant (weakened noise); never publish it"
 
@@ -222,8 +237,12 @@ class Statement:
             return {"differentially_private": False, "guarantee": LOCAL, **self.claim()}
         if self.private:
             return {"differentially_private": True, **self.claim()}
-        return {"differentially_private": False, "definition": BROKEN if self.broken else SEEDED,
-                "sets": self.sets, "if_unseeded": self.claim()}
+        return {
+            "differentially_private": False,
+            "definition": BROKEN if self.broken else SEEDED,
+            "sets": self.sets,
+            "if_unseeded": self.claim(),
+        }
 
 
 @dataclass(frozen=True)
@@ -271,8 +290,9 @@ class Plan:
         return total_as(budget, [s.budget for s in self.spends])
 
 
-def build_statement(synthesizer: "Synthesizer", plan: Plan, session: Session, delta: float | None = None,
-                    seeded: bool = False, broken: bool = False) -> Statement:
+def build_statement(
+    synthesizer: Synthesizer, plan: Plan, session: Session, delta: float | None = None, seeded: bool = False, broken: bool = False
+) -> Statement:
     """The one statement builder: the guarantee of the measurements that ran in ``session``.
 
     The total is their composition in the method's definition (the accountant's, which refused
@@ -311,7 +331,7 @@ def discovered(domain: Domain | None) -> tuple[str, ...]:
     return () if found is None else (found.statement(),)
 
 
-def per_set_guarantee(total: Budget, parts: "Iterable[tuple[Budget, int | None]]", sets: int) -> Budget:
+def per_set_guarantee(total: Budget, parts: Iterable[tuple[Budget, int | None]], sets: int) -> Budget:
     r"""What one synthetic set alone is guaranteed, from the costs of the measurements it uses:
     ``parts`` holds each measurement's (cost, set index), None for one every set uses.
 
@@ -376,16 +396,18 @@ class Model(ABC):
     def _next(self) -> int:
         k = self.__dict__.get("_drawn", 0)
         if k >= self.sets:
-            raise PrivacyError(f"this model was charged for {self.sets} set(s) and has drawn them all",
-                               "plan the release with more sets (each costs its share of the budget)")
+            raise PrivacyError(
+                f"this model was charged for {self.sets} set(s) and has drawn them all",
+                "plan the release with more sets (each costs its share of the budget)",
+            )
         object.__setattr__(self, "_drawn", k + 1)  # frozen dataclasses too: a counter, not part of the value
         return k
 
-    def draw(self, rand: Randomness) -> "dict[str, np.ndarray] | pd.DataFrame":
+    def draw(self, rand: Randomness) -> dict[str, np.ndarray] | pd.DataFrame:
         """The next synthetic set: codes per column (decoded by the caller), or records."""
         return self.sample(self._next(), rand)
 
-    def draw_chunks(self, rand: Randomness, rows: int | None = None) -> "Iterator[dict[str, np.ndarray] | pd.DataFrame]":
+    def draw_chunks(self, rand: Randomness, rows: int | None = None) -> Iterator[dict[str, np.ndarray] | pd.DataFrame]:
         """The next synthetic set in chunks of at most ``rows`` records (default :data:`CHUNK_ROWS`);
         the set is charged now, when called, not when the chunks are read."""
         return self.chunks(self._next(), rand, rows or CHUNK_ROWS)
@@ -395,10 +417,10 @@ class Model(ABC):
         return self.table(self._next(), rand)
 
     @abstractmethod
-    def sample(self, k: int, rand: Randomness) -> "dict[str, np.ndarray] | pd.DataFrame":
+    def sample(self, k: int, rand: Randomness) -> dict[str, np.ndarray] | pd.DataFrame:
         """Set ``k`` (0-based): codes per column, or records in a DataFrame with the domain's columns."""
 
-    def chunks(self, k: int, rand: Randomness, rows: int = CHUNK_ROWS) -> "Iterator[dict[str, np.ndarray] | pd.DataFrame]":
+    def chunks(self, k: int, rand: Randomness, rows: int = CHUNK_ROWS) -> Iterator[dict[str, np.ndarray] | pd.DataFrame]:
         """Set ``k`` in chunks of at most ``rows`` records, drawn as they are read.
 
         By default the whole set in one chunk: a method whose synthesis holds its records in
@@ -438,8 +460,12 @@ class Synthesizer(ABC):
         """What m sets cost, as ``dipsy methods`` says it (sequential composition in the method's definition)."""
         if not cls.multiple_sets:
             return "one set"
-        return {"pure-DP": "m sets, each ε/m", "zCDP": "m sets, each ρ/m", "approximate-DP": "m sets, each (ε/m, δ/m)",
-                "local": "m sets, each from its own posterior draw (a local 2Δ each: ε_x = m·2Δ)"}[cls.definition]
+        return {
+            "pure-DP": "m sets, each ε/m",
+            "zCDP": "m sets, each ρ/m",
+            "approximate-DP": "m sets, each (ε/m, δ/m)",
+            "local": "m sets, each from its own posterior draw (a local 2Δ each: ε_x = m·2Δ)",
+        }[cls.definition]
 
     def __init__(
         self,
@@ -458,7 +484,9 @@ class Synthesizer(ABC):
         if isinstance(sets, bool) or not isinstance(sets, int) or sets < 1:
             raise DipsyError(f"sets must be a whole number >= 1, got {sets!r}", "pass --sets with e.g. 1 or 5")
         if sets > MAX_SETS:
-            raise DipsyError(f"sets must be at most {MAX_SETS}, got {sets}", "each set costs ε/m: a few sets (5–50) serve inference")
+            raise DipsyError(
+                f"sets must be at most {MAX_SETS}, got {sets}", "each set costs ε/m: a few sets (5–50) serve inference"
+            )
         if sets > 1 and not self.multiple_sets:
             raise DipsyError(f"{self.name} releases a single set, not {sets}", "leave out --sets (see 'dipsy methods')")
         if release not in self.releases:
@@ -469,9 +497,12 @@ class Synthesizer(ABC):
             if relation not in self.relations:
                 names = [r.name for r in self.relations]
                 chosen = [n for n in names if n in NEIGHBOURINGS]
-                raise DipsyError(f"{self.name} is private under {' or '.join(names)} neighbours only",
-                                 f"pass --neighbouring {chosen[0]} or leave it out" if chosen else
-                                 "leave out --neighbouring: the method sets its relation")
+                raise DipsyError(
+                    f"{self.name} is private under {' or '.join(names)} neighbours only",
+                    f"pass --neighbouring {chosen[0]} or leave it out"
+                    if chosen
+                    else "leave out --neighbouring: the method sets its relation",
+                )
         self.budget = budget
         #: The run's seed (None unless a seeded test run): a method may derive public choices from it.
         self.seed = seed
@@ -503,8 +534,9 @@ class Synthesizer(ABC):
         """The option's value, which may raise the least private value ``least``, never lower it."""
         value = self.settings.get(option, least)
         if value < least:
-            raise DipsyError(f"option {option}={value:g} is below {formula} = {least:.6g}, which ε-DP needs",
-                             f"raise {option} or leave it out")
+            raise DipsyError(
+                f"option {option}={value:g} is below {formula} = {least:.6g}, which ε-DP needs", f"raise {option} or leave it out"
+            )
         return value
 
     def public(self, n: int | None) -> tuple[str, ...]:
@@ -543,16 +575,19 @@ class Synthesizer(ABC):
         """
         columns = self.repeated_columns(domain) if plan is None else plan.relation.public
         if plan is not None and set(columns) != set(self.repeated_columns(domain)):
-            raise PrivacyError(f"{self.name}'s plan leaves {list(columns)} public, not the {list(self.repeated_columns(domain))} "
-                               "it declared", "report this bug")
+            raise PrivacyError(
+                f"{self.name}'s plan leaves {list(columns)} public, not the {list(self.repeated_columns(domain))} it declared",
+                "report this bug",
+            )
         undeclared = [c for c in columns if c not in domain.names or domain[c].role != "public"]
         if undeclared:
             c = undeclared[0]
             role = domain[c].role if c in domain.names else "not in the domain"
-            raise PrivacyError(f"{self.name} would release the column {c!r} of every record as it is, and the domain declares "
-                               f"it {role} (a column leaves a release unchanged only if the domain declares it role: public)",
-                               f"declare {c} 'role: public' in the domain file if it may be published as it is; otherwise "
-                               f"{self.keep_private}")
+            raise PrivacyError(
+                f"{self.name} would release the column {c!r} of every record as it is, and the domain declares "
+                f"it {role} (a column leaves a release unchanged only if the domain declares it role: public)",
+                f"declare {c} 'role: public' in the domain file if it may be published as it is; otherwise {self.keep_private}",
+            )
 
     #: How to run the method without repeating a column (the fix when :meth:`check_roles` refuses).
     keep_private: ClassVar[str] = "choose options that do not repeat it"
@@ -569,4 +604,3 @@ class Synthesizer(ABC):
 
 #: The most sets one release may draw (each costs ε/m; beyond this the noise swamps every set).
 MAX_SETS = 1000
-

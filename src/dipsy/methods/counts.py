@@ -9,8 +9,9 @@ the counts, so it costs no privacy.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -50,7 +51,9 @@ class CountModel(Model):
         return counts_to_chunks(self.counts(k, rand), self.columns, self.shape, rand.numpy, rows)
 
 
-def counts_to_codes(counts: np.ndarray, columns: tuple[str, ...], shape: tuple[int, ...], rng: np.random.Generator) -> dict[str, np.ndarray]:
+def counts_to_codes(
+    counts: np.ndarray, columns: tuple[str, ...], shape: tuple[int, ...], rng: np.random.Generator
+) -> dict[str, np.ndarray]:
     """Records from cell counts: each occupied cell repeated by its count, then shuffled."""
     occupied = np.flatnonzero(counts)
     cells = np.repeat(occupied, counts[occupied])
@@ -62,8 +65,9 @@ def counts_to_codes(counts: np.ndarray, columns: tuple[str, ...], shape: tuple[i
 HYPERGEOMETRIC_LIMIT = 10**9
 
 
-def counts_to_chunks(counts: np.ndarray, columns: tuple[str, ...], shape: tuple[int, ...], rng: np.random.Generator,
-                     rows: int = CHUNK_ROWS) -> Iterator[dict[str, np.ndarray]]:
+def counts_to_chunks(
+    counts: np.ndarray, columns: tuple[str, ...], shape: tuple[int, ...], rng: np.random.Generator, rows: int = CHUNK_ROWS
+) -> Iterator[dict[str, np.ndarray]]:
     """The records of :func:`counts_to_codes`, in chunks of ``rows``: never more than a chunk in memory.
 
     A uniformly shuffled list of the records, cut into consecutive chunks, has as its first chunk
@@ -80,8 +84,10 @@ def counts_to_chunks(counts: np.ndarray, columns: tuple[str, ...], shape: tuple[
     remaining = np.asarray(counts, dtype=np.int64).copy()
     left = int(remaining.sum())
     if left > rows and left >= HYPERGEOMETRIC_LIMIT:
-        raise DipsyError(f"a set of {left:,} records is more than can be drawn in chunks (at most {HYPERGEOMETRIC_LIMIT - 1:,})",
-                         "release the table of counts (--release table), or several smaller sets")
+        raise DipsyError(
+            f"a set of {left:,} records is more than can be drawn in chunks (at most {HYPERGEOMETRIC_LIMIT - 1:,})",
+            "release the table of counts (--release table), or several smaller sets",
+        )
     while True:
         if left <= rows:
             yield counts_to_codes(remaining, columns, shape, rng)

@@ -94,13 +94,21 @@ def draw_predictive(y: np.ndarray, alpha: float | np.ndarray, rng: np.random.Gen
     return rng.multinomial(int(y.sum()), theta)
 
 
-def dirichlet_draw(n: int, epsilon: float, alpha: float, name: str = "Dirichlet-multinomial posterior predictive") -> PosteriorDraw:
+def dirichlet_draw(
+    n: int, epsilon: float, alpha: float, name: str = "Dirichlet-multinomial posterior predictive"
+) -> PosteriorDraw:
     """One set's posterior-predictive draw as a mechanism: ε = log((n + α)/α) at most (eq. 11)."""
     return PosteriorDraw(
-        name, epsilon, alpha,
+        name,
+        epsilon,
+        alpha,
         draw=lambda y, a, rand: draw_predictive(y, a, rand.numpy),
         bound=lambda a: log_ratio(n, a),
-        details=(("n", n), ("privacy map", "epsilon = log((n + alpha) / alpha), S-000 eqs. 11-13"), ("draws", "NumPy floating-point gamma and multinomial")),
+        details=(
+            ("n", n),
+            ("privacy map", "epsilon = log((n + alpha) / alpha), S-000 eqs. 11-13"),
+            ("draws", "NumPy floating-point gamma and multinomial"),
+        ),
     )
 
 
@@ -140,7 +148,13 @@ class DirichletMultinomial(Synthesizer):
     summary = "Dirichlet-multinomial posterior predictive over the full cross-tabulation (Abowd & Vilhuber 2008); ε-DP, n public"
     definition = "pure-DP"
     releases = ("records", "table")
-    options = (Option("alpha", real("alpha", 0.0, MAX_PRIOR, open_low=True, example=10), "flat Dirichlet prior per cell; default and least value n/(e^(ε/m) - 1)"),)
+    options = (
+        Option(
+            "alpha",
+            real("alpha", 0.0, MAX_PRIOR, open_low=True, example=10),
+            "flat Dirichlet prior per cell; default and least value n/(e^(ε/m) - 1)",
+        ),
+    )
     mechanism = MECHANISM
 
     def check_domain(self, domain: Domain) -> None:
@@ -151,18 +165,31 @@ class DirichletMultinomial(Synthesizer):
         check_cells(domain)
         self.require_rows(n)
         if n is None:
-            raise DipsyError(f"{self.name} treats n as public and was planned without it", "plan it under substitution, with n given")
+            raise DipsyError(
+                f"{self.name} treats n as public and was planned without it", "plan it under substitution, with n given"
+            )
         epsilon = self.budget.epsilon / self.sets
         alpha = self.at_least("alpha", minimum_alpha(n, epsilon), "n/(e^(ε/m) - 1)")
         query = Table(domain.names)
-        draws = tuple(Measurement(label, query, dirichlet_draw(n, epsilon, alpha), self.relation, self.set_index(k))
-                      for k, label in enumerate(self.per_set_labels("theta* ~ Dirichlet(y + alpha), y* ~ Multinomial(n; theta*)")))
-        return Plan(draws, self.relation, self.public(n), self.mechanism, self.composition(),
-                    {"alpha": alpha, "n": n, "cells": domain.cells()})
+        draws = tuple(
+            Measurement(label, query, dirichlet_draw(n, epsilon, alpha), self.relation, self.set_index(k))
+            for k, label in enumerate(self.per_set_labels("theta* ~ Dirichlet(y + alpha), y* ~ Multinomial(n; theta*)"))
+        )
+        return Plan(
+            draws,
+            self.relation,
+            self.public(n),
+            self.mechanism,
+            self.composition(),
+            {"alpha": alpha, "n": n, "cells": domain.cells()},
+        )
 
-    def fit(self, session: Session, plan: Plan) -> "CountModel":
-        return CountModel(plan.measurements[0].query_as(Table).columns, session.domain.shape(),
-                          tuple(session.measure(m) for m in plan.measurements))
+    def fit(self, session: Session, plan: Plan) -> CountModel:
+        return CountModel(
+            plan.measurements[0].query_as(Table).columns,
+            session.domain.shape(),
+            tuple(session.measure(m) for m in plan.measurements),
+        )
 
 
 class BetaBinomial(DirichletMultinomial):
@@ -180,7 +207,13 @@ class BetaBinomial(DirichletMultinomial):
 
     name = "beta-binomial"
     summary = "Beta-binomial posterior predictive for one categorical column (Charest 2010); ε-DP, n public"
-    options = (Option("alpha", real("alpha", 0.0, MAX_PRIOR, open_low=True, example=10), "Beta prior a = b per category; default and least value n/(e^(ε/m) - 1)"),)
+    options = (
+        Option(
+            "alpha",
+            real("alpha", 0.0, MAX_PRIOR, open_low=True, example=10),
+            "Beta prior a = b per category; default and least value n/(e^(ε/m) - 1)",
+        ),
+    )
     mechanism = (
         "Beta-binomial posterior predictive for one categorical column (Charest 2010): theta* ~ Beta(s + a, n - s + a) "
         "(Dirichlet(y + a) for K > 2 categories), s* ~ Binomial(n, theta*), with a >= n/(exp(epsilon per set) - 1)"

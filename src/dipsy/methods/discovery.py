@@ -33,9 +33,10 @@ the ledger before any read, and read only inside charged measurements of a
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -110,8 +111,10 @@ def add_remove_steps(relation: Relation) -> int:
     """
     steps = group_factor(ADD_REMOVE, relation)
     if steps is None:
-        raise DipsyError(f"a discovery cannot be private under the {relation.kind} relation (a local guarantee)",
-                         "use --neighbouring add-remove or substitute")
+        raise DipsyError(
+            f"a discovery cannot be private under the {relation.kind} relation (a local guarantee)",
+            "use --neighbouring add-remove or substitute",
+        )
     return steps
 
 
@@ -176,7 +179,7 @@ class PartitionSelection(Mechanism):
     steps: int = 1
 
     @classmethod
-    def for_budget(cls, epsilon: Any, delta: float, relation: Relation) -> "PartitionSelection":
+    def for_budget(cls, epsilon: Any, delta: float, relation: Relation) -> PartitionSelection:
         """The mechanism spending at most (ε, δ) under ``relation`` (ε read exactly, as a Fraction)."""
         steps = add_remove_steps(relation)
         eps_step = to_fraction(epsilon, "epsilon") / steps
@@ -188,7 +191,9 @@ class PartitionSelection(Mechanism):
     def cost(self) -> ApproxDP:
         """(1/s, δ_τ) for one add/remove step, converted to ``steps`` steps by group privacy."""
         one = ApproxDP(float(1 / self.scale), tail(self.scale, self.threshold))
-        return of_kind(group_privacy(one, self.steps), ApproxDP)  # = relation.convert(one, ADD_REMOVE, the measurement's relation)
+        return of_kind(
+            group_privacy(one, self.steps), ApproxDP
+        )  # = relation.convert(one, ADD_REMOVE, the measurement's relation)
 
     def randomise(self, answer: Any, rand: Randomness) -> tuple:
         counts = np.asarray(answer.counts, dtype=np.int64)
@@ -196,12 +201,17 @@ class PartitionSelection(Mechanism):
         return tuple(v for v, y in zip(answer.values, noisy) if y > self.threshold)
 
     def describe(self) -> dict[str, Any]:
-        return {"distribution": "discrete Laplace: P(e = z) proportional to exp(-|z| / scale), added to the count of each "
-                                "value that occurs; released: the values whose noisy count exceeds the threshold (not the counts)",
-                "scale": str(self.scale), "scale_value": float(self.scale), "threshold": self.threshold,
-                "tail_at_threshold": tail(self.scale, self.threshold), "group_steps": self.steps}
+        return {
+            "distribution": "discrete Laplace: P(e = z) proportional to exp(-|z| / scale), added to the count of each "
+            "value that occurs; released: the values whose noisy count exceeds the threshold (not the counts)",
+            "scale": str(self.scale),
+            "scale_value": float(self.scale),
+            "threshold": self.threshold,
+            "tail_at_threshold": tail(self.scale, self.threshold),
+            "group_steps": self.steps,
+        }
 
-    def weakened(self, factor: float) -> "PartitionSelection":
+    def weakened(self, factor: float) -> PartitionSelection:
         return replace(self, scale=self.scale * to_fraction(factor))
 
 
@@ -320,8 +330,15 @@ PLACEHOLDER = "(discovered)"
 
 
 def plan_discovery(
-    spec: Mapping, epsilon: Any, delta: Any = None, *, categories: Iterable[str] | None = None,
-    bins: Mapping[str, int] | None = None, log: Iterable[str] = (), grid: int = GRID, neighbouring: str | Relation = "add-remove",
+    spec: Mapping,
+    epsilon: Any,
+    delta: Any = None,
+    *,
+    categories: Iterable[str] | None = None,
+    bins: Mapping[str, int] | None = None,
+    log: Iterable[str] = (),
+    grid: int = GRID,
+    neighbouring: str | Relation = "add-remove",
 ) -> DiscoveryPlan:
     """Plan the discovery of a skeleton's (``spec``, as read from its YAML) TODO categories and bins.
 
@@ -347,45 +364,78 @@ def plan_discovery(
     columns = _columns_of(spec)
     relation = parse(neighbouring) if isinstance(neighbouring, str) else neighbouring
     bins, log = dict(bins or {}), list(log)
-    todo_categories = [n for n, s in columns.items() if _is_todo(s.get("categories")) and s.get("kind") in ("categorical", "ordinal")]
+    todo_categories = [
+        n for n, s in columns.items() if _is_todo(s.get("categories")) and s.get("kind") in ("categorical", "ordinal")
+    ]
     chosen = list(dict.fromkeys(todo_categories if categories is None else categories))
     for name in chosen:
-        _refuse_unless(name, columns, "categories", name in todo_categories and "labels" not in columns[name],
-                       "is not a categorical or ordinal column whose categories are TODO (and that has no labels)")
+        _refuse_unless(
+            name,
+            columns,
+            "categories",
+            name in todo_categories and "labels" not in columns[name],
+            "is not a categorical or ordinal column whose categories are TODO (and that has no labels)",
+        )
     for name, k in bins.items():
         spec_ = columns.get(name, {})
-        _refuse_unless(name, columns, "bins", spec_.get("kind") in ("integer", "numeric") and (_is_todo(spec_.get("bins")) or
-                       "bins" not in spec_), "is not an integer or numeric column whose bins are TODO (or, integer, absent)")
+        _refuse_unless(
+            name,
+            columns,
+            "bins",
+            spec_.get("kind") in ("integer", "numeric") and (_is_todo(spec_.get("bins")) or "bins" not in spec_),
+            "is not an integer or numeric column whose bins are TODO (or, integer, absent)",
+        )
         if isinstance(k, bool) or not isinstance(k, int) or not 2 <= k <= min(grid, MAX_CODES):
-            raise DipsyError(f"--bins {name}={k!r}: the number of bins must be a whole number from 2 to the grid's {grid}",
-                             f"e.g. --bins {name}=10")
+            raise DipsyError(
+                f"--bins {name}={k!r}: the number of bins must be a whole number from 2 to the grid's {grid}",
+                f"e.g. --bins {name}=10",
+            )
     for name in log:
         if name not in bins:
-            raise DipsyError(f"--log {name}: {name!r} is not among the --bins columns", f"add --bins {name}=K, or leave out --log {name}")
+            raise DipsyError(
+                f"--log {name}: {name!r} is not among the --bins columns", f"add --bins {name}=K, or leave out --log {name}"
+            )
     if not chosen and not bins:
-        raise DipsyError("there is nothing to discover: no categorical column has categories: TODO, and no --bins was given",
-                         "name the columns with --categories COL and --bins COL=K")
+        raise DipsyError(
+            "there is nothing to discover: no categorical column has categories: TODO, and no --bins was given",
+            "name the columns with --categories COL and --bins COL=K",
+        )
     if isinstance(grid, bool) or not isinstance(grid, int) or not 2 <= grid <= MAX_CODES:
         raise DipsyError(f"--grid must be a whole number from 2 to {MAX_CODES:,}, got {grid!r}", f"e.g. --grid {GRID}")
     _refuse_leftover_todos(columns, set(chosen), set(bins))
     eps = to_fraction(positive("epsilon", epsilon, "--epsilon"), "epsilon")
     if not EPSILON_RANGE[0] <= eps <= EPSILON_RANGE[1]:
-        raise DipsyError(f"epsilon must lie between {EPSILON_RANGE[0]:g} and {EPSILON_RANGE[1]:g}, got {float(eps):g}",
-                         "pass --epsilon within that range")
+        raise DipsyError(
+            f"epsilon must lie between {EPSILON_RANGE[0]:g} and {EPSILON_RANGE[1]:g}, got {float(eps):g}",
+            "pass --epsilon within that range",
+        )
     if chosen:
         if delta is None:
-            raise DipsyError("discovering categories is (ε, δ)-DP: it needs --delta (a value held by one record is released "
-                             "with probability up to δ)", "pass --delta with e.g. 1e-8, far below 1/n")
+            raise DipsyError(
+                "discovering categories is (ε, δ)-DP: it needs --delta (a value held by one record is released "
+                "with probability up to δ)",
+                "pass --delta with e.g. 1e-8, far below 1/n",
+            )
         delta = positive("delta", delta, "--delta")
         if not delta <= MAX_DELTA:
-            raise DipsyError(f"delta must lie in (0, {MAX_DELTA:g}], got {delta:g} (each value held by a single record is "
-                             "released with probability up to δ, so δ must be far below 1/n)", "pass --delta with e.g. 1e-8")
+            raise DipsyError(
+                f"delta must lie in (0, {MAX_DELTA:g}], got {delta:g} (each value held by a single record is "
+                "released with probability up to δ, so δ must be far below 1/n)",
+                "pass --delta with e.g. 1e-8",
+            )
     share = eps / (len(chosen) + len(bins))
     measured = []
     for name in chosen:
         noise = PartitionSelection.for_budget(share, delta / len(chosen), relation)
-        measured.append(Measurement(f"{METHOD}: categories of {name} (DP partition selection, discrete Laplace scale "
-                                    f"{noise.scale}, threshold {noise.threshold})", ValueCountsQuery(name), noise, relation))
+        measured.append(
+            Measurement(
+                f"{METHOD}: categories of {name} (DP partition selection, discrete Laplace scale "
+                f"{noise.scale}, threshold {noise.threshold})",
+                ValueCountsQuery(name),
+                noise,
+                relation,
+            )
+        )
     requests = []
     for name, k in bins.items():
         declared = Column.from_dict(name, {key: v for key, v in columns[name].items() if key != "bins"})
@@ -394,9 +444,15 @@ def plan_discovery(
     sensitivity = add_remove_steps(relation)  # 1 under add/remove; 2 under substitution (two cells move)
     for r in requests:
         laplace = DiscreteLaplace.for_epsilon(share, sensitivity)
-        histograms.append(Measurement(f"{METHOD}: bins of {r.column.name} (noisy histogram on {len(r.grid) - 1} "
-                                      f"{'log-spaced' if r.log else 'equal'} cells, discrete Laplace scale {laplace.scale})",
-                                      Table((r.column.name,)), laplace, relation))
+        histograms.append(
+            Measurement(
+                f"{METHOD}: bins of {r.column.name} (noisy histogram on {len(r.grid) - 1} "
+                f"{'log-spaced' if r.log else 'equal'} cells, discrete Laplace scale {laplace.scale})",
+                Table((r.column.name,)),
+                laplace,
+                relation,
+            )
+        )
     raw = Domain(tuple(Column(n, "categorical", categories=(PLACEHOLDER,)) for n in chosen)) if chosen else None
     grid_domain = Domain(tuple(r.column for r in requests)) if requests else None
     return DiscoveryPlan(spec, relation, tuple(measured), tuple(histograms), tuple(requests), raw, grid_domain)
@@ -407,8 +463,10 @@ def _columns_of(spec: Mapping) -> dict[str, dict]:
         raise DomainError("the skeleton has no 'columns:' mapping", "pass --domain with a file written by 'dipsy domain init'")
     unknown = set(spec) - {"name", "description", "columns"}
     if unknown:
-        raise DomainError(f"the skeleton has field(s) {sorted(unknown)} (a domain discovered already?)",
-                          "discover from a skeleton with TODOs, written by 'dipsy domain init'")
+        raise DomainError(
+            f"the skeleton has field(s) {sorted(unknown)} (a domain discovered already?)",
+            "discover from a skeleton with TODOs, written by 'dipsy domain init'",
+        )
     out = {}
     for name, s in spec["columns"].items():
         if not isinstance(s, Mapping):
@@ -437,6 +495,8 @@ def _refuse_leftover_todos(columns: Mapping[str, dict], categories: set[str], bi
             if todo and not ((key == "categories" and name in categories) or (key == "bins" and name in bins)):
                 left.append(f"{name} ({key})")
     if left:
-        raise DomainError(f"the skeleton has TODOs that discovery does not fill: {'; '.join(left)}",
-                          "declare kinds and bounds from public knowledge (and delete the fields that do not apply to a "
-                          "column's kind); discovery fills only categories (--categories) and bins (--bins COL=K)")
+        raise DomainError(
+            f"the skeleton has TODOs that discovery does not fill: {'; '.join(left)}",
+            "declare kinds and bounds from public knowledge (and delete the fields that do not apply to a "
+            "column's kind); discovery fills only categories (--categories) and bins (--bins COL=K)",
+        )

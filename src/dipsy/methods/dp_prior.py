@@ -38,14 +38,14 @@ import math
 import numpy as np
 
 from ..domain import Domain, check_cells
-from ..privacy.budget import PureDP
 from ..errors import DipsyError
+from ..privacy.budget import PureDP
 from ..privacy.measurement import Measurement, PosteriorDraw, Table
 from ..privacy.rng import Randomness
 from ..privacy.session import Session
 from .base import MAX_PRIOR, Option, Plan, Synthesizer, real
-from .dirichlet_multinomial import TINY, log_ratio
 from .counts import CountModel
+from .dirichlet_multinomial import TINY, log_ratio
 
 
 def minimum_prior(n: int, epsilon: float) -> float:
@@ -79,29 +79,45 @@ class DPPrior(Synthesizer):
 
     budget: PureDP  # Synthesizer.__init__ refuses a budget of another definition
     name = "dp-prior"
-    summary = "Multinomial draw from the posterior mean with a prior of 1/(e^(ε/n) - 1) per cell (McClure & Reiter 2012); ε-DP, one set"
+    summary = (
+        "Multinomial draw from the posterior mean with a prior of 1/(e^(ε/n) - 1) per cell (McClure & Reiter 2012); ε-DP, one set"
+    )
     definition = "pure-DP"
     releases = ("records", "table")
     multiple_sets = False
-    options = (Option("prior", real("prior", 0.0, MAX_PRIOR, open_low=True, example=10), "flat prior per cell; default and least value 1/(e^(ε/n) - 1)"),)
+    options = (
+        Option(
+            "prior",
+            real("prior", 0.0, MAX_PRIOR, open_low=True, example=10),
+            "flat prior per cell; default and least value 1/(e^(ε/n) - 1)",
+        ),
+    )
 
     def plan(self, n: int | None, domain: Domain) -> Plan:
         check_cells(domain)
         self.require_rows(n)
         if n is None:
-            raise DipsyError(f"{self.name} treats n as public and was planned without it", "plan it under substitution, with n given")
+            raise DipsyError(
+                f"{self.name} treats n as public and was planned without it", "plan it under substitution, with n given"
+            )
         epsilon = self.budget.epsilon
         prior = self.at_least("prior", minimum_prior(n, epsilon), "1/(e^(ε/n) - 1)")
         mechanism = (
             "DP-prior (McClure & Reiter 2012): y* ~ Multinomial(n; (y + a)/(n + K a)) over the K cells of the "
             "released columns, with a >= 1/(exp(epsilon/n) - 1) (derived in dipsy.methods.dp_prior)"
         )
-        draw = PosteriorDraw("multinomial draw from the posterior mean", epsilon, prior, draw=draw_from_mean,
-                             bound=lambda a: n * log_ratio(1, a),
-                             details=(("n", n), ("privacy map", "epsilon = n log((1 + a)/a), derived in dipsy.methods.dp_prior")))
+        draw = PosteriorDraw(
+            "multinomial draw from the posterior mean",
+            epsilon,
+            prior,
+            draw=draw_from_mean,
+            bound=lambda a: n * log_ratio(1, a),
+            details=(("n", n), ("privacy map", "epsilon = n log((1 + a)/a), derived in dipsy.methods.dp_prior")),
+        )
         m = Measurement(f"{self.name}: y* ~ Multinomial(n; posterior mean)", Table(domain.names), draw, self.relation)
-        return Plan((m,), self.relation, self.public(n), mechanism, self.composition(),
-                    {"prior": prior, "n": n, "cells": domain.cells()})
+        return Plan(
+            (m,), self.relation, self.public(n), mechanism, self.composition(), {"prior": prior, "n": n, "cells": domain.cells()}
+        )
 
     def fit(self, session: Session, plan: Plan) -> CountModel:
         m = plan.measurements[0]

@@ -119,10 +119,14 @@ def grid_points(column: Column, points: int | None) -> np.ndarray:
             grid = np.unique(np.round(grid))
             if grid.size < points:
                 lower, upper = _bounds(column)
-                raise DipsyError(f"{where} holds only {int(upper - lower) + 1} whole numbers, fewer than grid={points}",
-                                 f"use grid={grid.size} or less")
+                raise DipsyError(
+                    f"{where} holds only {int(upper - lower) + 1} whole numbers, fewer than grid={points}",
+                    f"use grid={grid.size} or less",
+                )
         elif np.any(grid != np.round(grid)):
-            raise DipsyError(f"{where} is integer but its bin edges are not all whole numbers", "give the grid size, e.g. --option grid=5")
+            raise DipsyError(
+                f"{where} is integer but its bin edges are not all whole numbers", "give the grid size, e.g. --option grid=5"
+            )
     return grid
 
 
@@ -214,9 +218,10 @@ class ExponentialChoice(Mechanism):
     gamma: Fraction
 
     @classmethod
-    def for_epsilon(cls, n: int, points: int, epsilon: Any) -> "ExponentialChoice":
+    def for_epsilon(cls, n: int, points: int, epsilon: Any) -> ExponentialChoice:
         """γ = ε/2 for an ε-DP choice (sensitivity 1 of n · KS), exactly."""
         return cls(n, points, to_fraction(epsilon) / 2)
+
     cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -237,12 +242,16 @@ class ExponentialChoice(Mechanism):
         return paths[exponential_choice(ks_levels(paths, cumulative), self.gamma, 1, rand)[0]].astype(np.int64)
 
     def describe(self) -> dict[str, Any]:
-        return {"distribution": "exponential mechanism: Pr(c) proportional to exp(-gamma * n * KS(data, c))",
-                "gamma": str(self.gamma), "candidates": number_of_candidates(self.n, self.points), "sensitivity": "1 (of n · KS)",
-                "privacy map": "epsilon = 2 * gamma * sensitivity (McSherry & Talwar 2007)",
-                "sampling": "exact: uniform proposals kept with probability exp(-gamma (j - j_min)) (CKS 2020 Algorithm 1)"}
+        return {
+            "distribution": "exponential mechanism: Pr(c) proportional to exp(-gamma * n * KS(data, c))",
+            "gamma": str(self.gamma),
+            "candidates": number_of_candidates(self.n, self.points),
+            "sensitivity": "1 (of n · KS)",
+            "privacy map": "epsilon = 2 * gamma * sensitivity (McSherry & Talwar 2007)",
+            "sampling": "exact: uniform proposals kept with probability exp(-gamma (j - j_min)) (CKS 2020 Algorithm 1)",
+        }
 
-    def weakened(self, factor: float) -> "ExponentialChoice":
+    def weakened(self, factor: float) -> ExponentialChoice:
         return replace(self, gamma=self.gamma / to_fraction(factor))
 
     def probabilities(self, answer: Any) -> np.ndarray:
@@ -275,15 +284,25 @@ class ExponentialECDF(Synthesizer):
     name = "exponential-ecdf"
     summary = "Exponential mechanism over all ECDFs of n points on a public grid, KS utility (Wasserman & Zhou 2010); one column, small n; ε-DP, n public"
     definition = "pure-DP"
-    options = (Option("grid", whole("grid", 2, MAX_GRID, 11), "G equally spaced grid points over the bounds, instead of the column's bin edges"),)
+    options = (
+        Option(
+            "grid",
+            whole("grid", 2, MAX_GRID, 11),
+            "G equally spaced grid points over the bounds, instead of the column's bin edges",
+        ),
+    )
 
     def plan(self, n: int | None, domain: Domain) -> Plan:
         if len(domain) != 1 or domain.columns[0].kind not in ("numeric", "integer"):
-            raise DipsyError(f"{self.name} synthesizes one numeric or integer column, got {', '.join(domain.names)}",
-                             "choose one such column with --columns")
+            raise DipsyError(
+                f"{self.name} synthesizes one numeric or integer column, got {', '.join(domain.names)}",
+                "choose one such column with --columns",
+            )
         self.require_rows(n)
         if n is None:
-            raise DipsyError(f"{self.name} treats n as public and was planned without it", "plan it under substitution, with n given")
+            raise DipsyError(
+                f"{self.name} treats n as public and was planned without it", "plan it under substitution, with n given"
+            )
         column = domain.columns[0]
         grid = grid_points(column, self.settings.get("grid"))
         points = grid.size
@@ -303,15 +322,21 @@ class ExponentialECDF(Synthesizer):
         public = (f"n = {n} (the number of rows)", "the domain (bounds of the released column)", f"the grid of {points} points")
         choice = ExponentialChoice.for_epsilon(n, points, eps_set)
         query = Table((column.name,), Domain((ecdf_cells(column, grid),), domain.name, domain.description))
-        draws = tuple(Measurement(label, query, choice, self.relation, self.set_index(k))
-                      for k, label in enumerate(self.per_set_labels(f"exponential mechanism over {candidates} ECDFs")))
+        draws = tuple(
+            Measurement(label, query, choice, self.relation, self.set_index(k))
+            for k, label in enumerate(self.per_set_labels(f"exponential mechanism over {candidates} ECDFs"))
+        )
         params = {"grid": grid.tolist(), "candidates": candidates, "sensitivity": f"1/{n}", "n": n}
         return Plan(draws, self.relation, public, mechanism, self.composition(), params)
 
-    def fit(self, session: Session, plan: Plan) -> "ExponentialECDFModel":
+    def fit(self, session: Session, plan: Plan) -> ExponentialECDFModel:
         column = session.domain.columns[0]
-        return ExponentialECDFModel(column, np.asarray(plan.parameters["grid"], dtype=float), plan.parameters["n"],
-                                    tuple(session.measure(m) for m in plan.measurements))
+        return ExponentialECDFModel(
+            column,
+            np.asarray(plan.parameters["grid"], dtype=float),
+            plan.parameters["n"],
+            tuple(session.measure(m) for m in plan.measurements),
+        )
 
 
 @dataclass(frozen=True, eq=False)

@@ -53,8 +53,8 @@ from ..privacy.measurement import Measurement, PosteriorDraw, Table
 from ..privacy.rng import Randomness
 from ..privacy.session import Session
 from .base import MAX_PRIOR, Option, Plan, Synthesizer, real
-from .dirichlet_multinomial import TINY, log_ratio
 from .counts import CountModel
+from .dirichlet_multinomial import TINY, log_ratio
 
 EXPOSURE = "exposure"
 
@@ -64,12 +64,16 @@ def read_exposures(path: str | Path, domain: Domain) -> np.ndarray:
     try:
         frame = pd.read_csv(path)
     except (OSError, ValueError) as e:
-        raise DipsyError(f"cannot read the exposures file {str(path)!r} ({e})", "give a CSV with the cell columns and 'exposure'") from None
+        raise DipsyError(
+            f"cannot read the exposures file {str(path)!r} ({e})", "give a CSV with the cell columns and 'exposure'"
+        ) from None
     if EXPOSURE not in frame.columns:
         raise DipsyError(f"the exposures file {str(path)!r} has no column 'exposure'", "add one with each cell's exposure")
     encoded, report = encode_frame(frame, domain)
     if not report.ok:
-        raise DipsyError(f"the exposures file does not match the domain: {report.summary()}", "list each cell once, by its category")
+        raise DipsyError(
+            f"the exposures file does not match the domain: {report.summary()}", "list each cell once, by its category"
+        )
     cells = np.ravel_multi_index(tuple(encoded[n].codes for n in domain.names), domain.shape())
     values = pd.to_numeric(frame[EXPOSURE], errors="coerce").to_numpy(dtype=float)
     exposures = np.full(domain.cells(), np.nan)
@@ -93,13 +97,28 @@ class GammaPoisson(Synthesizer):
 
     budget: PureDP  # Synthesizer.__init__ refuses a budget of another definition
     name = "gamma-poisson"
-    summary = "Gamma-Poisson posterior predictive for counts with public exposures, given the total (after Quick 2019); ε-DP, n public"
+    summary = (
+        "Gamma-Poisson posterior predictive for counts with public exposures, given the total (after Quick 2019); ε-DP, n public"
+    )
     definition = "pure-DP"
     releases = ("records", "table")
     options = (
-        Option("exposures", str, "CSV of the public exposure of every cell: the released columns and 'exposure' (required)", public_file=True),
-        Option("rate", real("rate", 0.0, MAX_PRIOR, open_low=True), "public prior rate per unit of exposure; default n / sum(exposures)"),
-        Option("strength", real("strength", 0.0, MAX_PRIOR, open_low=True), "prior strength c (a = c·rate·E, b = c·E); default and least n/((e^(ε/m) - 1)·rate·min E)"),
+        Option(
+            "exposures",
+            str,
+            "CSV of the public exposure of every cell: the released columns and 'exposure' (required)",
+            public_file=True,
+        ),
+        Option(
+            "rate",
+            real("rate", 0.0, MAX_PRIOR, open_low=True),
+            "public prior rate per unit of exposure; default n / sum(exposures)",
+        ),
+        Option(
+            "strength",
+            real("strength", 0.0, MAX_PRIOR, open_low=True),
+            "prior strength c (a = c·rate·E, b = c·E); default and least n/((e^(ε/m) - 1)·rate·min E)",
+        ),
     )
 
     def plan(self, n: int | None, domain: Domain) -> Plan:
@@ -108,7 +127,9 @@ class GammaPoisson(Synthesizer):
         check_cells(domain)
         self.require_rows(n)
         if n is None:
-            raise DipsyError(f"{self.name} treats n as public and was planned without it", "plan it under substitution, with n given")
+            raise DipsyError(
+                f"{self.name} treats n as public and was planned without it", "plan it under substitution, with n given"
+            )
         exposures = read_exposures(self.settings["exposures"], domain)
         rate = self.settings.get("rate", n / float(exposures.sum()))
         epsilon = self.budget.epsilon / self.sets
@@ -120,19 +141,28 @@ class GammaPoisson(Synthesizer):
         )
         public = (f"n = {n} (the total count)", "the exposures of the cells", "the domain of the released columns")
         smallest = rate * float(exposures.min())
-        draw = PosteriorDraw("Gamma-Poisson posterior predictive given the total", epsilon, strength,
-                             draw=lambda y, c, rand: predictive_given_total(y, c, rate, exposures, rand),
-                             bound=lambda c: log_ratio(n, c * smallest),
-                             details=(("n", n), ("privacy map", "epsilon = log((n + c r min E)/(c r min E)), S-000 eqs. 10-11")))
+        draw = PosteriorDraw(
+            "Gamma-Poisson posterior predictive given the total",
+            epsilon,
+            strength,
+            draw=lambda y, c, rand: predictive_given_total(y, c, rate, exposures, rand),
+            bound=lambda c: log_ratio(n, c * smallest),
+            details=(("n", n), ("privacy map", "epsilon = log((n + c r min E)/(c r min E)), S-000 eqs. 10-11")),
+        )
         query = Table(domain.names)
-        draws = tuple(Measurement(label, query, draw, self.relation, self.set_index(k))
-                      for k, label in enumerate(self.per_set_labels("lambda* ~ Gamma posterior, counts given the total")))
+        draws = tuple(
+            Measurement(label, query, draw, self.relation, self.set_index(k))
+            for k, label in enumerate(self.per_set_labels("lambda* ~ Gamma posterior, counts given the total"))
+        )
         params = {"rate": rate, "strength": strength, "min_prior_shape": strength * smallest, "n": n}
         return Plan(draws, self.relation, public, mechanism, self.composition(), params)
 
     def fit(self, session: Session, plan: Plan) -> CountModel:
-        return CountModel(plan.measurements[0].query_as(Table).columns, session.domain.shape(),
-                          tuple(session.measure(m) for m in plan.measurements))
+        return CountModel(
+            plan.measurements[0].query_as(Table).columns,
+            session.domain.shape(),
+            tuple(session.measure(m) for m in plan.measurements),
+        )
 
 
 def predictive_given_total(y: np.ndarray, strength: float, rate: float, exposures: np.ndarray, rand: Randomness) -> np.ndarray:

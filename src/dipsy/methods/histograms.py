@@ -169,7 +169,7 @@ def _bins_used(domain: Domain) -> dict[str, list[float]]:
     return {c.name: list(c.bins) for c in domain.columns if c.bins is not None}
 
 
-def _records(codes: dict[str, np.ndarray], domain: Domain | None, rand: Randomness) -> "dict[str, np.ndarray] | pd.DataFrame":
+def _records(codes: dict[str, np.ndarray], domain: Domain | None, rand: Randomness) -> dict[str, np.ndarray] | pd.DataFrame:
     """Cells as the caller decodes them (its own bins), or records decoded here against the bins
     actually used (``bins=K``), which the caller does not know."""
     return codes if domain is None else decode(codes, domain, rand.numpy)
@@ -230,7 +230,11 @@ class PerturbedHistogram(Synthesizer):
     definition = "pure-DP"
     relations = (ADD_REMOVE, SUBSTITUTE)
     options = (
-        Option("bins", whole("bins", 1, MAX_CODES), "K equal-width bins over the public bounds of every numeric column, instead of the domain's"),
+        Option(
+            "bins",
+            whole("bins", 1, MAX_CODES),
+            "K equal-width bins over the public bounds of every numeric column, instead of the domain's",
+        ),
         Option("total_share", total_share_option, "share of each set's ε for its noisy total n under add/remove (default 0.1)"),
     )
 
@@ -248,25 +252,48 @@ class PerturbedHistogram(Synthesizer):
         query = table_of(cells, domain)
         measurements = []
         for k in range(1, self.sets + 1):
-            measurements.append(Measurement(f"{self.name}: set {k} of {self.sets}, noisy bin counts, discrete Laplace scale "
-                                            f"{noise.scale} (sensitivity {sensitivity})", query, noise, self.relation, self.set_index(k - 1)))
+            measurements.append(
+                Measurement(
+                    f"{self.name}: set {k} of {self.sets}, noisy bin counts, discrete Laplace scale "
+                    f"{noise.scale} (sensitivity {sensitivity})",
+                    query,
+                    noise,
+                    self.relation,
+                    self.set_index(k - 1),
+                )
+            )
             if eps_total is not None:
                 total = DiscreteLaplace.for_epsilon(eps_total)
-                measurements.append(Measurement(f"{self.name}: set {k} of {self.sets}, noisy total n, discrete Laplace scale "
-                                                f"{total.scale}", Total(), total, self.relation, self.set_index(k - 1)))
+                measurements.append(
+                    Measurement(
+                        f"{self.name}: set {k} of {self.sets}, noisy total n, discrete Laplace scale {total.scale}",
+                        Total(),
+                        total,
+                        self.relation,
+                        self.set_index(k - 1),
+                    )
+                )
         mechanism = (
             f"perturbed histogram (Wasserman & Zhou 2010; Bowen & Liu 2016 eq. 4): exact discrete Laplace noise of scale "
             f"{sensitivity}/epsilon_set on every cell count of the released columns' bins, negatives to 0, "
             "records drawn by cell and uniformly inside it" + ("; n measured per set as a noisy total" if add_remove else "")
         )
-        described = {**noise.describe(), "distribution": noise.describe()["distribution"] + ", fresh for every set",
-                     "post_processing": "negative counts set to 0, then n records from Multinomial(n; normalised counts), uniform inside their bins"}
-        params: dict[str, Any] = {"sensitivity": sensitivity, "noise": described, "cells": cells.cells(), "bins": _bins_used(cells)}
+        described = {
+            **noise.describe(),
+            "distribution": noise.describe()["distribution"] + ", fresh for every set",
+            "post_processing": "negative counts set to 0, then n records from Multinomial(n; normalised counts), uniform inside their bins",
+        }
+        params: dict[str, Any] = {
+            "sensitivity": sensitivity,
+            "noise": described,
+            "cells": cells.cells(),
+            "bins": _bins_used(cells),
+        }
         if not add_remove:
             params["n"] = n
         return Plan(tuple(measurements), self.relation, self.public(n), mechanism, self.composition(), params)
 
-    def fit(self, session: Session, plan: Plan) -> "PerturbedHistogramModel":
+    def fit(self, session: Session, plan: Plan) -> PerturbedHistogramModel:
         outputs = [session.measure(m) for m in plan.measurements]
         query = plan.measurements[0].query_as(Table)
         cells = query.domain or session.domain
@@ -291,7 +318,7 @@ class PerturbedHistogramModel(CountModel):
         p = table / total if total > 0 else np.full(table.size, 1 / table.size)
         return rand.numpy.multinomial(self.totals[k], p)
 
-    def sample(self, k: int, rand: Randomness) -> "dict[str, np.ndarray] | pd.DataFrame":
+    def sample(self, k: int, rand: Randomness) -> dict[str, np.ndarray] | pd.DataFrame:
         return _records(super().sample(k, rand), self.decode_domain, rand)
 
 
@@ -302,10 +329,13 @@ def least_delta(n: int, epsilon: float, v_min: float) -> float:
     r"""The least mixing weight δ that makes ``n`` draws from the smoothed histogram ε-DP.
 
     ``δ* = 1 / (1 + n v_min (e^{ε/n} - 1))``, derived in :class:`SmoothedHistogram`; with ``K`` equal
-    cells (``v_min = 1/K``) it is Bowen & Liu's eq. 6, ``K/(K + n(e^{ε/n} - 1))``. The float result is
+    cells (``v_min = 1/K``) it is ``K/(K + n(e^{ε/n} - 1))``, a reconstruction of Bowen & Liu's eq. 6
+    (the equation's text is lost from the source, S-003; METHODS.md §2.1(e) restates it from Wasserman
+    & Zhou's condition and marks it [R]; the derivation in :class:`SmoothedHistogram` stands on its
+    own). The float result is
     nudged up (by ulps) until :func:`smoothed_epsilon` ``<= ε`` holds in floating point too.
 
-    >>> round(least_delta(100, 1.0, 1 / 10), 6)   # eq. 6 with K = 10: 10/(10 + 100(e^0.01 - 1))
+    >>> round(least_delta(100, 1.0, 1 / 10), 6)   # K = 10: 10/(10 + 100(e^0.01 - 1)) (eq. 6, reconstructed)
     0.908676
     """
     delta = 1 / (1 + n * v_min * math.expm1(epsilon / n))
@@ -347,8 +377,10 @@ class SmoothedDraw(Mechanism):
 
     def __post_init__(self) -> None:
         if not 0 < self.delta <= 1 or self.bound(self.delta) > self.epsilon * (1 + 1e-9):
-            raise ValueError(f"smoothed histogram: delta = {self.delta:g} gives ε = {self.bound(self.delta):g}, "
-                             f"more than the {self.epsilon:g} stated")
+            raise ValueError(
+                f"smoothed histogram: delta = {self.delta:g} gives ε = {self.bound(self.delta):g}, "
+                f"more than the {self.epsilon:g} stated"
+            )
 
     @property
     def v_min(self) -> float:
@@ -375,14 +407,18 @@ class SmoothedDraw(Mechanism):
         return rand.numpy.multinomial(self.n, self.masses(counts))
 
     def describe(self) -> dict[str, Any]:
-        return {"distribution": "cells of n draws from (1 - delta) * histogram + delta * uniform on the box: "
-                                "Multinomial(n; (1 - delta) n_k / n + delta v_k), v_k cell k's share of the box",
-                "prior": "the uniform density on the box of the public bounds, mixed in with weight delta",
-                "delta": self.delta, "n": self.n, "v_min": self.v_min,
-                "privacy map": "epsilon = n log(1 + (1 - delta) / (n delta v_min)), derived in dipsy.methods.histograms",
-                "draws": "NumPy floating-point multinomial"}
+        return {
+            "distribution": "cells of n draws from (1 - delta) * histogram + delta * uniform on the box: "
+            "Multinomial(n; (1 - delta) n_k / n + delta v_k), v_k cell k's share of the box",
+            "prior": "the uniform density on the box of the public bounds, mixed in with weight delta",
+            "delta": self.delta,
+            "n": self.n,
+            "v_min": self.v_min,
+            "privacy map": "epsilon = n log(1 + (1 - delta) / (n delta v_min)), derived in dipsy.methods.histograms",
+            "draws": "NumPy floating-point multinomial",
+        }
 
-    def weakened(self, factor: float) -> "SmoothedDraw":
+    def weakened(self, factor: float) -> SmoothedDraw:
         # bypasses the check on purpose: the broken variant states a cost it does not have
         broken = object.__new__(SmoothedDraw)
         for f in ("epsilon", "n", "cells"):
@@ -422,8 +458,8 @@ class SmoothedHistogram(Synthesizer):
     each then decoded uniformly inside its bins (post-processing). One set: given ε, ``δ`` and
     hence ``f*`` are fixed, so further sets would add no uncertainty (Bowen & Liu §3.1.2).
 
-    Privacy (a derivation for unequal bins; METHODS.md eq. 6 is the equal-bin case)
-    ---------------------------------------------------------------------------------
+    Privacy (a derivation for unequal bins; the reconstructed eq. 6 is the equal-bin case)
+    --------------------------------------------------------------------------------------
     Definition ε-DP; substitution neighbours, ``n`` public (Wasserman & Zhou's setting). Let ``D'``
     move one record from cell ``a`` to cell ``b ≠ a``: ``n'_a = n_a - 1``, ``n'_b = n_b + 1``. The
     density of the released sample ``Z = (Z_1 … Z_n)`` is ``Π_i f*(Z_i) = Π_k (p_k/μ(B_k))^{c_k}``
@@ -446,7 +482,8 @@ class SmoothedHistogram(Synthesizer):
     (``p'_a = δ v_a``) and every draw in ``B_a``, the ratio is exactly ``R^n``; so below ``δ*`` the
     release is not ε-DP, and ``δ*`` is the least weight (the default; option ``delta`` may raise it,
     never lower it; :class:`SmoothedDraw` refuses a weight whose map exceeds ε). With ``K`` equal cells ``v_min = 1/K`` and ``δ* = K/(K + n(e^{ε/n} - 1))``
-    (eq. 6); on equal cells the method is then the DP-prior synthesizer with ``a = 1/(e^{ε/n} - 1)``
+    — Bowen & Liu's eq. 6 as reconstructed (its printed form is lost from the source, S-003; METHODS.md
+    §2.1(e) [R]), which this derivation confirms for equal cells; on equal cells the method is then the DP-prior synthesizer with ``a = 1/(e^{ε/n} - 1)``
     (``δ = K a/(n + K a)``). Unequal bins pay for their smallest cell: a narrow bin makes ``v_min``
     small and ``δ*`` close to 1. As ``n`` grows, ``n(e^{ε/n} - 1) → ε`` and ``δ* → 1/(1 + ε v_min)``:
     the release tends to the uniform, which is why Bowen & Liu found it worse for larger ``n``.
@@ -462,14 +499,20 @@ class SmoothedHistogram(Synthesizer):
     definition = "pure-DP"
     multiple_sets = False
     options = (
-        Option("bins", whole("bins", 1, MAX_CODES), "K equal-width bins over the public bounds of every numeric column, instead of the domain's"),
+        Option(
+            "bins",
+            whole("bins", 1, MAX_CODES),
+            "K equal-width bins over the public bounds of every numeric column, instead of the domain's",
+        ),
         Option("delta", _delta, "weight of the uniform; default and least value 1/(1 + n v_min (e^(ε/n) - 1))"),
     )
 
     def plan(self, n: int | None, domain: Domain) -> Plan:
         self.require_rows(n)
         if n is None:
-            raise DipsyError(f"{self.name} treats n as public and was planned without it", "plan it under substitution, with n given")
+            raise DipsyError(
+                f"{self.name} treats n as public and was planned without it", "plan it under substitution, with n given"
+            )
         cells = cells_of(domain, self.settings.get("bins"))
         v_min = smallest_share(cells)
         least = least_delta(n, self.budget.epsilon, v_min)
@@ -480,11 +523,13 @@ class SmoothedHistogram(Synthesizer):
             "smallest cell's share of the box (derived in dipsy.methods.histograms)"
         )
         draw = SmoothedDraw(self.budget.epsilon, delta, n, cells)
-        m = Measurement(f"{self.name}: n draws from the smoothed histogram, delta = {delta:.6g}", table_of(cells, domain), draw, self.relation)
+        m = Measurement(
+            f"{self.name}: n draws from the smoothed histogram, delta = {delta:.6g}", table_of(cells, domain), draw, self.relation
+        )
         params = {"delta": delta, "least_delta": least, "v_min": v_min, "n": n, "cells": cells.cells(), "bins": _bins_used(cells)}
         return Plan((m,), self.relation, self.public(n), mechanism, self.composition(), params)
 
-    def fit(self, session: Session, plan: Plan) -> "SmoothedHistogramModel":
+    def fit(self, session: Session, plan: Plan) -> SmoothedHistogramModel:
         m = plan.measurements[0]
         query = m.query_as(Table)
         cells = query.domain or session.domain
@@ -498,9 +543,21 @@ class SmoothedHistogramModel(CountModel):
 
     decode_domain: Domain | None = None
 
-    def sample(self, k: int, rand: Randomness) -> "dict[str, np.ndarray] | pd.DataFrame":
+    def sample(self, k: int, rand: Randomness) -> dict[str, np.ndarray] | pd.DataFrame:
         return _records(super().sample(k, rand), self.decode_domain, rand)
 
 
-__all__ = ["PerturbedHistogram", "SmoothedHistogram", "SmoothedDraw", "least_delta", "smoothed_epsilon", "equal_bins", "cells_of",
-           "cell_shares", "smallest_share", "table_of", "MAX_CELLS", "MAX_STORED"]
+__all__ = [
+    "PerturbedHistogram",
+    "SmoothedHistogram",
+    "SmoothedDraw",
+    "least_delta",
+    "smoothed_epsilon",
+    "equal_bins",
+    "cells_of",
+    "cell_shares",
+    "smallest_share",
+    "table_of",
+    "MAX_CELLS",
+    "MAX_STORED",
+]

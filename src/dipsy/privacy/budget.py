@@ -54,15 +54,15 @@ class Budget:
 
     definition: ClassVar[str] = ""
 
-    def __add__(self, other: "Budget") -> "Budget":
+    def __add__(self, other: Budget) -> Budget:
         self._same(other)
         return type(self)(**{f.name: getattr(self, f.name) + getattr(other, f.name) for f in fields(self)})
 
-    def scaled(self, factor: float) -> "Budget":
+    def scaled(self, factor: float) -> Budget:
         """The budget times ``factor`` (e.g. 1/m for one of m sets under sequential composition)."""
         return type(self)(**{f.name: getattr(self, f.name) * factor for f in fields(self)})
 
-    def exceeds(self, cap: "Budget") -> bool:
+    def exceeds(self, cap: Budget) -> bool:
         """Whether this budget is larger than ``cap`` in any component (beyond :data:`TOLERANCE`)."""
         self._same(cap)
         return any(getattr(self, f.name) > getattr(cap, f.name) * (1 + TOLERANCE) for f in fields(self))
@@ -71,14 +71,14 @@ class Budget:
         return {"definition": self.definition, **{f.name: getattr(self, f.name) for f in fields(self)}}
 
     @staticmethod
-    def from_dict(d: dict[str, Any]) -> "Budget":
+    def from_dict(d: dict[str, Any]) -> Budget:
         kind = BUDGET_TYPES.get(d.get("definition", ""))
         if kind is None:
             raise BudgetError(f"unknown privacy definition {d.get('definition')!r}", f"use one of {sorted(BUDGET_TYPES)}")
         return kind(**{f.name: d[f.name] for f in fields(kind)})
 
     @staticmethod
-    def largest(budgets: "list[Budget]") -> "Budget":
+    def largest(budgets: list[Budget]) -> Budget:
         """The componentwise largest of ``budgets`` (of one definition): a bound that each of them meets.
 
         >>> Budget.largest([ApproxDP(1.0, 1e-9), ApproxDP(0.5, 1e-8)])
@@ -90,10 +90,10 @@ class Budget:
         return type(first)(**{f.name: max(getattr(b, f.name) for b in budgets) for f in fields(first)})
 
     @classmethod
-    def zero(cls) -> "Budget":
+    def zero(cls) -> Budget:
         return cls(**{f.name: 0.0 for f in fields(cls)})
 
-    def _same(self, other: "Budget") -> None:
+    def _same(self, other: Budget) -> None:
         if type(other) is not type(self):
             raise BudgetError(
                 f"cannot compare or add a {other.definition} budget to a {self.definition} one",

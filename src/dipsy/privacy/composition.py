@@ -32,8 +32,8 @@ ZCDP(rho=0.75)
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from ..errors import BudgetError, DipsyError
 from .budget import EPSILON_RANGE, RHO_RANGE, ZCDP, ApproxDP, Budget, LocalDP, PureDP, positive
@@ -61,8 +61,10 @@ def requested_budget(definition: str, epsilon=None, delta=None, rho=None) -> tup
         delta = _delta(delta)
     for name, value, (lo, hi) in (("epsilon", epsilon, EPSILON_RANGE), ("rho", rho, RHO_RANGE)):
         if value is not None and not lo <= positive(name, value, f"--{name}") <= hi:
-            raise DipsyError(f"{name} must lie between {lo:g} and {hi:g}, got {value}",
-                             f"pass --{name} within that range (a smaller one gives noise that swamps the data, a larger one no privacy)")
+            raise DipsyError(
+                f"{name} must lie between {lo:g} and {hi:g}, got {value}",
+                f"pass --{name} within that range (a smaller one gives noise that swamps the data, a larger one no privacy)",
+            )
     if definition == "pure-DP":
         if given - {"epsilon"}:
             raise DipsyError("this method is ε-DP (pure): it takes --epsilon only", "leave out --delta and --rho")
@@ -73,13 +75,18 @@ def requested_budget(definition: str, epsilon=None, delta=None, rho=None) -> tup
                 raise DipsyError("give either --rho or --epsilon with --delta, not both", "leave one of them out")
             return ZCDP(positive("rho", rho, "--rho")), delta
         if epsilon is None or delta is None:
-            raise DipsyError("this method is ρ-zCDP: it needs --rho, or --epsilon with --delta",
-                             "e.g. --epsilon 1 --delta 1e-9 (δ well below 1/n)")
+            raise DipsyError(
+                "this method is ρ-zCDP: it needs --rho, or --epsilon with --delta",
+                "e.g. --epsilon 1 --delta 1e-9 (δ well below 1/n)",
+            )
         return ZCDP(approx_to_zcdp(positive("epsilon", epsilon, "--epsilon"), delta)), delta
     if definition == "local":
         if given - {"epsilon"}:
-            raise DipsyError("this method's guarantee is local (ε_x computed from the data): it takes at most --epsilon, "
-                             "the largest ε_x it may release", "leave out --delta and --rho")
+            raise DipsyError(
+                "this method's guarantee is local (ε_x computed from the data): it takes at most --epsilon, "
+                "the largest ε_x it may release",
+                "leave out --delta and --rho",
+            )
         # No ceiling given: the largest ε a budget may state (the release reports its own ε_x).
         return LocalDP(EPSILON_RANGE[1] if epsilon is None else positive("epsilon", epsilon, "--epsilon")), None
     if definition == "approximate-DP":
@@ -106,19 +113,25 @@ def total_as(cap: Budget, budgets: Iterable[Budget]) -> Budget:
     kinds = {type(b) for b in budgets}
     if isinstance(cap, LocalDP) or LocalDP in kinds:
         if not isinstance(cap, LocalDP) or kinds - {LocalDP}:
-            raise BudgetError("a local guarantee (ε_x for this data set only, e.g. the pseudo-posterior mechanism's) is not "
-                              "worst-case differential privacy and never counts against a DP budget or cap",
-                              "keep local-guarantee releases apart: the ledger records them without counting them")
+            raise BudgetError(
+                "a local guarantee (ε_x for this data set only, e.g. the pseudo-posterior mechanism's) is not "
+                "worst-case differential privacy and never counts against a DP budget or cap",
+                "keep local-guarantee releases apart: the ledger records them without counting them",
+            )
         return LocalDP(sum(_epsilon(b) for b in budgets))
     if isinstance(cap, PureDP):
         if kinds - {PureDP}:
-            raise BudgetError("this data set's cap is pure ε-DP, and a zCDP or (ε, δ) release cannot count against it",
-                              "set an (ε, δ) cap with --budget-cap EPSILON,DELTA")
+            raise BudgetError(
+                "this data set's cap is pure ε-DP, and a zCDP or (ε, δ) release cannot count against it",
+                "set an (ε, δ) cap with --budget-cap EPSILON,DELTA",
+            )
         return PureDP(sum(_epsilon(b) for b in budgets))
     if isinstance(cap, ZCDP):
         if ApproxDP in kinds:
-            raise BudgetError("this data set's cap is ρ-zCDP, and an (ε, δ) release cannot count against it",
-                              "set an (ε, δ) cap with --budget-cap EPSILON,DELTA")
+            raise BudgetError(
+                "this data set's cap is ρ-zCDP, and an (ε, δ) release cannot count against it",
+                "set an (ε, δ) cap with --budget-cap EPSILON,DELTA",
+            )
         return ZCDP(sum(b.rho if isinstance(b, ZCDP) else _epsilon(b) ** 2 / 2 for b in budgets))
     if isinstance(cap, ApproxDP):
         epsilon = sum(_epsilon(b) for b in budgets if not isinstance(b, ZCDP))
@@ -128,8 +141,10 @@ def total_as(cap: Budget, budgets: Iterable[Budget]) -> Budget:
             return ApproxDP(epsilon, delta)
         left = cap.delta - delta
         if left <= 0:
-            raise BudgetError(f"the (ε, δ) spends use δ = {delta:g} of the cap's {cap.delta:g}, leaving none for the zCDP ones",
-                              "raise the cap's δ, or spend less δ")
+            raise BudgetError(
+                f"the (ε, δ) spends use δ = {delta:g} of the cap's {cap.delta:g}, leaving none for the zCDP ones",
+                "raise the cap's δ, or spend less δ",
+            )
         return ApproxDP(epsilon + zcdp_to_epsilon(rho, left), cap.delta)
     raise BudgetError(f"unknown cap {cap!r}", "give the cap as ε, 'ε,δ' or 'rho=ρ'")
 
@@ -296,8 +311,11 @@ def format_conversion_table(rows: Iterable[ConversionRow] | None = None) -> str:
     for pair in dict.fromkeys((r.spend_relation, r.cap_relation) for r in rows):
         cells = {(r.spend, r.cap_definition): r for r in rows if (r.spend_relation, r.cap_relation) == pair}
         k = next(iter(cells.values())).k
-        lines.append("| " + " | ".join([str(pair[0]), str(pair[1]), "—" if k is None else str(k)]
-                                       + [cells[c].cell() for c in columns]) + " |")
+        lines.append(
+            "| "
+            + " | ".join([str(pair[0]), str(pair[1]), "—" if k is None else str(k)] + [cells[c].cell() for c in columns])
+            + " |"
+        )
     lines += ["", "(ε, δ) caps at δ = 1e-6: zCDP converts at the cap's δ (CKS 2020)."]
     lines += [f"{mark} {text}" for mark, text in LEGEND.items()]
     return "\n".join(lines)

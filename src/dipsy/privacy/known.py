@@ -87,10 +87,12 @@ def check_not_lost(ledger: str | Path) -> None:
     """Refuse to start a ledger afresh where dipsy created one that is now missing."""
     path = Path(os.path.realpath(ledger))
     if not path.exists() and path in known_ledgers():
-        raise DipsyError(f"the budget ledger {str(path)!r} that dipsy created is missing: a new one there would start this "
-                         "machine's record of spends from zero",
-                         f"restore it from its backup; or, if the data steward decides to start an empty ledger there, "
-                         f"remove its line from {record_path()}")
+        raise DipsyError(
+            f"the budget ledger {str(path)!r} that dipsy created is missing: a new one there would start this "
+            "machine's record of spends from zero",
+            f"restore it from its backup; or, if the data steward decides to start an empty ledger there, "
+            f"remove its line from {record_path()}",
+        )
 
 
 def protected_ledgers(*more: str | Path | None) -> list[Path]:

@@ -50,20 +50,33 @@ directory (e.g. ``~/.local/share/dipsy`` on Linux).
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator, Sequence
 from contextlib import closing, contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Iterator, Sequence
 
 from ..errors import DipsyError
 from ..interrupts import held
 from .accountant import Spend
 from .budget import Budget, LocalDP
-from .ledger_records import (
-    GUARANTEES, CapChange, DatasetTotal, Reservation, budget_of, cap_change, cap_change_of, cap_json, dataset_totals, decide,
-    is_ledger, migrate, relation_columns, relation_of, rows_of,
-)
 from .known import check_not_lost, default_ledger_path, remember
+from .ledger_records import (
+    GUARANTEES,
+    CapChange,
+    DatasetTotal,
+    Reservation,
+    budget_of,
+    cap_change,
+    cap_change_of,
+    cap_json,
+    dataset_totals,
+    decide,
+    is_ledger,
+    migrate,
+    relation_columns,
+    relation_of,
+    rows_of,
+)
 from .relation import Relation, parse
 
 __all__ = ["GUARANTEES", "CapChange", "DatasetTotal", "Ledger", "Reservation", "default_ledger_path"]
@@ -97,17 +110,21 @@ class Ledger:
     def __init__(self, path: str | Path, *, create: bool = True, timeout: float = 30.0) -> None:
         self.path, self.create, self.timeout = Path(path), create, timeout
         if self.path.is_dir():
-            raise DipsyError(f"cannot open the budget ledger {str(self.path)!r} (it is a folder)", "pass --ledger with a file path")
+            raise DipsyError(
+                f"cannot open the budget ledger {str(self.path)!r} (it is a folder)", "pass --ledger with a file path"
+            )
         if not create and not self.path.is_file():
             check_not_lost(self.path)
             raise DipsyError(f"no ledger at {self.path}", "check --ledger: reading a ledger never creates one")
         parent = next((p for p in self.path.absolute().parents if p.exists()), None)
         if parent is not None and not parent.is_dir():
-            raise DipsyError(f"cannot open the budget ledger {str(self.path)!r} ({parent} is not a folder)",
-                             "pass --ledger with a writable path")
+            raise DipsyError(
+                f"cannot open the budget ledger {str(self.path)!r} ({parent} is not a folder)",
+                "pass --ledger with a writable path",
+            )
 
     @classmethod
-    def open_existing(cls, path: str | Path, *, timeout: float = 30.0) -> "Ledger":
+    def open_existing(cls, path: str | Path, *, timeout: float = 30.0) -> Ledger:
         """The ledger at ``path``, which must exist (for reading: nothing is ever created)."""
         return cls(path, create=False, timeout=timeout)
 
@@ -132,8 +149,13 @@ class Ledger:
     def holds(self, dataset_id: str, release_id: str) -> bool:
         """Whether the ledger records the release ``release_id`` of the data set ``dataset_id``."""
         with self._reading() as db:
-            return db is not None and db.execute("SELECT 1 FROM spends WHERE dataset_id = ? AND release_id = ? LIMIT 1",
-                                                 (dataset_id, release_id)).fetchone() is not None
+            return (
+                db is not None
+                and db.execute(
+                    "SELECT 1 FROM spends WHERE dataset_id = ? AND release_id = ? LIMIT 1", (dataset_id, release_id)
+                ).fetchone()
+                is not None
+            )
 
     def cap_history(self, dataset_id: str) -> list[CapChange]:
         """Every change of the data set's cap, oldest first."""
@@ -153,8 +175,10 @@ class Ledger:
         rows = [r for r in self.spends(dataset_id) if r["guarantee"] == "dp" and r["definition"] == definition]
         relations = {relation_of(r) for r in rows}
         if relation is None and len(relations) > 1:
-            raise DipsyError(f"data set {dataset_id!r} has {definition} spends under {len(relations)} relations",
-                             "give relation=, or read totals() for the total in the cap's relation")
+            raise DipsyError(
+                f"data set {dataset_id!r} has {definition} spends under {len(relations)} relations",
+                "give relation=, or read totals() for the total in the cap's relation",
+            )
         total = Budget.from_dict({"definition": definition, "epsilon": 0.0, "delta": 0.0, "rho": 0.0})
         for r in rows:
             if relation is None or relation_of(r) == relation:
@@ -178,17 +202,30 @@ class Ledger:
                 return []
             rows = rows_of(db.execute("SELECT * FROM spends ORDER BY id"))
             caps = {r["dataset_id"]: r for r in rows_of(db.execute("SELECT * FROM caps ORDER BY rowid"))}
-            local = ({r["dataset_id"]: r for r in rows_of(db.execute("SELECT * FROM local_caps ORDER BY rowid"))}
-                     if _has_table(db, "local_caps") else {})
+            local = (
+                {r["dataset_id"]: r for r in rows_of(db.execute("SELECT * FROM local_caps ORDER BY rowid"))}
+                if _has_table(db, "local_caps")
+                else {}
+            )
         order = list(dict.fromkeys([r["dataset_id"] for r in rows] + list(caps) + list(local)))
         return [t for d in order for t in dataset_totals(d, [r for r in rows if r["dataset_id"] == d], caps.get(d), local.get(d))]
 
     # -- writing --------------------------------------------------------------------------------
 
     def reserve(
-        self, dataset_id: str, release_id: str, method: str, spends: Sequence[Spend], relation: Relation | str, *,
-        cap: Budget | None = None, raise_cap: bool = False, stated_delta: float | None = None, guarantee: str = "dp",
-        dataset_id_given: bool = True, cap_relation: Relation | None = None,
+        self,
+        dataset_id: str,
+        release_id: str,
+        method: str,
+        spends: Sequence[Spend],
+        relation: Relation | str,
+        *,
+        cap: Budget | None = None,
+        raise_cap: bool = False,
+        stated_delta: float | None = None,
+        guarantee: str = "dp",
+        dataset_id_given: bool = True,
+        cap_relation: Relation | None = None,
     ) -> Reservation:
         """Check the cap and record ``spends`` as pending, in one short exclusive transaction.
 
@@ -249,14 +286,35 @@ class Ledger:
             db.executemany(
                 "INSERT INTO spends (dataset_id, release_id, created, method, label, definition, epsilon, delta, rho,"
                 " relation, theta, relation_value, guarantee, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending')",
-                [(dataset_id, release_id, now, method, s.label, s.budget.definition, *_amounts(s.budget, stated_delta),
-                  *relation_columns(relation), guarantee) for s in spends],
+                [
+                    (
+                        dataset_id,
+                        release_id,
+                        now,
+                        method,
+                        s.label,
+                        s.budget.definition,
+                        *_amounts(s.budget, stated_delta),
+                        *relation_columns(relation),
+                        guarantee,
+                    )
+                    for s in spends
+                ],
             )
         return reservation
 
     def check(
-        self, dataset_id: str, release_id: str, spends: Sequence[Spend], relation: Relation, *, cap: Budget | None = None,
-        raise_cap: bool = False, guarantee: str = "dp", dataset_id_given: bool = True, cap_relation: Relation | None = None,
+        self,
+        dataset_id: str,
+        release_id: str,
+        spends: Sequence[Spend],
+        relation: Relation,
+        *,
+        cap: Budget | None = None,
+        raise_cap: bool = False,
+        guarantee: str = "dp",
+        dataset_id_given: bool = True,
+        cap_relation: Relation | None = None,
     ) -> Reservation:
         """What :meth:`reserve` would do now, without recording anything (nor creating the file):
         the reservation, or its refusal. A release whose cost is known only after it runs (a local
@@ -308,8 +366,12 @@ class Ledger:
         if not self.path.exists():
             yield None
             return
-        with self._errors(), closing(sqlite3.connect(self.path.absolute().as_uri() + "?mode=ro", uri=True,
-                                                     timeout=self.timeout, isolation_level=None)) as db:
+        with (
+            self._errors(),
+            closing(
+                sqlite3.connect(self.path.absolute().as_uri() + "?mode=ro", uri=True, timeout=self.timeout, isolation_level=None)
+            ) as db,
+        ):
             db.row_factory = sqlite3.Row
             db.execute("BEGIN")  # one snapshot for every query of the block
             # an empty file (a first write that never committed) is an empty ledger; a foreign one is refused
@@ -350,12 +412,18 @@ class Ledger:
                     f"the budget ledger {self.path} is locked: another dipsy run held it for over {self.timeout:g} s",
                     "try again when that run has finished (a run holds the lock only to reserve or confirm, never while it synthesizes)",
                 ) from None
-            raise DipsyError(f"cannot use the budget ledger {str(self.path)!r} ({e})", "pass --ledger with a writable path") from None
+            raise DipsyError(
+                f"cannot use the budget ledger {str(self.path)!r} ({e})", "pass --ledger with a writable path"
+            ) from None
         except sqlite3.DatabaseError as e:
-            raise DipsyError(f"{self.path} is not a dipsy budget ledger ({e})",
-                             "pass --ledger with dipsy's budget ledger (a file dipsy created); a file that is not one is never written into") from None
+            raise DipsyError(
+                f"{self.path} is not a dipsy budget ledger ({e})",
+                "pass --ledger with dipsy's budget ledger (a file dipsy created); a file that is not one is never written into",
+            ) from None
         except (OSError, sqlite3.Error) as e:
-            raise DipsyError(f"cannot open the budget ledger {str(self.path)!r} ({e})", "pass --ledger with a writable path") from None
+            raise DipsyError(
+                f"cannot open the budget ledger {str(self.path)!r} ({e})", "pass --ledger with a writable path"
+            ) from None
 
 
 def take_back(ledger: Ledger, release_id: str, error: BaseException) -> None:
@@ -374,26 +442,35 @@ def _state(db: sqlite3.Connection, dataset_id: str, release_id: str) -> tuple[di
     """What :func:`decide` needs of the ledger: the data set's DP cap and local cap rows, its spends,
     whether any data set has a cap, and whether ``release_id`` is taken."""
     stored = _one(rows_of(db.execute("SELECT * FROM caps WHERE dataset_id = ?", (dataset_id,))))
-    local = (_one(rows_of(db.execute("SELECT * FROM local_caps WHERE dataset_id = ?", (dataset_id,))))
-             if _has_table(db, "local_caps") else None)
+    local = (
+        _one(rows_of(db.execute("SELECT * FROM local_caps WHERE dataset_id = ?", (dataset_id,))))
+        if _has_table(db, "local_caps")
+        else None
+    )
     earlier = rows_of(db.execute("SELECT * FROM spends WHERE dataset_id = ? ORDER BY id", (dataset_id,)))
     reused = db.execute("SELECT 1 FROM spends WHERE release_id = ? LIMIT 1", (release_id,)).fetchone() is not None
     return stored, local, earlier, _any_caps(db), reused
 
 
 def _any_caps(db: sqlite3.Connection) -> bool:
-    return any(_has_table(db, t) and db.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone() is not None
-               for t in ("caps", "local_caps"))
+    return any(
+        _has_table(db, t) and db.execute(f"SELECT 1 FROM {t} LIMIT 1").fetchone() is not None for t in ("caps", "local_caps")
+    )
 
 
-def _write_cap(db: sqlite3.Connection, dataset_id: str, stored, cap: Budget, relation: Relation, how: str, now: str,
-               table: str = "caps") -> None:
-    db.execute(f"INSERT OR REPLACE INTO {table} (dataset_id, definition, epsilon, delta, rho, set_at, relation, theta,"
-               " relation_value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-               (dataset_id, cap.definition, *_amounts(cap), now, *relation_columns(relation)))
+def _write_cap(
+    db: sqlite3.Connection, dataset_id: str, stored, cap: Budget, relation: Relation, how: str, now: str, table: str = "caps"
+) -> None:
+    db.execute(
+        f"INSERT OR REPLACE INTO {table} (dataset_id, definition, epsilon, delta, rho, set_at, relation, theta,"
+        " relation_value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (dataset_id, cap.definition, *_amounts(cap), now, *relation_columns(relation)),
+    )
     old = cap_json(budget_of(stored), relation_of(stored)) if stored else None
-    db.execute("INSERT INTO cap_changes (dataset_id, old, new, changed_at, how) VALUES (?, ?, ?, ?, ?)",
-               (dataset_id, old, cap_json(cap, relation), now, how))
+    db.execute(
+        "INSERT INTO cap_changes (dataset_id, old, new, changed_at, how) VALUES (?, ?, ?, ?, ?)",
+        (dataset_id, old, cap_json(cap, relation), now, how),
+    )
 
 
 def _amounts(b: Budget, stated_delta: float | None = None) -> tuple:
@@ -412,4 +489,4 @@ def _has_table(db: sqlite3.Connection, name: str) -> bool:
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")

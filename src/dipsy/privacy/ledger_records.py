@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass, fields, replace
-from typing import Iterable
 
 from ..errors import BudgetError, DipsyError
 from .accountant import Spend
@@ -49,8 +49,13 @@ _TABLES = (
 )
 #: Columns added since the first schema, with what the rows already there get.
 _ADDED = {
-    "spends": (("relation", "TEXT"), ("theta", "INTEGER"), ("guarantee", "TEXT NOT NULL DEFAULT 'dp'"),
-               ("status", "TEXT NOT NULL DEFAULT 'released'"), ("relation_value", "TEXT")),
+    "spends": (
+        ("relation", "TEXT"),
+        ("theta", "INTEGER"),
+        ("guarantee", "TEXT NOT NULL DEFAULT 'dp'"),
+        ("status", "TEXT NOT NULL DEFAULT 'released'"),
+        ("relation_value", "TEXT"),
+    ),
     "caps": (("relation", "TEXT"), ("theta", "INTEGER"), ("relation_value", "TEXT")),
 }
 _DEFAULTS = {"relation": None, "theta": None, "relation_value": None}
@@ -84,7 +89,9 @@ def is_ledger(db: sqlite3.Connection, path: object) -> bool:
     for table, columns in _REQUIRED.items():
         have = {r[1] for r in db.execute(f"PRAGMA table_info({table})")} if table in tables else set()
         if not columns <= have:
-            raise DipsyError(f"{path} is not a dipsy budget ledger (it has no {table} table of spends and caps as dipsy writes it)", fix)
+            raise DipsyError(
+                f"{path} is not a dipsy budget ledger (it has no {table} table of spends and caps as dipsy writes it)", fix
+            )
     return True
 
 
@@ -226,7 +233,9 @@ class DatasetTotal:
         return "; ".join(parts)
 
 
-def dataset_totals(dataset_id: str, rows: list[dict], cap_row: dict | None, local_cap_row: dict | None = None) -> list[DatasetTotal]:
+def dataset_totals(
+    dataset_id: str, rows: list[dict], cap_row: dict | None, local_cap_row: dict | None = None
+) -> list[DatasetTotal]:
     """The lines :meth:`.ledger.Ledger.totals` shows for one data set: its DP total(s), then one
     line per local relation of its local-guarantee releases."""
     dp = [r for r in rows if r["guarantee"] == "dp"]
@@ -257,8 +266,16 @@ def dataset_totals(dataset_id: str, rows: list[dict], cap_row: dict | None, loca
     local_lines = []
     for relation, rs in _by_relation(local_rows).items():
         budgets = [budget_of(r) for r in rs]
-        local_lines.append(_line(dataset_id, sum(budgets[1:], budgets[0]), rs, local_cap, relation,
-                                 relation_of(local_cap_row) if local_cap_row else None))
+        local_lines.append(
+            _line(
+                dataset_id,
+                sum(budgets[1:], budgets[0]),
+                rs,
+                local_cap,
+                relation,
+                relation_of(local_cap_row) if local_cap_row else None,
+            )
+        )
     if local_cap is not None and not local_lines:
         local_lines.append(_line(dataset_id, LocalDP(0.0), [], local_cap, relation_of(local_cap_row), relation_of(local_cap_row)))
     if not out:  # test or local releases only, or a cap set before any release
@@ -285,8 +302,16 @@ def _by_relation(rows: list[dict]) -> dict:
 def _line(dataset_id, spent, rows, cap, relation, cap_relation) -> DatasetTotal:
     deltas = [r["delta"] for r in rows if r["definition"] == "zCDP" and r["delta"]]
     pending = {r["release_id"] for r in rows if r["status"] == "pending"}
-    return DatasetTotal(dataset_id, spent, len({r["release_id"] for r in rows}), cap, min(deltas) if deltas else None,
-                        relation, cap_relation, len(pending))
+    return DatasetTotal(
+        dataset_id,
+        spent,
+        len({r["release_id"] for r in rows}),
+        cap,
+        min(deltas) if deltas else None,
+        relation,
+        cap_relation,
+        len(pending),
+    )
 
 
 def _n(k: int, noun: str) -> str:
@@ -296,12 +321,27 @@ def _n(k: int, noun: str) -> str:
 def _releases(rows: list[dict]) -> str:
     """The releases of ``rows``, one phrase each: id, method and relation (for a refusal that names them)."""
     seen = dict.fromkeys((r["release_id"], r["method"], relation_of(r)) for r in rows)
-    return "; ".join(f"release {rid[:12]} ({method}, under {relation or 'an unrecorded relation'})" for rid, method, relation in seen)
+    return "; ".join(
+        f"release {rid[:12]} ({method}, under {relation or 'an unrecorded relation'})" for rid, method, relation in seen
+    )
 
 
-def decide(stored: dict | None, stored_local: dict | None, earlier: list[dict], any_caps: bool, reused: bool, dataset_id: str,
-           release_id: str, spends: list[Spend], relation: Relation, cap: Budget | None, cap_relation: Relation | None,
-           raise_cap: bool, guarantee: str, dataset_id_given: bool) -> tuple[Reservation, tuple[Budget, Relation, str] | None, bool]:
+def decide(
+    stored: dict | None,
+    stored_local: dict | None,
+    earlier: list[dict],
+    any_caps: bool,
+    reused: bool,
+    dataset_id: str,
+    release_id: str,
+    spends: list[Spend],
+    relation: Relation,
+    cap: Budget | None,
+    cap_relation: Relation | None,
+    raise_cap: bool,
+    guarantee: str,
+    dataset_id_given: bool,
+) -> tuple[Reservation, tuple[Budget, Relation, str] | None, bool]:
     """What :meth:`.ledger.Ledger.reserve` does with a request: the reservation, the cap change
     (None: none) and whether that change is of the local cap — or the refusal.
 
@@ -314,25 +354,36 @@ def decide(stored: dict | None, stored_local: dict | None, earlier: list[dict], 
     releases it conflicts with.
     """
     if not isinstance(dataset_id, str) or not dataset_id.strip():
-        raise DipsyError(f"the data set id {dataset_id!r} is empty: every release of the data set must count under one name",
-                         "pass --dataset-id with the data set's name (the same every time), or leave it out for the file's hash")
+        raise DipsyError(
+            f"the data set id {dataset_id!r} is empty: every release of the data set must count under one name",
+            "pass --dataset-id with the data set's name (the same every time), or leave it out for the file's hash",
+        )
     if not dataset_id_given and (cap is not None or any_caps):
-        raise DipsyError("a data set named by its file's hash escapes its cap when the file is re-saved, and this "
-                         "ledger holds caps (or this release sets one)", "name the data set with --dataset-id (the same name every time)")
+        raise DipsyError(
+            "a data set named by its file's hash escapes its cap when the file is re-saved, and this "
+            "ledger holds caps (or this release sets one)",
+            "name the data set with --dataset-id (the same name every time)",
+        )
     if reused:
         raise DipsyError(f"release {release_id!r} is already in the ledger", "reserve each release under a new id")
     local_spends = any(isinstance(s.budget, LocalDP) for s in spends)
     if local_spends != all(isinstance(s.budget, LocalDP) for s in spends) or (guarantee == "local" and not local_spends):
         raise ValueError("a release's spends are all local guarantees (LocalDP), for a local release, or none are")
     if guarantee == "dp" and local_spends:
-        raise BudgetError("a local guarantee (ε_x of one data set) is not worst-case DP: it cannot be recorded as a DP spend, "
-                          "nor count against a DP cap", "record it with guarantee 'local' (it is then shown, never counted)")
+        raise BudgetError(
+            "a local guarantee (ε_x of one data set) is not worst-case DP: it cannot be recorded as a DP spend, "
+            "nor count against a DP cap",
+            "record it with guarantee 'local' (it is then shown, never counted)",
+        )
     if cap is not None and isinstance(cap, LocalDP) != local_spends:
-        raise BudgetError(f"the cap {cap} is of another kind than this release's guarantee",
-                          "give a local-guarantee release a local cap (--budget-cap local=ε), and a DP release a DP cap")
+        raise BudgetError(
+            f"the cap {cap} is of another kind than this release's guarantee",
+            "give a local-guarantee release a local cap (--budget-cap local=ε), and a DP release a DP cap",
+        )
     if local_spends:
-        return _decide_local(stored, stored_local, earlier, dataset_id, release_id, spends, relation, cap, cap_relation,
-                             raise_cap, guarantee)
+        return _decide_local(
+            stored, stored_local, earlier, dataset_id, release_id, spends, relation, cap, cap_relation, raise_cap, guarantee
+        )
     change = None
     if cap is not None:
         change = cap_change(stored, cap, cap_relation, relation, raise_cap, dataset_id)
@@ -344,16 +395,34 @@ def decide(stored: dict | None, stored_local: dict | None, earlier: list[dict], 
     if limit is None:
         mine = [r for r in dp_rows if relation_of(r) == relation]
         deltas = [r["delta"] for r in mine if r["definition"] == "zCDP" and r["delta"]]
-        total = composed_total([budget_of(r) for r in mine] + [b for b, _ in new], min(deltas) if deltas else None) if new else None
+        total = (
+            composed_total([budget_of(r) for r in mine] + [b for b, _ in new], min(deltas) if deltas else None) if new else None
+        )
         return Reservation(release_id, dataset_id, relation, guarantee, total), change, False
     assert limit_relation is not None, "a stored cap without a relation takes this release's (the change above)"
-    after = _within(dataset_id, "cap", limit, limit_relation, dp_rows, new, relation,
-                    "spend less, or raise the cap with --budget-cap if the data steward agrees")
+    after = _within(
+        dataset_id,
+        "cap",
+        limit,
+        limit_relation,
+        dp_rows,
+        new,
+        relation,
+        "spend less, or raise the cap with --budget-cap if the data steward agrees",
+    )
     return Reservation(release_id, dataset_id, relation, guarantee, after, limit, limit_relation), change, False
 
 
-def _within(dataset_id: str, what: str, limit: Budget, limit_relation: Relation, rows: list[dict],
-            new: list[tuple[Budget, Relation]], relation: Relation, fix: str) -> Budget:
+def _within(
+    dataset_id: str,
+    what: str,
+    limit: Budget,
+    limit_relation: Relation,
+    rows: list[dict],
+    new: list[tuple[Budget, Relation]],
+    relation: Relation,
+    fix: str,
+) -> Budget:
     """The total of the spends ``rows`` and ``new`` under the ``what`` (a cap ``limit`` stated under
     ``limit_relation``), or the refusal: a relation that cannot convert (naming the releases), or a
     total past the cap."""
@@ -361,8 +430,11 @@ def _within(dataset_id: str, what: str, limit: Budget, limit_relation: Relation,
     old = [(budget_of(r), relation_of(r)) for r in rows]
     before, after = total_under(limit, limit_relation, old), total_under(limit, limit_relation, [*old, *new])
     if after.exceeds(limit):
-        raise BudgetError(f"data set {dataset_id[:16]!r} has spent {before} of its {what} {limit} (under {limit_relation}); "
-                          f"this release (under {relation}) would take it to {after}; nothing was spent", fix)
+        raise BudgetError(
+            f"data set {dataset_id[:16]!r} has spent {before} of its {what} {limit} (under {limit_relation}); "
+            f"this release (under {relation}) would take it to {after}; nothing was spent",
+            fix,
+        )
     return after
 
 
@@ -370,23 +442,40 @@ def _refuse_conflicts(dataset_id: str, rows: list[dict], relation: Relation | No
     """Refuse when this release's ``relation`` (None: it spends nothing here) or an earlier spend's
     cannot be converted into the ``what``'s relation, naming the releases that conflict."""
     if relation is not None and group_factor(relation, limit_relation) is None:
-        clash = [r for r in rows if (spent := relation_of(r)) is not None and spent != relation
-                 and group_factor(relation, spent) is None]
+        clash = [
+            r
+            for r in rows
+            if (spent := relation_of(r)) is not None and spent != relation and group_factor(relation, spent) is None
+        ]
         named = f"; it conflicts with {_releases(clash)}" if clash else ""
-        raise BudgetError(f"this release is private under {relation}, which cannot count under the {what} of data set "
-                          f"{dataset_id[:16]!r}, stated under {limit_relation} ({why_not(relation, limit_relation)}){named}; "
-                          "nothing was spent",
-                          fix_for(relation, limit_relation))
+        raise BudgetError(
+            f"this release is private under {relation}, which cannot count under the {what} of data set "
+            f"{dataset_id[:16]!r}, stated under {limit_relation} ({why_not(relation, limit_relation)}){named}; "
+            "nothing was spent",
+            fix_for(relation, limit_relation),
+        )
     stuck = [r for r in rows if (spent := relation_of(r)) is not None and group_factor(spent, limit_relation) is None]
     if stuck:
-        raise BudgetError(f"the {what} of data set {dataset_id[:16]!r} would be stated under {limit_relation}, and earlier "
-                          f"spends cannot count there: {_releases(stuck)}; nothing was spent",
-                          "state the cap in a relation every release converts to")
+        raise BudgetError(
+            f"the {what} of data set {dataset_id[:16]!r} would be stated under {limit_relation}, and earlier "
+            f"spends cannot count there: {_releases(stuck)}; nothing was spent",
+            "state the cap in a relation every release converts to",
+        )
 
 
-def _decide_local(stored: dict | None, stored_local: dict | None, earlier: list[dict], dataset_id: str, release_id: str,
-                  spends: list[Spend], relation: Relation, cap: Budget | None, cap_relation: Relation | None, raise_cap: bool,
-                  guarantee: str) -> tuple[Reservation, tuple[Budget, Relation, str] | None, bool]:
+def _decide_local(
+    stored: dict | None,
+    stored_local: dict | None,
+    earlier: list[dict],
+    dataset_id: str,
+    release_id: str,
+    spends: list[Spend],
+    relation: Relation,
+    cap: Budget | None,
+    cap_relation: Relation | None,
+    raise_cap: bool,
+    guarantee: str,
+) -> tuple[Reservation, tuple[Budget, Relation, str] | None, bool]:
     """:func:`decide` for a release whose spends are local guarantees (ε_x of this data set).
 
     A local ε_x never counts against a DP cap: a data set whose DP cap would otherwise not cover
@@ -395,26 +484,39 @@ def _decide_local(stored: dict | None, stored_local: dict | None, earlier: list[
     and a spend under another local relation is refused there, naming the releases.
     """
     change = cap_change(stored_local, cap, cap_relation, relation, raise_cap, dataset_id) if cap is not None else None
-    limit, limit_relation = change[:2] if change else ((budget_of(stored_local), relation_of(stored_local)) if stored_local else (None, None))
+    limit, limit_relation = (
+        change[:2] if change else ((budget_of(stored_local), relation_of(stored_local)) if stored_local else (None, None))
+    )
     rows = [r for r in earlier if r["guarantee"] == "local"]
     new = [s.budget for s in spends] if guarantee == "local" else []
     if limit is None:
         if stored is not None and guarantee == "local":
-            raise BudgetError(f"data set {dataset_id[:16]!r} has the DP cap {budget_of(stored)}, which a local-guarantee release "
-                              "(not worst-case DP) never counts against, and no cap for local releases; nothing was released",
-                              "set one beside it with --budget-cap local=ε (the most the data set's local ε_x may add up to), "
-                              "if the data steward agrees")
+            raise BudgetError(
+                f"data set {dataset_id[:16]!r} has the DP cap {budget_of(stored)}, which a local-guarantee release "
+                "(not worst-case DP) never counts against, and no cap for local releases; nothing was released",
+                "set one beside it with --budget-cap local=ε (the most the data set's local ε_x may add up to), "
+                "if the data steward agrees",
+            )
         mine = [budget_of(r) for r in rows if relation_of(r) == relation] + new
         total = sum(mine[1:], mine[0]) if new else None
         return Reservation(release_id, dataset_id, relation, guarantee, total), change, True
     assert limit_relation is not None, "a local cap is always recorded with its relation"
-    after = _within(dataset_id, "cap for local releases", limit, limit_relation, rows, [(b, relation) for b in new], relation,
-                    "release less (a lower --epsilon ceiling, more down-weighting), or raise the local cap if the data steward agrees")
+    after = _within(
+        dataset_id,
+        "cap for local releases",
+        limit,
+        limit_relation,
+        rows,
+        [(b, relation) for b in new],
+        relation,
+        "release less (a lower --epsilon ceiling, more down-weighting), or raise the local cap if the data steward agrees",
+    )
     return Reservation(release_id, dataset_id, relation, guarantee, after, limit, limit_relation), change, True
 
 
-def cap_change(stored: dict | None, cap: Budget, cap_relation: Relation | None, relation: Relation, raise_cap: bool,
-               dataset_id: str) -> tuple[Budget, Relation, str] | None:
+def cap_change(
+    stored: dict | None, cap: Budget, cap_relation: Relation | None, relation: Relation, raise_cap: bool, dataset_id: str
+) -> tuple[Budget, Relation, str] | None:
     """(new cap, its relation, how) when ``cap`` changes the stored one; None when it stays.
 
     The first cap is set (in ``cap_relation``, else the release's ``relation``); the same cap is

@@ -73,7 +73,7 @@ class Factor:
     log_q: np.ndarray
     times: int = 1
 
-    def _flipped(self) -> "Factor":
+    def _flipped(self) -> Factor:
         return Factor(self.log_q, self.log_p, self.times)
 
     def _epsilon(self) -> float:
@@ -123,7 +123,7 @@ class PrivacyLoss:
 
     factors: tuple[Factor, ...] = ()
 
-    def __add__(self, other: "PrivacyLoss") -> "PrivacyLoss":
+    def __add__(self, other: PrivacyLoss) -> PrivacyLoss:
         return PrivacyLoss(self.factors + other.factors)
 
     def _ways(self) -> tuple[tuple[Factor, ...], tuple[Factor, ...]]:
@@ -217,8 +217,9 @@ def discrete_gaussian_factor(shift: int, sigma2: float, times: int = 1) -> Facto
     return Factor(log_pmf(z) - norm, log_pmf(z - d) - norm, times)
 
 
-def bounded_discrete_laplace_factor(a: int, b: int, scale: float, lower: int, upper: float, truncated: bool,
-                                    times: int = 1) -> Factor:
+def bounded_discrete_laplace_factor(
+    a: int, b: int, scale: float, lower: int, upper: float, truncated: bool, times: int = 1
+) -> Factor:
     r"""``a + Z`` against ``b + Z`` (discrete Laplace of scale ``s``) kept in the integers of
     ``[lower, upper]``: *clamped* (a value past a bound is put on it) or *truncated* (drawn again
     until in bounds: ``P(t) ∝ exp(−|t − a|/s)`` on the bounded integers).
@@ -288,5 +289,14 @@ def shifts(a: np.ndarray, b: np.ndarray) -> dict[float, int]:
     return {v.item(): int(c) for v, c in zip(values, counts)}
 
 
-__all__ = ["ALPHAS", "Factor", "PrivacyLoss", "bounded_discrete_laplace_factor", "categorical", "discrete_gaussian_factor",
-           "discrete_laplace_factor", "laplace_factor", "shifts"]
+__all__ = [
+    "ALPHAS",
+    "Factor",
+    "PrivacyLoss",
+    "bounded_discrete_laplace_factor",
+    "categorical",
+    "discrete_gaussian_factor",
+    "discrete_laplace_factor",
+    "laplace_factor",
+    "shifts",
+]

@@ -41,9 +41,10 @@ from __future__ import annotations
 import contextvars
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Any, Callable, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -60,7 +61,7 @@ from .samplers import discrete_gaussian, discrete_laplace, laplace, to_fraction
 DENOMINATOR = 1024
 
 #: The measurement being run, if any (the spy tests check that every noise draw happens inside one).
-ACTIVE: contextvars.ContextVar["Measurement | None"] = contextvars.ContextVar("dipsy_active_measurement", default=None)
+ACTIVE: contextvars.ContextVar[Measurement | None] = contextvars.ContextVar("dipsy_active_measurement", default=None)
 
 
 # -- queries ------------------------------------------------------------------------------------
@@ -152,12 +153,12 @@ class Mechanism(ABC):
     def describe(self) -> dict[str, Any]:
         """The noise, as ``release.json`` states it (distribution, scale, variance)."""
 
-    def measured(self, output: Any) -> "Mechanism":
+    def measured(self, output: Any) -> Mechanism:
         """A data-dependent mechanism with its cost filled in from its ``output`` (see
         :attr:`data_dependent`); every other mechanism's cost is fixed beforehand."""
         return self
 
-    def weakened(self, factor: float) -> "Mechanism":
+    def weakened(self, factor: float) -> Mechanism:
         """The same mechanism with ``factor`` times its noise scale (or prior strength; 0.5: half
         the noise) — the audit's broken variants only; the cost it states is *not* updated."""
         raise NotImplementedError(f"{type(self).__name__} has no weakened variant")
@@ -196,11 +197,11 @@ class DiscreteLaplace(Mechanism):
     sensitivity: Fraction = Fraction(1)
 
     @classmethod
-    def for_budget(cls, budget: PureDP, sensitivity: Any = 1) -> "DiscreteLaplace":
+    def for_budget(cls, budget: PureDP, sensitivity: Any = 1) -> DiscreteLaplace:
         return cls.for_epsilon(budget.epsilon, sensitivity)
 
     @classmethod
-    def for_epsilon(cls, epsilon: Any, sensitivity: Any = 1) -> "DiscreteLaplace":
+    def for_epsilon(cls, epsilon: Any, sensitivity: Any = 1) -> DiscreteLaplace:
         """Scale Δ₁/ε exactly, for an ε given as a number, its text or a Fraction (ε/7 stays exact)."""
         return cls(to_fraction(sensitivity) / to_fraction(epsilon), to_fraction(sensitivity))
 
@@ -214,11 +215,16 @@ class DiscreteLaplace(Mechanism):
 
     def describe(self) -> dict[str, Any]:
         v = discrete_laplace_variance(self.scale)
-        return {"distribution": "discrete Laplace: P(e = z) proportional to exp(-|z| / scale)",
-                "scale": str(self.scale), "scale_value": float(self.scale), "sensitivity": str(self.sensitivity),
-                "variance": v, "sd": math.sqrt(v)}
+        return {
+            "distribution": "discrete Laplace: P(e = z) proportional to exp(-|z| / scale)",
+            "scale": str(self.scale),
+            "scale_value": float(self.scale),
+            "sensitivity": str(self.sensitivity),
+            "variance": v,
+            "sd": math.sqrt(v),
+        }
 
-    def weakened(self, factor: float) -> "DiscreteLaplace":
+    def weakened(self, factor: float) -> DiscreteLaplace:
         return replace(self, scale=self.scale * to_fraction(factor))
 
     def privacy_loss(self, a: Any, b: Any) -> PrivacyLoss:
@@ -249,7 +255,7 @@ class DiscreteGaussian(Mechanism):
     sensitivity: Fraction = Fraction(1)
 
     @classmethod
-    def for_budget(cls, budget: ZCDP, sensitivity: Any = 1) -> "DiscreteGaussian":
+    def for_budget(cls, budget: ZCDP, sensitivity: Any = 1) -> DiscreteGaussian:
         rho, delta = positive("rho", budget.rho), to_fraction(sensitivity)
         exact = delta**2 / (2 * Fraction(rho))
         return cls(Fraction(math.ceil(exact * DENOMINATOR), DENOMINATOR), delta)
@@ -267,11 +273,15 @@ class DiscreteGaussian(Mechanism):
         return counts + discrete_gaussian(self.sigma2, counts.shape, rand)
 
     def describe(self) -> dict[str, Any]:
-        return {"distribution": "discrete Gaussian: P(e = z) proportional to exp(-z² / (2 σ²))",
-                "sigma2": str(self.sigma2), "variance": float(self.sigma2), "sd": self.sd,
-                "sensitivity": str(self.sensitivity)}
+        return {
+            "distribution": "discrete Gaussian: P(e = z) proportional to exp(-z² / (2 σ²))",
+            "sigma2": str(self.sigma2),
+            "variance": float(self.sigma2),
+            "sd": self.sd,
+            "sensitivity": str(self.sensitivity),
+        }
 
-    def weakened(self, factor: float) -> "DiscreteGaussian":
+    def weakened(self, factor: float) -> DiscreteGaussian:
         return replace(self, sigma2=self.sigma2 * to_fraction(factor) ** 2)
 
     def privacy_loss(self, a: Any, b: Any) -> PrivacyLoss:
@@ -299,7 +309,7 @@ class Laplace(Mechanism):
     exact: ClassVar[bool] = False
 
     @classmethod
-    def for_budget(cls, budget: PureDP, sensitivity: float) -> "Laplace":
+    def for_budget(cls, budget: PureDP, sensitivity: float) -> Laplace:
         return cls(sensitivity / budget.epsilon, float(sensitivity))
 
     @property
@@ -311,10 +321,15 @@ class Laplace(Mechanism):
         return values + laplace(self.scale, values.shape, rand)
 
     def describe(self) -> dict[str, Any]:
-        return {"distribution": "Laplace (continuous)", "scale": self.scale, "sensitivity": self.sensitivity,
-                "variance": 2 * self.scale**2, "sd": math.sqrt(2) * self.scale}
+        return {
+            "distribution": "Laplace (continuous)",
+            "scale": self.scale,
+            "sensitivity": self.sensitivity,
+            "variance": 2 * self.scale**2,
+            "sd": math.sqrt(2) * self.scale,
+        }
 
-    def weakened(self, factor: float) -> "Laplace":
+    def weakened(self, factor: float) -> Laplace:
         return replace(self, scale=self.scale * factor)
 
     def privacy_loss(self, a: Any, b: Any) -> PrivacyLoss:
@@ -347,8 +362,10 @@ class PosteriorDraw(Mechanism):
 
     def __post_init__(self) -> None:
         if self.bound(self.strength) > self.epsilon * (1 + 1e-9):
-            raise ValueError(f"{self.name}: a prior of {self.strength:g} gives ε = {self.bound(self.strength):g}, "
-                             f"more than the {self.epsilon:g} stated")
+            raise ValueError(
+                f"{self.name}: a prior of {self.strength:g} gives ε = {self.bound(self.strength):g}, "
+                f"more than the {self.epsilon:g} stated"
+            )
 
     @property
     def cost(self) -> PureDP:
@@ -360,7 +377,7 @@ class PosteriorDraw(Mechanism):
     def describe(self) -> dict[str, Any]:
         return {"distribution": self.name, "prior": self.strength, **dict(self.details)}
 
-    def weakened(self, factor: float) -> "PosteriorDraw":
+    def weakened(self, factor: float) -> PosteriorDraw:
         # bypasses the check on purpose: the broken variant states a cost it does not have
         broken = object.__new__(PosteriorDraw)
         for f in ("name", "epsilon", "draw", "bound", "details"):
@@ -400,7 +417,7 @@ class DeclaredPublic(Mechanism):
     def describe(self) -> dict[str, Any]:
         return {"distribution": "none: declared public and released as they are", "columns": list(self.columns)}
 
-    def weakened(self, factor: float) -> "DeclaredPublic":
+    def weakened(self, factor: float) -> DeclaredPublic:
         return self  # there is no noise to weaken
 
 
@@ -432,11 +449,16 @@ class Measurement:
         if isinstance(self.mechanism, DeclaredPublic):
             if not set(self.mechanism.columns) <= set(self.relation.public):
                 hidden = sorted(set(self.mechanism.columns) - set(self.relation.public))
-                raise PrivacyError(f"{self.label!r} releases {', '.join(hidden)} as they are, and its relation ({self.relation}) "
-                                   "does not leave them public", "state the measurement under a relation that names them public")
+                raise PrivacyError(
+                    f"{self.label!r} releases {', '.join(hidden)} as they are, and its relation ({self.relation}) "
+                    "does not leave them public",
+                    "state the measurement under a relation that names them public",
+                )
             if not self.mechanism.columns and not self.relation.fixes_n:
-                raise PrivacyError(f"{self.label!r} shows n, and its relation ({self.relation}) does not fix n",
-                                   "state it under a relation whose neighbours have the same rows")
+                raise PrivacyError(
+                    f"{self.label!r} shows n, and its relation ({self.relation}) does not fix n",
+                    "state it under a relation whose neighbours have the same rows",
+                )
 
     @property
     def cost(self) -> Budget:
@@ -445,15 +467,19 @@ class Measurement:
     def query_as(self, kind: type[_Q]) -> _Q:
         """The query, checked to be a ``kind`` (how a method's ``fit`` reads back the plan it made)."""
         if not isinstance(self.query, kind):
-            raise PrivacyError(f"{self.label!r} measures a {type(self.query).__name__}, not the {kind.__name__} its method planned",
-                               "fit a plan with the method that made it")
+            raise PrivacyError(
+                f"{self.label!r} measures a {type(self.query).__name__}, not the {kind.__name__} its method planned",
+                "fit a plan with the method that made it",
+            )
         return self.query
 
     def mechanism_as(self, kind: type[_M]) -> _M:
         """The mechanism, checked to be a ``kind`` (how a method reads back the noise it planned)."""
         if not isinstance(self.mechanism, kind):
-            raise PrivacyError(f"{self.label!r} runs a {type(self.mechanism).__name__}, not the {kind.__name__} its method planned",
-                               "fit a plan with the method that made it")
+            raise PrivacyError(
+                f"{self.label!r} runs a {type(self.mechanism).__name__}, not the {kind.__name__} its method planned",
+                "fit a plan with the method that made it",
+            )
         return self.mechanism
 
     def run(self, engine: Any, rand: Randomness, answers: dict | None = None) -> Any:
@@ -477,6 +503,11 @@ class Measurement:
             ACTIVE.reset(token)
 
     def describe(self) -> dict[str, Any]:
-        return {"label": self.label, "query": self.query.describe(), "relation": self.relation.to_dict(),
-                "noise": {**self.mechanism.describe(), "exact_sampler": self.mechanism.exact}, **self.cost.to_dict(),
-                **({"set": self.set_index + 1} if self.set_index is not None else {})}
+        return {
+            "label": self.label,
+            "query": self.query.describe(),
+            "relation": self.relation.to_dict(),
+            "noise": {**self.mechanism.describe(), "exact_sampler": self.mechanism.exact},
+            **self.cost.to_dict(),
+            **({"set": self.set_index + 1} if self.set_index is not None else {}),
+        }

@@ -69,8 +69,9 @@ PureDP(epsilon=2.0)
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from ..errors import BudgetError, DipsyError
 from .budget import ZCDP, ApproxDP, Budget, PureDP
@@ -115,12 +116,16 @@ class Relation:
         public = tuple(sorted({str(c) for c in self.public}))
         object.__setattr__(self, "public", public)
         if self.kind not in WITH_PUBLIC and public:
-            raise DipsyError(f"a {self.kind} relation leaves no column public", "use substitute-values for a release that repeats columns")
+            raise DipsyError(
+                f"a {self.kind} relation leaves no column public", "use substitute-values for a release that repeats columns"
+            )
         if self.kind == "substitute-values" and not public:
             raise DipsyError("a substitute-values relation names the columns it leaves public", "with none, it is substitute")
         if (self.kind in LOCAL) != bool(self.response):
-            raise DipsyError(f"a {self.kind} relation {'needs' if self.kind in LOCAL else 'has no'} response column",
-                             "name the column whose value the neighbours change (local relations only)")
+            raise DipsyError(
+                f"a {self.kind} relation {'needs' if self.kind in LOCAL else 'has no'} response column",
+                "name the column whose value the neighbours change (local relations only)",
+            )
         if (self.kind == "response-in-range") != (self.within is not None):
             raise DipsyError("a response-in-range relation, and only it, has the range factors (a, b)", "give within=(a, b)")
         if self.within is not None:
@@ -152,8 +157,10 @@ class Relation:
         """The relation in words, as ``release.json``'s ``neighbouring`` gives it."""
         listed = ", ".join(self.public)
         if self.kind == "substitute-values":
-            return ("substitute one record's sensitive values: neighbouring data sets have the same rows and the same "
-                    f"values of the columns the release declares public ({listed}), and differ in the other values of one row")
+            return (
+                "substitute one record's sensitive values: neighbouring data sets have the same rows and the same "
+                f"values of the columns the release declares public ({listed}), and differ in the other values of one row"
+            )
         if self.kind in LOCAL:
             stay = f"n and the columns {listed} stay as they are" if self.public else "n stays as it is"
             if self.kind == "response-removed":
@@ -161,16 +168,21 @@ class Relation:
             else:
                 assert self.within is not None, "__post_init__: a response-in-range relation has its range factors"
                 a, b = self.within
-                change = (f"one record's {self.response} moved anywhere within [{a:g}·y, {b:g}·y] of its value y, every "
-                          "record's weight recomputed for it as the mechanism computes weights")
+                change = (
+                    f"one record's {self.response} moved anywhere within [{a:g}·y, {b:g}·y] of its value y, every "
+                    "record's weight recomputed for it as the mechanism computes weights"
+                )
             return f"local to this data set: its neighbours are the data sets with {change}; {stay}"
         if self.kind == "substitute":
-            return ("substitute one record: neighbouring data sets have the same number of rows n "
-                    "and differ in the values of one row")
+            return (
+                "substitute one record: neighbouring data sets have the same number of rows n and differ in the values of one row"
+            )
         if self.theta == 1:
             return "add/remove one record: neighbouring data sets differ by the presence of one row"
-        return (f"add/remove one individual: neighbouring data sets differ by all the rows of one individual, "
-                f"who owns at most θ = {self.theta} rows")
+        return (
+            f"add/remove one individual: neighbouring data sets differ by all the rows of one individual, "
+            f"who owns at most θ = {self.theta} rows"
+        )
 
     def __str__(self) -> str:
         text = self.kind if self.theta == 1 else f"{self.kind} (θ = {self.theta})"
@@ -191,10 +203,15 @@ class Relation:
         return out
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Relation":
+    def from_dict(cls, d: dict[str, Any]) -> Relation:
         within = d.get("within")
-        return cls(d["kind"], int(d.get("theta", 1)), tuple(d.get("public", ())), d.get("response", ""),
-                   None if within is None else (float(within[0]), float(within[1])))
+        return cls(
+            d["kind"],
+            int(d.get("theta", 1)),
+            tuple(d.get("public", ())),
+            d.get("response", ""),
+            None if within is None else (float(within[0]), float(within[1])),
+        )
 
 
 SUBSTITUTE = Relation("substitute")
@@ -206,7 +223,7 @@ def individual(theta: int) -> Relation:
     return Relation("add-remove", theta)
 
 
-def substitute_values(public: "Iterable[str]") -> Relation:
+def substitute_values(public: Iterable[str]) -> Relation:
     """Substitute one record's values other than those of the ``public`` columns (which every record keeps)."""
     return Relation("substitute-values", public=tuple(public))
 
@@ -252,7 +269,9 @@ def group_privacy(budget: Budget, k: int) -> Budget:
     if isinstance(budget, ApproxDP):
         delta = k * math.exp((k - 1) * budget.epsilon) * budget.delta
         if not delta < 1:
-            raise BudgetError(f"group privacy for {k} steps turns {budget} into δ >= 1", "state the cap in the release's own relation")
+            raise BudgetError(
+                f"group privacy for {k} steps turns {budget} into δ >= 1", "state the cap in the release's own relation"
+            )
         return ApproxDP(k * budget.epsilon, delta)
     raise BudgetError(f"no group-privacy rule for {budget!r}", "use ε-DP, ρ-zCDP or (ε, δ)-DP")
 
@@ -261,20 +280,25 @@ def convert(budget: Budget, spent: Relation, target: Relation) -> Budget:
     """``budget``, spent under ``spent``, as a guarantee under ``target``; or :class:`BudgetError`."""
     k = group_factor(spent, target)
     if k is None:
-        raise BudgetError(f"a release private under {spent} cannot count under {target} ({why_not(spent, target)})",
-                          fix_for(spent, target))
+        raise BudgetError(
+            f"a release private under {spent} cannot count under {target} ({why_not(spent, target)})", fix_for(spent, target)
+        )
     return group_privacy(budget, k)
 
 
 def fix_for(spent: Relation, target: Relation) -> str:
     """What to do when a spend under ``spent`` cannot count under ``target`` (a refusal's fix)."""
     if spent.local or target.local:
-        return ("keep to the local cap's relation (the same response, range and predictors), or raise the question with the "
-                "data steward: local guarantees of different neighbour notions do not add up")
+        return (
+            "keep to the local cap's relation (the same response, range and predictors), or raise the question with the "
+            "data steward: local guarantees of different neighbour notions do not add up"
+        )
     if spent.kind == "substitute-values" and target.kind == "substitute-values":
         both = ", ".join(sorted(set(spent.public) | set(target.public)))
-        return (f"state the cap under substitute-values with the public columns {both} (it then covers both releases: "
-                "every one of those columns is published), or release without repeating the others")
+        return (
+            f"state the cap under substitute-values with the public columns {both} (it then covers both releases: "
+            "every one of those columns is published), or release without repeating the others"
+        )
     if spent.kind == "substitute-values":
         return "state this data set's cap under substitute-values (substitute spends count there once, add/remove ones twice)"
     return "state this data set's cap under substitution (add/remove spends count twice there), or release under add/remove"

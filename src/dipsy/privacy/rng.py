@@ -41,7 +41,7 @@ class Randomness:
     numpy: np.random.Generator
 
     @classmethod
-    def from_seed(cls, seed: int | None = None) -> "Randomness":
+    def from_seed(cls, seed: int | None = None) -> Randomness:
         if seed is None:
             return cls(None, np.random.Generator(ChaCha(key=int.from_bytes(os.urandom(32), "little"), rounds=20)))
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:

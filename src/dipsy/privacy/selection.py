@@ -133,7 +133,7 @@ class ExponentialSelection(Mechanism):
     drawn_epsilon: Fraction | None = None
 
     @classmethod
-    def for_epsilon(cls, epsilon: Any, sensitivity: Any, definition: str = "zCDP", units: int = UNITS) -> "ExponentialSelection":
+    def for_epsilon(cls, epsilon: Any, sensitivity: Any, definition: str = "zCDP", units: int = UNITS) -> ExponentialSelection:
         """An ε-DP (and ε²/8-zCDP) choice among scores of sensitivity ``sensitivity``, both exact rationals."""
         if definition not in ("zCDP", "pure-DP"):
             raise ValueError(f"definition must be 'zCDP' or 'pure-DP', not {definition!r}")
@@ -143,7 +143,7 @@ class ExponentialSelection(Mechanism):
         return cls(eps, delta, units, definition)
 
     @classmethod
-    def for_rho(cls, rho: float, sensitivity: Any, units: int = UNITS) -> "ExponentialSelection":
+    def for_rho(cls, rho: float, sensitivity: Any, units: int = UNITS) -> ExponentialSelection:
         """The choice that costs ``ρ`` of zCDP: ε = sqrt(8ρ), rounded *down* to a rational (:func:`epsilon_for`)."""
         return cls.for_epsilon(epsilon_for(rho), sensitivity, "zCDP", units)
 
@@ -168,12 +168,16 @@ class ExponentialSelection(Mechanism):
         return int(exponential_choice(k.max() - k, self.gamma, 1, rand)[0])
 
     def describe(self) -> dict[str, Any]:
-        return {"distribution": "exponential mechanism: Pr[r] ∝ exp(ε q_r / 2Δ), scores on a grid of Δ/units, "
-                                "drawn exactly by rejection with exact Bernoulli(exp(−γℓ)) coins",
-                "epsilon": float(self.epsilon), "sensitivity": float(self.sensitivity), "units": self.units,
-                "privacy_map": "ε-DP (McSherry & Talwar 2007); ε-bounded range, so ε²/8-zCDP (Cesar & Rogers 2021)"}
+        return {
+            "distribution": "exponential mechanism: Pr[r] ∝ exp(ε q_r / 2Δ), scores on a grid of Δ/units, "
+            "drawn exactly by rejection with exact Bernoulli(exp(−γℓ)) coins",
+            "epsilon": float(self.epsilon),
+            "sensitivity": float(self.sensitivity),
+            "units": self.units,
+            "privacy_map": "ε-DP (McSherry & Talwar 2007); ε-bounded range, so ε²/8-zCDP (Cesar & Rogers 2021)",
+        }
 
-    def weakened(self, factor: float) -> "ExponentialSelection":
+    def weakened(self, factor: float) -> ExponentialSelection:
         # half the noise: twice the ε in the draw, the same stated cost
         return replace(self, drawn_epsilon=self.epsilon / to_fraction(factor))
 

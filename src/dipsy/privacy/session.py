@@ -31,8 +31,9 @@ draws, exactly as the original does; or a query that answers what it answered on
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from ..errors import BudgetError, PrivacyError
 from .accountant import Accountant, Spend
@@ -105,19 +106,27 @@ class Session:
     def measure(self, m: Measurement) -> Any:
         """Charge ``m``'s cost, then read and randomise; refuse anything the plan did not budget."""
         if self._engine is None:
-            raise PrivacyError("this session is closed: every measurement of the release has run",
-                               "measure inside fit(); sampling is post-processing only")
+            raise PrivacyError(
+                "this session is closed: every measurement of the release has run",
+                "measure inside fit(); sampling is post-processing only",
+            )
         if m.relation != self.relation:
-            raise PrivacyError(f"{m.label!r} is private under {m.relation}, the release under {self.relation}",
-                               "build every measurement under the plan's relation")
+            raise PrivacyError(
+                f"{m.label!r} is private under {m.relation}, the release under {self.relation}",
+                "build every measurement under the plan's relation",
+            )
         planned = next((k for k, p in enumerate(self._planned) if p is m), None)
         if planned is None and not self._adaptive:
-            raise PrivacyError(f"{m.label!r} was not budgeted by the plan (or has run already)",
-                               "declare every measurement in plan(), or declare an adaptive total")
+            raise PrivacyError(
+                f"{m.label!r} was not budgeted by the plan (or has run already)",
+                "declare every measurement in plan(), or declare an adaptive total",
+            )
         local = m.mechanism.data_dependent  # its cost is known only once it has run: charged after
         if local and not isinstance(self._accountant.budget, LocalDP):
-            raise PrivacyError(f"{m.label!r} has a cost computed from the data, which only a local guarantee may have",
-                               "a DP release charges every measurement before it reads")
+            raise PrivacyError(
+                f"{m.label!r} has a cost computed from the data, which only a local guarantee may have",
+                "a DP release charges every measurement before it reads",
+            )
         if not local:
             self._charge(m, "would pass the plan's declared total ({})", "declare a larger adaptive total, or measure less")
         if planned is not None:
@@ -127,8 +136,11 @@ class Session:
         out = run.run(self._engine, self._rand, self._answers)
         if local:
             m = replace(m, mechanism=m.mechanism.measured(out))
-            self._charge(m, "measured a local guarantee past the ceiling the release was given ({}); nothing was released",
-                         "raise --epsilon (the largest ε_x to release), or weight the records down more (e.g. option target=)")
+            self._charge(
+                m,
+                "measured a local guarantee past the ceiling the release was given ({}); nothing was released",
+                "raise --epsilon (the largest ε_x to release), or weight the records down more (e.g. option target=)",
+            )
         self._ran.append(m)
         return out
 

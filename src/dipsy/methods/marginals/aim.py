@@ -87,10 +87,11 @@ import itertools
 import logging
 import math
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import partial
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -151,8 +152,9 @@ def workload_weights(d: int, k: int) -> dict[tuple[int, ...], int]:
     """
     k = min(k, d)
     workload = list(itertools.combinations(range(d), k))
-    closure = sorted({r for s in workload for j in range(1, k + 1) for r in itertools.combinations(s, j)},
-                     key=lambda r: (len(r), r))
+    closure = sorted(
+        {r for s in workload for j in range(1, k + 1) for r in itertools.combinations(s, j)}, key=lambda r: (len(r), r)
+    )
     return {r: sum(len(set(r) & set(s)) for s in workload) for r in closure}
 
 
@@ -161,8 +163,9 @@ def downward_closure(cliques: Sequence[tuple[int, ...]]) -> set[tuple[int, ...]]
     return {r for c in cliques for j in range(1, len(c) + 1) for r in itertools.combinations(sorted(c), j)}
 
 
-def filter_candidates(weights: dict[tuple[int, ...], int], measured: Sequence[tuple[int, ...]], sizes: Sequence[int],
-                      limit_cells: float) -> list[tuple[int, ...]]:
+def filter_candidates(
+    weights: dict[tuple[int, ...], int], measured: Sequence[tuple[int, ...]], sizes: Sequence[int], limit_cells: float
+) -> list[tuple[int, ...]]:
     """The candidates AIM may choose this round (the code's ``filter_candidates``): those whose addition keeps
     the junction tree within ``limit_cells``, and those already in the downward closure of the
     measured cliques (free: they add nothing to the model).
@@ -197,7 +200,7 @@ class ExactTables:
     def __init__(self, names: Sequence[str], sizes: Sequence[int], workload: Sequence[tuple[int, ...]]) -> None:
         self.names, self.sizes = tuple(names), tuple(sizes)
         self.workload = tuple(workload)
-        self._by_engine: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+        self._by_engine: weakref.WeakKeyDictionary[Any, dict] = weakref.WeakKeyDictionary()
 
     def table(self, engine: Any, r: tuple[int, ...]) -> np.ndarray:
         tables = self._by_engine.setdefault(engine, {})
@@ -217,8 +220,14 @@ class ExactTables:
         self._by_engine = weakref.WeakKeyDictionary()
 
 
-def qualities(engine: Any, exact: ExactTables, candidates: Sequence[tuple[int, ...]], estimates: Sequence[np.ndarray],
-              weights: Sequence[float], bias: Sequence[float]) -> np.ndarray:
+def qualities(
+    engine: Any,
+    exact: ExactTables,
+    candidates: Sequence[tuple[int, ...]],
+    estimates: Sequence[np.ndarray],
+    weights: Sequence[float],
+    bias: Sequence[float],
+) -> np.ndarray:
     """The quality ``q_r = w_r (‖M_r(D) − M_r(p̂)‖₁ − b_r)`` of every candidate, ``b_r = sqrt(2/π) σ n_r``
     the expected L1 norm of the noise a measurement of r would add (read inside the selection)."""
     out = np.empty(len(candidates))
@@ -235,21 +244,41 @@ class AIM(Synthesizer):
 
     budget: ZCDP  # Synthesizer.__init__ refuses a budget of another definition
     name = "aim"
-    summary = ("AIM (McKenna et al. 2022): one-way marginals, then rounds that choose the worst-estimated workload marginal "
-               "by the exponential mechanism and measure it, a graphical model (Private-PGM) fitted after each; records "
-               "drawn from the model; ρ-zCDP (give --epsilon and --delta, or --rho)")
+    summary = (
+        "AIM (McKenna et al. 2022): one-way marginals, then rounds that choose the worst-estimated workload marginal "
+        "by the exponential mechanism and measure it, a graphical model (Private-PGM) fitted after each; records "
+        "drawn from the model; ρ-zCDP (give --epsilon and --delta, or --rho)"
+    )
     definition = "zCDP"
     relations = (ADD_REMOVE,)
     multiple_sets = False
     options = (
-        Option("theta", whole("theta", 1, MAX_THETA, 7), "most records one individual may own: the sensitivity of every count (default 1)"),
+        Option(
+            "theta",
+            whole("theta", 1, MAX_THETA, 7),
+            "most records one individual may own: the sensitivity of every count (default 1)",
+        ),
         Option("workload", _workload, "order of the workload's marginals: all 3-way (default), 2-way or 1-way"),
-        Option("rounds", whole("rounds", 1, MAX_ROUNDS, 224), "nominal rounds T (default 16 × the number of columns; at least the number of columns)"),
-        Option("max_size_mb", real("max_size_mb", 0.0, MAX_MODEL_MB, open_low=True, example=MAX_SIZE_MB),
-               f"largest model, in megabytes of its junction tree's tables (default {MAX_SIZE_MB})"),
-        Option("iterations", whole("iterations", 1, MAX_ITERATIONS, ITERATIONS), f"mirror-descent iterations of each round's re-estimation (default {ITERATIONS})"),
-        Option("final_iterations", whole("final_iterations", 1, MAX_ITERATIONS, FINAL_ITERATIONS),
-               f"mirror-descent iterations of the final estimation (default {FINAL_ITERATIONS})"),
+        Option(
+            "rounds",
+            whole("rounds", 1, MAX_ROUNDS, 224),
+            "nominal rounds T (default 16 × the number of columns; at least the number of columns)",
+        ),
+        Option(
+            "max_size_mb",
+            real("max_size_mb", 0.0, MAX_MODEL_MB, open_low=True, example=MAX_SIZE_MB),
+            f"largest model, in megabytes of its junction tree's tables (default {MAX_SIZE_MB})",
+        ),
+        Option(
+            "iterations",
+            whole("iterations", 1, MAX_ITERATIONS, ITERATIONS),
+            f"mirror-descent iterations of each round's re-estimation (default {ITERATIONS})",
+        ),
+        Option(
+            "final_iterations",
+            whole("final_iterations", 1, MAX_ITERATIONS, FINAL_ITERATIONS),
+            f"mirror-descent iterations of the final estimation (default {FINAL_ITERATIONS})",
+        ),
         Option("rows", whole("rows", 1, MAX_ROWS, 1000), "synthetic rows (a public choice); default the model's noisy total"),
     )
 
@@ -259,8 +288,11 @@ class AIM(Synthesizer):
     def rounds(self, d: int) -> int:
         t = self.settings.get("rounds", ROUNDS_PER_COLUMN * d)
         if t < d:
-            raise DipsyError(f"option rounds={t} is below the number of columns ({d}): the one-way marginals alone would cost "
-                             f"{MEASURE_SHARE * d / t:.2f}ρ", f"give rounds={d} or more, or leave it out (16 × {d})")
+            raise DipsyError(
+                f"option rounds={t} is below the number of columns ({d}): the one-way marginals alone would cost "
+                f"{MEASURE_SHARE * d / t:.2f}ρ",
+                f"give rounds={d} or more, or leave it out (16 × {d})",
+            )
         return t
 
     def plan(self, n: int | None, domain: Domain) -> Plan:
@@ -271,11 +303,20 @@ class AIM(Synthesizer):
         k = min(self.settings.get("workload", 3), d)
         cells = sum(math.prod(sizes[a] for a in s) for s in itertools.combinations(range(d), k))
         if cells > MAX_WORKLOAD_CELLS:
-            raise DipsyError(f"the {k}-way workload over these {d} columns has {cells:,} cells, too many to score in memory",
-                             "use option workload=2, fewer columns (--columns), or coarser bins")
+            raise DipsyError(
+                f"the {k}-way workload over these {d} columns has {cells:,} cells, too many to score in memory",
+                "use option workload=2, fewer columns (--columns), or coarser bins",
+            )
         one_way = DiscreteGaussian.for_budget(ZCDP(MEASURE_SHARE * rho / T), theta)
-        measurements = tuple(Measurement(f"{self.name}: one-way marginal {name}, discrete Gaussian σ² = {one_way.sigma2}",
-                                         Table((name,)), one_way, self.relation) for name in names)
+        measurements = tuple(
+            Measurement(
+                f"{self.name}: one-way marginal {name}, discrete Gaussian σ² = {one_way.sigma2}",
+                Table((name,)),
+                one_way,
+                self.relation,
+            )
+            for name in names
+        )
         adaptive = rho - sum(of_kind(m.cost, ZCDP).rho for m in measurements)
         params = {
             "theta": theta,
@@ -286,17 +327,29 @@ class AIM(Synthesizer):
             "final_iterations": self.settings.get("final_iterations", FINAL_ITERATIONS),
             "one_way_sigma2": str(one_way.sigma2),
         }
-        mechanism = (f"AIM (McKenna, Mullins, Sheldon & Miklau 2022, Alg. 1): discrete Gaussian one-way marginals at "
-                     f"{MEASURE_SHARE:g}ρ/{T} each, then rounds of an exact exponential-mechanism choice among the {k}-way "
-                     f"workload's marginals ({1 - MEASURE_SHARE:.1g} of the round's ρ) and a discrete Gaussian measurement of the "
-                     f"chosen one ({MEASURE_SHARE:g}); graphical-model estimation (Private-PGM) and sampling are post-processing")
-        composition = ("zCDP composition of the one-way marginals and the rounds, each round's choice and measurement "
-                       "adaptive: a privacy filter bounds them by the declared remainder of ρ")
+        mechanism = (
+            f"AIM (McKenna, Mullins, Sheldon & Miklau 2022, Alg. 1): discrete Gaussian one-way marginals at "
+            f"{MEASURE_SHARE:g}ρ/{T} each, then rounds of an exact exponential-mechanism choice among the {k}-way "
+            f"workload's marginals ({1 - MEASURE_SHARE:.1g} of the round's ρ) and a discrete Gaussian measurement of the "
+            f"chosen one ({MEASURE_SHARE:g}); graphical-model estimation (Private-PGM) and sampling are post-processing"
+        )
+        composition = (
+            "zCDP composition of the one-way marginals and the rounds, each round's choice and measurement "
+            "adaptive: a privacy filter bounds them by the declared remainder of ρ"
+        )
         public = (*self.public(None), f"θ = {theta}, the most rows one individual owns")
-        return Plan(measurements, self.relation, public, mechanism, composition, params, adaptive=ZCDP(adaptive),
-                    adaptive_label=f"{self.name}: the rounds (exponential-mechanism choices and discrete Gaussian marginals)")
+        return Plan(
+            measurements,
+            self.relation,
+            public,
+            mechanism,
+            composition,
+            params,
+            adaptive=ZCDP(adaptive),
+            adaptive_label=f"{self.name}: the rounds (exponential-mechanism choices and discrete Gaussian marginals)",
+        )
 
-    def fit(self, session: Session, plan: Plan) -> "AIMModel":
+    def fit(self, session: Session, plan: Plan) -> AIMModel:
         names = session.domain.names
         sizes = session.domain.shape(names)
         size_of = dict(zip(names, sizes))
@@ -339,8 +392,12 @@ class AIM(Synthesizer):
                 candidates = filter_candidates(weights, cliques, sizes, limit_cells)
                 r = self._select(session, model, exact, candidates, weights, noise, eps, t)
                 columns = tuple(names[a] for a in r)
-                m = Measurement(f"{self.name}: round {t}, marginal {' × '.join(columns)}, discrete Gaussian σ² = {noise.sigma2}",
-                                Table(columns), noise, self.relation)
+                m = Measurement(
+                    f"{self.name}: round {t}, marginal {' × '.join(columns)}, discrete Gaussian σ² = {noise.sigma2}",
+                    Table(columns),
+                    noise,
+                    self.relation,
+                )
                 y = np.asarray(session.measure(m), dtype=float).reshape([sizes[a] for a in r])
                 measured.append(NoisyMarginal(columns, y, noise.sd))
                 cliques.append(r)
@@ -348,10 +405,25 @@ class AIM(Synthesizer):
                 session.report(f"{self.name}: round {t}, estimating", t, T)
                 model = estimate(size_of, measured, iterations=iterations, warm=model)
                 change = float(np.abs(model.project(columns) - before).sum())
-                history.append({"round": t, "marginal": list(columns), "sigma2": str(noise.sigma2),
-                                "epsilon": float(eps), "candidates": len(candidates)})
-                logger.info("aim round %d: %s (σ = %.1f, ε = %.4g, %d candidates), ρ spent %.6g of %.6g", t, columns,
-                            noise.sd, float(eps), len(candidates), of_kind(session.spent, ZCDP).rho, rho)
+                history.append(
+                    {
+                        "round": t,
+                        "marginal": list(columns),
+                        "sigma2": str(noise.sigma2),
+                        "epsilon": float(eps),
+                        "candidates": len(candidates),
+                    }
+                )
+                logger.info(
+                    "aim round %d: %s (σ = %.1f, ε = %.4g, %d candidates), ρ spent %.6g of %.6g",
+                    t,
+                    columns,
+                    noise.sd,
+                    float(eps),
+                    len(candidates),
+                    of_kind(session.spent, ZCDP).rho,
+                    rho,
+                )
                 if last:
                     break
                 if change <= HALF_NORMAL_MEAN * noise.sd * math.prod(sizes[a] for a in r):  # annealing
@@ -363,19 +435,34 @@ class AIM(Synthesizer):
         model = estimate(size_of, measured, iterations=final_iterations, warm=model)
         return AIMModel(model, self.settings.get("rows"), tuple(history), tuple(annealings), t)
 
-    def _select(self, session: Session, model: GraphicalModel, exact: ExactTables, candidates: list[tuple[int, ...]],
-                weights: dict[tuple[int, ...], int], noise: DiscreteGaussian, eps: Fraction, t: int) -> tuple[int, ...]:
+    def _select(
+        self,
+        session: Session,
+        model: GraphicalModel,
+        exact: ExactTables,
+        candidates: list[tuple[int, ...]],
+        weights: dict[tuple[int, ...], int],
+        noise: DiscreteGaussian,
+        eps: Fraction,
+        t: int,
+    ) -> tuple[int, ...]:
         """The exponential mechanism over ``candidates`` by their quality, at Δ = θ max w_r."""
         names = model.names
         estimates = [model.project(tuple(names[a] for a in r)) for r in candidates]
         bias = [HALF_NORMAL_MEAN * noise.sd * est.size for est in estimates]
         w = [float(weights[r]) for r in candidates]
         sensitivity = self.relation.theta * max(weights[r] for r in candidates)
-        query = Statistic(f"the qualities (AIM) of {len(candidates)} candidate marginals in round {t}",
-                          partial(qualities, exact=exact, candidates=tuple(candidates), estimates=estimates, weights=w, bias=bias))
-        choice = Measurement(f"{self.name}: round {t}, choice among {len(candidates)} marginals, exponential mechanism "
-                             f"ε = {float(eps):.6g}, sensitivity {sensitivity}", query,
-                             ExponentialSelection.for_epsilon(eps, sensitivity), self.relation)
+        query = Statistic(
+            f"the qualities (AIM) of {len(candidates)} candidate marginals in round {t}",
+            partial(qualities, exact=exact, candidates=tuple(candidates), estimates=estimates, weights=w, bias=bias),
+        )
+        choice = Measurement(
+            f"{self.name}: round {t}, choice among {len(candidates)} marginals, exponential mechanism "
+            f"ε = {float(eps):.6g}, sensitivity {sensitivity}",
+            query,
+            ExponentialSelection.for_epsilon(eps, sensitivity),
+            self.relation,
+        )
         try:
             return candidates[int(session.measure(choice))]
         finally:
@@ -395,9 +482,13 @@ class AIMModel(Model):
     sets = 1
 
     def choices(self) -> dict[str, Any]:
-        return {"measured_marginals": [dict(h) for h in self.history], "rounds_run": self.rounds,
-                "annealed_after_rounds": list(self.annealings), "model_cells": self.model.size(),
-                "estimated_total": self.model.total}
+        return {
+            "measured_marginals": [dict(h) for h in self.history],
+            "rounds_run": self.rounds,
+            "annealed_after_rounds": list(self.annealings),
+            "model_cells": self.model.size(),
+            "estimated_total": self.model.total,
+        }
 
     def sample(self, k: int, rand: Randomness) -> dict[str, np.ndarray]:
         n = self.rows or max(int(round(self.model.total)), 1)

@@ -21,8 +21,9 @@ from __future__ import annotations
 import logging
 import math
 import numbers
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -145,8 +146,9 @@ def make_consistent(
     total = plan.common_total(tables.views(x))
     if not total > 0:
         logger.warning(
-            "the common total of the noisy marginals is %.6g <= 0; the only non-negative marginals "
-            "with that total are all zero", total)
+            "the common total of the noisy marginals is %.6g <= 0; the only non-negative marginals with that total are all zero",
+            total,
+        )
         return [m.with_counts(np.zeros(np.shape(m.counts))) for m in marginals]
 
     stop = _STOP_FRACTION * tolerance * total
@@ -171,9 +173,11 @@ def make_consistent(
     lam = max(_mixing_weight(c, total / c.size) for c in parts)
     logger.warning(
         "consistency did not converge in %d rounds; mixed in a fraction %.3g of the uniform "
-        "marginals to keep the counts non-negative", iterations, lam)
-    return [m.with_counts(np.maximum((1.0 - lam) * c + lam * (total / c.size), 0.0))
-            for m, c in zip(marginals, parts)]
+        "marginals to keep the counts non-negative",
+        iterations,
+        lam,
+    )
+    return [m.with_counts(np.maximum((1.0 - lam) * c + lam * (total / c.size), 0.0)) for m, c in zip(marginals, parts)]
 
 
 # --- the plan: which attribute sets are shared, by whom, with which weights -----------------------
@@ -195,7 +199,7 @@ class _Plan:
     steps: tuple[_Step, ...]  # by size of B, the empty set (the total) first
 
     @classmethod
-    def build(cls, marginals: Sequence[Marginal]) -> "_Plan":
+    def build(cls, marginals: Sequence[Marginal]) -> _Plan:
         if isinstance(marginals, Marginal) or len(marginals) == 0:
             raise ValueError("make_consistent needs a non-empty sequence of Marginal objects")
         sizes: dict[int, tuple[int, int]] = {}  # attribute -> (size, first marginal giving it)
@@ -215,7 +219,8 @@ class _Plan:
                 if a in sizes and sizes[a][0] != n:
                     raise ValueError(
                         f"attribute {a} has {sizes[a][0]} categories in marginal {sizes[a][1]} but {n} in "
-                        f"marginal {i}; every marginal must use the same domain")
+                        f"marginal {i}; every marginal must use the same domain"
+                    )
                 sizes.setdefault(a, (n, i))
 
         attrs = [frozenset(m.attributes) for m in marginals]
@@ -229,10 +234,10 @@ class _Plan:
         steps = []
         for b in sorted(shared, key=lambda s: (len(s), sorted(s))):
             members = tuple(i for i, a in enumerate(attrs) if b <= a)
-            drop = tuple(
-                tuple(ax for ax, a in enumerate(marginals[i].attributes) if a not in b) for i in members)
-            g = np.array([math.prod(np.shape(marginals[i].counts)[ax] for ax in d) for i, d in zip(members, drop)],
-                         dtype=np.float64)
+            drop = tuple(tuple(ax for ax, a in enumerate(marginals[i].attributes) if a not in b) for i in members)
+            g = np.array(
+                [math.prod(np.shape(marginals[i].counts)[ax] for ax in d) for i, d in zip(members, drop)], dtype=np.float64
+            )
             member_rho = np.array([rhos[i] for i in members])
             exact = np.isinf(member_rho)
             # w_i = (rho_i / g_i) / sum_j (rho_j / g_j): inverse variance of proj_B(M_i), whose cells
@@ -264,7 +269,7 @@ class _Tables:
         self.ends = np.cumsum([math.prod(s) for s in shapes]).tolist()
 
     def views(self, flat: np.ndarray) -> list[np.ndarray]:
-        return [flat[e - math.prod(s):e].reshape(s) for e, s in zip(self.ends, self.shapes)]
+        return [flat[e - math.prod(s) : e].reshape(s) for e, s in zip(self.ends, self.shapes)]
 
     def consistency_pass(self, flat: np.ndarray) -> None:
         self.plan.consistency_pass(self.views(flat))
@@ -272,8 +277,7 @@ class _Tables:
     def largest_negative_mass(self, flat: np.ndarray) -> float:
         return max(float(-np.minimum(c, 0.0).sum()) for c in self.views(flat))
 
-    def settle(self, x: np.ndarray, total: float, project_nonnegative, stop: float,
-               rounds: int) -> tuple[np.ndarray, int | None]:
+    def settle(self, x: np.ndarray, total: float, project_nonnegative, stop: float, rounds: int) -> tuple[np.ndarray, int | None]:
         """Run PrivSyn rounds from a consistent ``x`` until every marginal's negative mass is at
         most ``stop``; return the last state (consistent) and the rounds used (None if not done).
 

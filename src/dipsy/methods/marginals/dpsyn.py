@@ -16,10 +16,22 @@ targets, and one set is reused for all groups of equal (rounded) size.
    b. ``ε < ε₀ + ε₁ + τ₂``: ``x = ε − ε₀ − ε₁ − τ₁``, ``y = min(ε₃, ε₁ + x/2)``: group counts with y,
       every one-way marginal with ``ε − ε₀ − y`` split equally (discrete Laplace, scale
       ``kθ/(ε − ε₀ − y)``);
-   c. else ``x = ε − ε₀ − ε₁ − τ₁`` (the code; the write-up says τ₂), ``y`` as above: group counts
-      with y, every two-way marginal by the discrete Gaussian mechanism, with the ρ that
-      ``(ε − ε₀ − y, δ)`` allows split equally (the write-up converts with Bun & Steinke; dipsy with
-      the tighter Canonne, Kamath & Steinke conversion, which is valid for the same (ε, δ)).
+   c. else ``x = ε − ε₀ − ε₁ − τ``, ``y`` as above: group counts with y, every two-way marginal by
+      the discrete Gaussian mechanism, with the ρ that ``(ε − ε₀ − y, δ)`` allows split equally.
+
+**Two departures from the write-up, both options.** *τ in regime c* (option ``tau``): the
+write-up's rule is ``x = ε − ε₀ − ε₁ − τ₂``; the code the team submitted (``sample_parallel.py``
+@7d7bf0d) has ``x = ε − ε₀ − ε₁ − τ₁``. dipsy follows the submitted code by default
+(``tau=tau1``); ``tau=tau2`` is the write-up's rule. At ε = 0.25, θ = 7, Ñ = 10⁶ the group
+counts get y = 0.18725 (tau1) or 0.161 (tau2). The code's rule keeps y continuous where regime b
+turns into c (ε = ε₀ + ε₁ + τ₂); the write-up's drops it there by ``(τ₂ − τ₁)/2``. *The
+conversion* (option ``conversion``): the write-up (footnote 1) turns ``(ε', δ)`` into ρ by Bun &
+Steinke 2016, Prop. 1.3, ``sqrt(ρ) = sqrt(ε' + log(1/δ)) − sqrt(log(1/δ))``; dipsy by default
+takes the largest ρ that Canonne, Kamath & Steinke 2020, §2.3 convert back to ``(ε', δ)``
+(``conversion=cks``), valid for the same (ε', δ) and larger (1.10–1.44 times at the challenge's
+δ = 3.45·10⁻¹¹ and ε from 0.25 to 10), so the two-way marginals get less noise;
+``conversion=bun-steinke`` spends the write-up's smaller ρ (still within ``(ε', δ)``: the
+Bun–Steinke bound is never tighter than CKS).
 
 **Measurements.** :meth:`DPSyn.plan` fixes, before any data are read, what does not depend on
 noisy values: in regime 1 the group counts with all of ε; otherwise the noisy total with ε₀, and
@@ -34,7 +46,8 @@ a group count vector and each marginal move by at most θ in L1 and L2. The disc
 scale θ/ε is ε-DP (CKS 2020; :class:`~dipsy.privacy.measurement.DiscreteLaplace`), k of them at
 ε/k compose to ε; the discrete Gaussian with ``θ²/(2σ²) = ρ'`` is ρ'-zCDP
 (:class:`~dipsy.privacy.measurement.DiscreteGaussian`, σ² rounded up), the k two-way marginals
-together at most ``ρ = approx_to_zcdp(ε − ε₀ − y, δ)``. The session adds these mixed spends by
+together at most ``ρ = approx_to_zcdp(ε − ε₀ − y, δ)`` (CKS; with ``conversion=bun-steinke`` the
+smaller Bun–Steinke ρ, which CKS also converts to at most ``ε − ε₀ − y``). The session adds these mixed spends by
 :func:`dipsy.privacy.composition.total_as`: the ε-DP spends (ε₀, y, the one-way marginals) add up,
 and the zCDP part is added as ρ and converted once, at the δ the (ε, δ) budget leaves — all of δ,
 since no other spend uses any — to at most ``ε − ε₀ − y``; basic composition then gives (ε, δ)-DP
@@ -94,8 +107,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
-from ...domain import Domain
+from ...domain import Domain, encode_column
 from ...engine import Engine, engine_for
 from ...errors import DipsyError
 from ...privacy import ZCDP, ApproxDP, PureDP, Spend
@@ -139,27 +153,52 @@ def thresholds(theta: int) -> tuple[float, float, float, float]:
     return theta / 1400, theta / 50, theta / 35, theta / 25
 
 
-def regime(epsilon: float, theta: int, noisy_total: float | None) -> Regime:
+#: τ in regime c's ``x = ε − ε₀ − ε₁ − τ``: ``tau1`` as the submitted code (``sample_parallel.py``
+#: @7d7bf0d; the default), ``tau2`` as the write-up (S-002, "Choosing Among the Three Methods").
+TAU_RULES = ("tau1", "tau2")
+#: (ε, δ) → ρ for the two-way marginals: ``cks`` (Canonne, Kamath & Steinke 2020, §2.3; the default)
+#: or ``bun-steinke`` (Bun & Steinke 2016, Prop. 1.3: the write-up's footnote 1).
+CONVERSIONS = ("cks", "bun-steinke")
+
+
+def taus(theta: int, noisy_total: float) -> tuple[float, float]:
+    """``(τ₁, τ₂) = (1500θ/Ñ, 6τ₁)`` (S-002; METHODS.md §4.3), with Ñ taken as at least 1.
+
+    >>> [round(t, 6) for t in taus(7, 1_000_000)]
+    [0.0105, 0.063]
+    """
+    tau1 = 1500 * theta / max(noisy_total, 1.0)
+    return tau1, 6 * tau1
+
+
+def regime(epsilon: float, theta: int, noisy_total: float | None, tau: str = "tau1") -> Regime:
     """The branch of METHODS.md §4.3 for ε, θ and the noisy total Ñ (None in branch 1).
 
-    With θ = 7 and Ñ = 10⁶ (METHODS.md's example: τ₁ = 0.0105, τ₂ = 0.063), ε = 0.1, 0.2 and 0.25
-    fall in the three regimes:
+    ``tau`` is the τ of regime c's ``x = ε − ε₀ − ε₁ − τ`` (:data:`TAU_RULES`): ``"tau1"``, the
+    submitted code's (regime b's x, the default), or ``"tau2"``, the write-up's. With θ = 7 and
+    Ñ = 10⁶ (METHODS.md's example: τ₁ = 0.0105, τ₂ = 0.063), ε = 0.1, 0.2 and 0.25 fall in the
+    three regimes, and at ε = 0.25 the group counts get 0.18725 (code) or 0.161 (write-up):
 
     >>> regime(0.1, 7, None).name, regime(0.2, 7, 1_000_000).name, regime(0.25, 7, 1_000_000).name
     ('public', 'one-way', 'two-way')
+    >>> round(regime(0.25, 7, 1e6).group_epsilon, 6), round(regime(0.25, 7, 1e6, "tau2").group_epsilon, 6)
+    (0.18725, 0.161)
     """
+    if tau not in TAU_RULES:
+        raise ValueError(f"tau must be one of {TAU_RULES}, got {tau!r}")
     e0, e1, e2, e3 = thresholds(theta)
     if epsilon < e2:
         return Regime("public", 0.0, epsilon, 0.0)
     if noisy_total is None:
         raise ValueError("the noisy total is needed when ε >= ε₂")
-    tau1 = 1500 * theta / max(noisy_total, 1.0)
-    tau2 = 6 * tau1
-    if epsilon < e0 + e1 + tau1:
+    tau1, tau2 = taus(theta, noisy_total)
+    if epsilon < e0 + e1 + tau1:  # a
         return Regime("public", e0, epsilon - e0, 0.0)
-    x = epsilon - e0 - e1 - tau1  # the code's x in both branches (the write-up has τ₂ in the last)
+    if epsilon < e0 + e1 + tau2:  # b: x = ε − ε₀ − ε₁ − τ₁ in the write-up and the code
+        name, x = "one-way", epsilon - e0 - e1 - tau1
+    else:  # c: τ₁ in the submitted code, τ₂ in the write-up
+        name, x = "two-way", epsilon - e0 - e1 - (tau1 if tau == "tau1" else tau2)
     y = min(e3, e1 + x / 2)
-    name = "one-way" if epsilon < e0 + e1 + tau2 else "two-way"
     return Regime(name, e0, y, epsilon - e0 - y)
 
 
@@ -179,8 +218,9 @@ def post_process_groups(noisy: np.ndarray, least: int, multiple: int) -> np.ndar
     return np.maximum(rounded, math.ceil(least / multiple) * multiple).astype(np.int64)
 
 
-def swap_select(pool: np.ndarray, targets: list[Marginal], n: int, rounds: int, rng: np.random.Generator,
-                tolerance: float = 1e-3) -> np.ndarray:
+def swap_select(
+    pool: np.ndarray, targets: list[Marginal], n: int, rounds: int, rng: np.random.Generator, tolerance: float = 1e-3
+) -> np.ndarray:
     """n records of ``pool`` whose marginals approach ``targets``, by DPSyn's swapping (§4.4).
 
     D = a random n of the pool, R = the rest. Each round rescales every target to |D|, marks the
@@ -196,8 +236,12 @@ def swap_select(pool: np.ndarray, targets: list[Marginal], n: int, rounds: int, 
     if n >= size:
         return pool[rng.permutation(size)[:n]] if n == size else pool[rng.integers(0, size, n)]
     offsets = np.cumsum([0] + [t.cells for t in targets])
-    cells = np.stack([np.ravel_multi_index(tuple(pool[:, a] for a in t.attributes), t.counts.shape) + off
-                      for t, off in zip(targets, offsets[:-1])])  # (marginals, pool)
+    cells = np.stack(
+        [
+            np.ravel_multi_index(tuple(pool[:, a] for a in t.attributes), t.counts.shape) + off
+            for t, off in zip(targets, offsets[:-1])
+        ]
+    )  # (marginals, pool)
     goal = np.concatenate([np.maximum(t.counts.ravel(), 0) / max(t.counts.clip(0).sum(), 1e-12) for t in targets]) * n
     order = rng.permutation(size)
     inside = np.zeros(size, dtype=bool)
@@ -236,6 +280,35 @@ def _names(value: Any) -> tuple[str, ...]:
     return names
 
 
+def _choice(option: str, values: tuple[str, ...]):
+    def parse(value: Any) -> str:
+        v = str(value).strip().lower()
+        if v not in values:
+            raise DipsyError(f"option {option}={value!r} is unknown", f"use one of {', '.join(values)}")
+        return v
+
+    return parse
+
+
+def public_records(public: Engine, domain: Domain) -> tuple[np.ndarray, np.ndarray]:
+    """The public data set's distinct records (codes, one column per domain column, in
+    lexicographic order — the C order of the full table's cells) and how often each occurs.
+
+    Read record by record (:meth:`~dipsy.engine.Engine.values`), not as a cross-tabulation of
+    every column, whose cells (10³¹ for the NIST 2020 encoding's 24 columns) cannot be indexed.
+    Public data: read freely."""
+    names = domain.names
+    raw = public.values(names)
+    codes = [
+        np.asarray(raw[n], dtype=np.int64) if domain[n].is_categorical else encode_column(pd.Series(raw[n]), domain[n]).codes
+        for n in names
+    ]
+    if not codes or len(codes[0]) == 0:
+        return np.zeros((0, len(names)), dtype=np.int64), np.zeros(0, dtype=np.int64)
+    rows, counts = np.unique(np.stack(codes, axis=1), axis=0, return_counts=True)
+    return rows.astype(np.int64), counts.astype(np.int64)
+
+
 def public_engine(path: Path, domain: Domain) -> Engine:
     """The public data set against the domain (rows outside it dropped): public data, read freely."""
     public = engine_for(path, domain, on_invalid="drop")
@@ -260,21 +333,51 @@ class DPSyn(Synthesizer):
 
     budget: ApproxDP  # Synthesizer.__init__ refuses a budget of another definition
     name = "dpsyn"
-    summary = ("DPSyn (NIST 2020 challenge): public data, noisy group sizes, noisy 1- or 2-way marginals by ε regime, "
-               "records swapped toward them per group; (ε, δ)-DP; m sets of (ε/m, δ/m), each its own run")
+    summary = (
+        "DPSyn (NIST 2020 challenge): public data, noisy group sizes, noisy 1- or 2-way marginals by ε regime, "
+        "records swapped toward them per group; (ε, δ)-DP; m sets of (ε/m, δ/m), each its own run"
+    )
     definition = "approximate-DP"
     relations = (ADD_REMOVE,)
     options = (
-        Option("public", _path, "a public data set of the same columns (CSV or Parquet): its statistics are free (required)",
-               public_file=True),
+        Option(
+            "public",
+            _path,
+            "a public data set of the same columns (CSV or Parquet): its statistics are free (required)",
+            public_file=True,
+        ),
         Option("groups", _names, "columns whose cells are synthesized one by one, e.g. PUMA (default: one group)"),
-        Option("theta", whole("theta", 1, MAX_THETA, 7), "most records one individual may own: the sensitivity of every count (default 1)"),
+        Option(
+            "theta",
+            whole("theta", 1, MAX_THETA, 7),
+            "most records one individual may own: the sensitivity of every count (default 1)",
+        ),
         Option("least", whole("least", 0, MAX_ROWS, 300), "smallest group size synthesized (default 300)"),
-        Option("multiple", whole("multiple", 1, MAX_ROWS, 100), "group sizes are rounded to this multiple (default 10 with public marginals only, else 100)"),
+        Option(
+            "multiple",
+            whole("multiple", 1, MAX_ROWS, 100),
+            "group sizes are rounded to this multiple (default 10 with public marginals only, else 100)",
+        ),
         Option("pool", whole("pool", 1, MAX_POOL, 10000), "candidate records each group is chosen from (default 10000)"),
         Option("iterations", whole("iterations", 0, MAX_ITERATIONS, 60), "GUM update rounds for the pool (default 60)"),
-        Option("rows", whole("rows", 1, MAX_ROWS, 100000), "synthetic records in all, about (a public choice): each group gets its "
-               "noisy share, then least and multiple apply (default: each group its noisy count)"),
+        Option(
+            "rows",
+            whole("rows", 1, MAX_ROWS, 100000),
+            "synthetic records in all, about (a public choice): each group gets its "
+            "noisy share, then least and multiple apply (default: each group its noisy count)",
+        ),
+        Option(
+            "tau",
+            _choice("tau", TAU_RULES),
+            "τ in the two-way regime's x = ε − ε₀ − ε₁ − τ: tau1 as the submitted challenge "
+            "code (default) or tau2 as the write-up",
+        ),
+        Option(
+            "conversion",
+            _choice("conversion", CONVERSIONS),
+            "(ε, δ) to ρ for the two-way marginals: cks (Canonne, Kamath & "
+            "Steinke 2020, the larger ρ; default) or bun-steinke (Bun & Steinke 2016, Prop. 1.3, as the write-up)",
+        ),
     )
 
     def relation_for(self, relation: Relation) -> Relation:
@@ -284,7 +387,6 @@ class DPSyn(Synthesizer):
         """The group counts: the table of the group columns, or the number of rows with no groups."""
         groups = self.settings.get("groups", ())
         return Table(tuple(groups)) if groups else Total()
-
 
     def share(self) -> tuple[float, float]:
         """Each set's ``(ε/m, δ/m)`` (basic composition over the sets; the module docstring's proof)."""
@@ -308,40 +410,85 @@ class DPSyn(Synthesizer):
         adaptive_sets: tuple[Spend, ...] = ()
         if epsilon < e2:  # regime 1: every ε on the group counts, nothing adaptive
             noise = DiscreteLaplace.for_budget(PureDP(epsilon), theta)
-            measurements = tuple(Measurement(self.set_label(f"group counts, discrete Laplace scale θ/ε = {float(noise.scale):g}", k),
-                                             self.group_query(), noise, self.relation, self.set_index(k)) for k in range(m))
+            measurements = tuple(
+                Measurement(
+                    self.set_label(f"group counts, discrete Laplace scale θ/ε = {float(noise.scale):g}", k),
+                    self.group_query(),
+                    noise,
+                    self.relation,
+                    self.set_index(k),
+                )
+                for k in range(m)
+            )
             adaptive = None
         else:
             noise = DiscreteLaplace.for_budget(PureDP(e0), theta)
-            measurements = tuple(Measurement(self.set_label(f"noisy total, discrete Laplace scale θ/ε₀ = {float(noise.scale):g}", k),
-                                             Total(), noise, self.relation, self.set_index(k)) for k in range(m))
+            measurements = tuple(
+                Measurement(
+                    self.set_label(f"noisy total, discrete Laplace scale θ/ε₀ = {float(noise.scale):g}", k),
+                    Total(),
+                    noise,
+                    self.relation,
+                    self.set_index(k),
+                )
+                for k in range(m)
+            )
             adaptive = ApproxDP(self.budget.epsilon - m * e0, self.budget.delta) if m > 1 else ApproxDP(epsilon - e0, delta)
             if m > 1:
-                adaptive_sets = tuple(Spend(label, ApproxDP(epsilon - e0, delta)) for label in
-                                      self.per_set_labels("group counts and marginals, split by the regime its noisy total picks"))
-        mechanism = ("DPSyn (Li, Li & Wang, NIST 2020 sprint 2): discrete Laplace group counts and one-way marginals, or "
-                     "discrete Gaussian two-way marginals under zCDP, by the ε regime; the public data set and all "
-                     "synthesis from the noisy values are free")
-        public = (*self.public(None), f"θ = {theta}, the most rows one individual owns",
-                  f"the public data set {self.settings['public'].name}")
-        composition = ("basic composition of the group counts" if adaptive is None else
-                       "basic composition of the noisy total, the group counts and the marginals (adaptive: a privacy filter "
-                       "bounds what the regime measures by (ε − ε₀, δ)); the zCDP spends are added as ρ and converted once")
-        params = {"theta": theta, "groups": list(groups), "public": self.settings["public"].name,
-                  "thresholds": dict(zip(("epsilon_0", "epsilon_1", "epsilon_2", "epsilon_3"), thresholds(theta)))}
+                adaptive_sets = tuple(
+                    Spend(label, ApproxDP(epsilon - e0, delta))
+                    for label in self.per_set_labels("group counts and marginals, split by the regime its noisy total picks")
+                )
+        mechanism = (
+            "DPSyn (Li, Li & Wang, NIST 2020 sprint 2): discrete Laplace group counts and one-way marginals, or "
+            "discrete Gaussian two-way marginals under zCDP, by the ε regime; the public data set and all "
+            "synthesis from the noisy values are free"
+        )
+        public = (
+            *self.public(None),
+            f"θ = {theta}, the most rows one individual owns",
+            f"the public data set {self.settings['public'].name}",
+        )
+        composition = (
+            "basic composition of the group counts"
+            if adaptive is None
+            else "basic composition of the noisy total, the group counts and the marginals (adaptive: a privacy filter "
+            "bounds what the regime measures by (ε − ε₀, δ)); the zCDP spends are added as ρ and converted once"
+        )
+        params = {
+            "theta": theta,
+            "groups": list(groups),
+            "public": self.settings["public"].name,
+            "thresholds": dict(zip(("epsilon_0", "epsilon_1", "epsilon_2", "epsilon_3"), thresholds(theta))),
+            "tau": self.settings.get("tau", "tau1"),
+            "conversion": self.settings.get("conversion", "cks"),
+        }
         if m > 1:
             mechanism += f"; {m} independent sets, each from its own complete run at (ε/{m}, δ/{m}) with its own regime"
-            composition = (f"basic composition over {m} sets, each its own complete run at (ε/{m}, δ/{m}): "
-                           + ("its group counts" if adaptive is None else
-                              f"its noisy total (ε₀), then what its regime measures charged as one measurement of exactly "
-                              f"(ε/{m} − ε₀, δ/{m}) (its zCDP parts converted at δ/{m}; a privacy filter bounds the sets' total)"))
+            composition = f"basic composition over {m} sets, each its own complete run at (ε/{m}, δ/{m}): " + (
+                "its group counts"
+                if adaptive is None
+                else f"its noisy total (ε₀), then what its regime measures charged as one measurement of exactly "
+                f"(ε/{m} − ε₀, δ/{m}) (its zCDP parts converted at δ/{m}; a privacy filter bounds the sets' total)"
+            )
             params |= {"epsilon_per_set": epsilon, "delta_per_set": delta}
-        return SetsPlan(measurements, self.relation, public, mechanism, composition, params, adaptive=adaptive,
-                        adaptive_label=(f"{self.name}: group counts and marginals, split by the regime the noisy total picks" if m == 1
-                                        else f"{self.name}: each set's group counts and marginals, split by the regime its noisy total picks"),
-                        adaptive_sets=adaptive_sets)
+        return SetsPlan(
+            measurements,
+            self.relation,
+            public,
+            mechanism,
+            composition,
+            params,
+            adaptive=adaptive,
+            adaptive_label=(
+                f"{self.name}: group counts and marginals, split by the regime the noisy total picks"
+                if m == 1
+                else f"{self.name}: each set's group counts and marginals, split by the regime its noisy total picks"
+            ),
+            adaptive_sets=adaptive_sets,
+        )
 
-    def fit(self, session: Session, plan: Plan) -> "DPSynModel | SetsModel":
+    def fit(self, session: Session, plan: Plan) -> DPSynModel | SetsModel:
         """Run each set's measurements in turn; one set gives a :class:`DPSynModel`, m sets a
         :class:`~.sets.SetsModel` of m of them, each from its own measurements only."""
         domain = session.domain
@@ -349,17 +496,29 @@ class DPSyn(Synthesizer):
         group_idx = tuple(names.index(g) for g in self.settings.get("groups", ()))
         rest = tuple(i for i in range(len(names)) if i not in group_idx)
         public = public_engine(self.settings["public"], domain)  # public data: free, not through the session
-        pairs = [(a, b) for i, a in enumerate(rest) for b in rest[i + 1:]]
+        pairs = [(a, b) for i, a in enumerate(rest) for b in rest[i + 1 :]]
         # the public data's statistics (free): its marginals, and its records for the pool
-        public_marginals = tuple(Marginal(p, exact_counts(public, p).astype(float)) for p in (pairs if pairs else [(a,) for a in rest]))
-        table = public.contingency(names, form="sparse")
-        shared = (public_marginals, bool(pairs), np.asarray(table.cells, dtype=np.int64), np.asarray(table.counts, dtype=np.int64))
-        models = tuple(self._fit_set(session, planned, plan.adaptive is not None, k, group_idx, rest, pairs, shared)
-                       for k, planned in enumerate(plan.measurements))  # one planned measurement per set
+        public_marginals = tuple(
+            Marginal(p, exact_counts(public, p).astype(float)) for p in (pairs if pairs else [(a,) for a in rest])
+        )
+        shared = (public_marginals, bool(pairs), *public_records(public, domain))
+        models = tuple(
+            self._fit_set(session, planned, plan.adaptive is not None, k, group_idx, rest, pairs, shared)
+            for k, planned in enumerate(plan.measurements)
+        )  # one planned measurement per set
         return models[0] if self.sets == 1 else SetsModel(models)
 
-    def _fit_set(self, session: Session, planned: Measurement, adaptive: bool, k: int, group_idx: tuple[int, ...],
-                 rest: tuple[int, ...], pairs: list[tuple[int, int]], shared: tuple) -> "DPSynModel":
+    def _fit_set(
+        self,
+        session: Session,
+        planned: Measurement,
+        adaptive: bool,
+        k: int,
+        group_idx: tuple[int, ...],
+        rest: tuple[int, ...],
+        pairs: list[tuple[int, int]],
+        shared: tuple,
+    ) -> DPSynModel:
         """Set ``k`` (0-based) from its planned measurement: its group counts in regime 1 (not
         ``adaptive``), else its noisy total, from which its regime picks what to measure next."""
         names = session.domain.names
@@ -375,10 +534,16 @@ class DPSyn(Synthesizer):
             noisy_groups = session.measure(planned)
         else:
             noisy_total = float(session.measure(planned)[0])
-            r = regime(epsilon, theta, noisy_total)
+            r = regime(epsilon, theta, noisy_total, tau=self.settings.get("tau", "tau1"))
             noise = DiscreteLaplace.for_budget(PureDP(r.group_epsilon), theta)
-            parts.append(Measurement(self.set_label(f"group counts ({r.name} regime), discrete Laplace scale θ/y = {float(noise.scale):g}", k),
-                                     self.group_query(), noise, self.relation))
+            parts.append(
+                Measurement(
+                    self.set_label(f"group counts ({r.name} regime), discrete Laplace scale θ/y = {float(noise.scale):g}", k),
+                    self.group_query(),
+                    noise,
+                    self.relation,
+                )
+            )
         logger.info("dpsyn regime %s: group counts ε = %.4g, marginals ε = %.4g", r.name, r.group_epsilon, r.marginal_epsilon)
 
         # the regime's noisy marginals
@@ -386,40 +551,73 @@ class DPSyn(Synthesizer):
         if r.name == "one-way":
             for a in rest:
                 noise = DiscreteLaplace.for_budget(PureDP(r.marginal_epsilon / len(rest)), theta)
-                parts.append(Measurement(self.set_label(f"one-way marginal {names[a]}, discrete Laplace scale {float(noise.scale):.6g}", k),
-                                         Table((names[a],)), noise, self.relation))
+                parts.append(
+                    Measurement(
+                        self.set_label(f"one-way marginal {names[a]}, discrete Laplace scale {float(noise.scale):.6g}", k),
+                        Table((names[a],)),
+                        noise,
+                        self.relation,
+                    )
+                )
                 # weight 1/(2 var) with var ≈ 2 b²: an inverse-variance weight for consistency
                 weights.append(((a,), 1 / (4 * float(noise.scale) ** 2)))
         elif r.name == "two-way":
             measured = pairs if pairs else [(a,) for a in rest]  # one column besides the groups: its one-way marginal
-            rho = approx_to_zcdp(r.marginal_epsilon, delta)
+            rho = approx_to_zcdp(r.marginal_epsilon, delta, self.settings.get("conversion", "cks"))
             for p in measured:
                 gaussian = DiscreteGaussian.for_budget(ZCDP(rho / len(measured)), theta)
                 cols = tuple(names[a] for a in p)
-                parts.append(Measurement(self.set_label(f"marginal {' × '.join(cols)}, discrete Gaussian σ² = {gaussian.sigma2}", k),
-                                         Table(cols), gaussian, self.relation))
+                parts.append(
+                    Measurement(
+                        self.set_label(f"marginal {' × '.join(cols)}, discrete Gaussian σ² = {gaussian.sigma2}", k),
+                        Table(cols),
+                        gaussian,
+                        self.relation,
+                    )
+                )
                 weights.append((p, gaussian.cost.rho))
         # with m sets, what the regime measures is one measurement charged exactly the set's share (see .sets: why)
-        charge = None if self.sets == 1 or not parts else (
-            self.set_label(f"group counts and marginals of the {r.name} regime", k), ApproxDP(epsilon - e0, delta))
+        charge = (
+            None
+            if self.sets == 1 or not parts
+            else (self.set_label(f"group counts and marginals of the {r.name} regime", k), ApproxDP(epsilon - e0, delta))
+        )
         outputs = measure_parts(session, parts, charge, self.set_index(k))
         if parts:
             noisy_groups, outputs = outputs[0], outputs[1:]
-        noisy = tuple(Marginal(p, np.asarray(out, dtype=float).reshape([sizes[a] for a in p]), w)
-                      for (p, w), out in zip(weights, outputs))
+        noisy = tuple(
+            Marginal(p, np.asarray(out, dtype=float).reshape([sizes[a] for a in p]), w) for (p, w), out in zip(weights, outputs)
+        )
 
-        public_marginals, has_pairs, public_cells, public_counts = shared
-        settings = Settings(self.settings.get("least", 300), self.settings.get("multiple"),
-                            max(self.settings.get("pool", 10000), 1), self.settings.get("iterations", 60), self.settings.get("rows"))
-        return DPSynModel(names, tuple(sizes), group_idx, rest, r, np.asarray(noisy_groups, dtype=np.int64).ravel(),
-                          noisy, public_marginals, has_pairs, public_cells, public_counts, settings)
+        public_marginals, has_pairs, public_rows, public_counts = shared
+        settings = Settings(
+            self.settings.get("least", 300),
+            self.settings.get("multiple"),
+            max(self.settings.get("pool", 10000), 1),
+            self.settings.get("iterations", 60),
+            self.settings.get("rows"),
+        )
+        return DPSynModel(
+            names,
+            tuple(sizes),
+            group_idx,
+            rest,
+            r,
+            np.asarray(noisy_groups, dtype=np.int64).ravel(),
+            noisy,
+            public_marginals,
+            has_pairs,
+            public_rows,
+            public_counts,
+            settings,
+        )
 
 
 @dataclass(frozen=True, eq=False)
 class DPSynModel(Model):
     """What the measurements released (``noisy_groups``, the regime's ``noisy`` marginals), the
     ``regime`` (public: chosen from the noisy total), the public data's marginals and its records
-    (as occupied cells of the full table and their counts), and public options. :meth:`sample` is
+    (its distinct records as codes, and their counts), and public options. :meth:`sample` is
     post-processing."""
 
     names: tuple[str, ...]
@@ -431,7 +629,7 @@ class DPSynModel(Model):
     noisy: tuple[Marginal, ...]
     public_marginals: tuple[Marginal, ...]
     has_pairs: bool
-    public_cells: np.ndarray
+    public_rows: np.ndarray
     public_counts: np.ndarray
     settings: Settings
 
@@ -454,9 +652,15 @@ class DPSynModel(Model):
         """The regime (a function of the noisy total and public inputs) and the group sizes (of
         the noisy group counts): public, and what the synthetic set shows anyway."""
         r = self.regime
-        return {"regime": {"name": r.name, "total_epsilon": r.total_epsilon, "group_epsilon": r.group_epsilon,
-                           "marginal_epsilon": r.marginal_epsilon},
-                "group_sizes": [int(x) for x in self.group_sizes()]}
+        return {
+            "regime": {
+                "name": r.name,
+                "total_epsilon": r.total_epsilon,
+                "group_epsilon": r.group_epsilon,
+                "marginal_epsilon": r.marginal_epsilon,
+            },
+            "group_sizes": [int(x) for x in self.group_sizes()],
+        }
 
     def sample(self, k: int, rand: Randomness) -> dict[str, np.ndarray]:
         r, s, names, sizes = self.regime, self.settings, self.names, list(self.sizes)
@@ -466,7 +670,9 @@ class DPSynModel(Model):
         self.report(f"dpsyn: {r.name} regime, the marginals")
         targets, pool_targets = self._targets()
         from_public = targets is None
-        if targets is None or pool_targets is None:  # (both or neither) public regime, or noisy marginals that say nothing: the public ones stand in
+        if (
+            targets is None or pool_targets is None
+        ):  # (both or neither) public regime, or noisy marginals that say nothing: the public ones stand in
             targets = pool_targets = list(self.public_marginals)
         rng = rand.numpy
         pool = None
@@ -481,7 +687,9 @@ class DPSynModel(Model):
                 pool = self._pool(from_public, pool_targets, s.pool, rng)
             by_size[size] = swap_select(pool, targets, size, max(size // 3, 1), rng)
         parts = []
-        group_cells = np.array(np.unravel_index(np.arange(len(group_sizes)), [sizes[g] for g in group_idx])).T if group_idx else [()]
+        group_cells = (
+            np.array(np.unravel_index(np.arange(len(group_sizes)), [sizes[g] for g in group_idx])).T if group_idx else [()]
+        )
         for cell, size in zip(group_cells, group_sizes.tolist()):
             block = by_size[size].copy()
             for g, code in zip(group_idx, cell):
@@ -500,12 +708,18 @@ class DPSynModel(Model):
             one = list(self.noisy)
             total = np.mean([m.total for m in one])
             weight = one[0].rho
-            public = [Marginal(m.attributes, m.counts * total / max(m.total, 1e-12), PUBLIC_WEIGHT * weight)
-                      for m in self.public_marginals] if self.has_pairs and total > 0 else []
+            public = (
+                [
+                    Marginal(m.attributes, m.counts * total / max(m.total, 1e-12), PUBLIC_WEIGHT * weight)
+                    for m in self.public_marginals
+                ]
+                if self.has_pairs and total > 0
+                else []
+            )
             consistent = make_consistent(one + public)
             if not consistent[0].total > 0:
                 return None, None
-            return consistent[:len(one)], consistent
+            return consistent[: len(one)], consistent
         consistent = make_consistent(list(self.noisy))
         if not consistent[0].total > 0:
             return None, None
@@ -514,14 +728,17 @@ class DPSynModel(Model):
     def _pool(self, from_public: bool, targets: list[Marginal], size: int, rng: np.random.Generator) -> np.ndarray:
         """Candidate records: a sample of the public data (public targets) or GUM from the targets."""
         if from_public:
-            public = np.stack(np.unravel_index(np.repeat(self.public_cells, self.public_counts), self.sizes), axis=1)
-            return public[rng.integers(0, len(public), size)] if size > len(public) else public[rng.permutation(len(public))[:size]]
+            public = np.repeat(self.public_rows, self.public_counts, axis=0)
+            return (
+                public[rng.integers(0, len(public), size)] if size > len(public) else public[rng.permutation(len(public))[:size]]
+            )
         sizes, rest = list(self.sizes), self.rest
         one = [m for m in targets if len(m.attributes) == 1]
         if not one:  # two-way targets: their one-way projections, consistent already
             one = [next(m for m in targets if a in m.attributes).project((a,)) for a in rest]
         full = [Marginal((a,), np.ones(sizes[a])) for a in range(len(sizes)) if a not in rest]
         records = initial_records(sorted(one + full, key=lambda m: m.attributes), sizes, size, rng)
-        records, _ = update_records(records, [m for m in targets if len(m.attributes) > 1] or one, sizes, self.settings.iterations, rng=rng)
+        records, _ = update_records(
+            records, [m for m in targets if len(m.attributes) > 1] or one, sizes, self.settings.iterations, rng=rng
+        )
         return records
-

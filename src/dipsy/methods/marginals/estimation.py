@@ -37,9 +37,10 @@ import contextlib
 import logging
 import math
 import warnings
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -83,8 +84,10 @@ def _jax() -> tuple[Any, Any]:
             import mbi
             import mbi.estimation  # noqa: F401
     except ImportError as err:  # pragma: no cover - depends on the installation
-        raise DipsyError(f"estimating a graphical model needs JAX and mbi 2.0, which cannot be imported ({err})",
-                         "run 'make .venv/.installed-stamp' (it installs the project's dependencies, mbi==2.0.0 among them)") from None
+        raise DipsyError(
+            f"estimating a graphical model needs JAX and mbi 2.0, which cannot be imported ({err})",
+            "run 'make .venv/.installed-stamp' (it installs the project's dependencies, mbi==2.0.0 among them)",
+        ) from None
     for name in ("jax._src.xla_bridge", "absl"):
         logging.getLogger(name).setLevel(logging.ERROR)  # "no GPU found" and similar notices
     return jax, mbi
@@ -131,12 +134,13 @@ class GraphicalModel:
         return tuple(_parents_first(_children(self.parents)))
 
     @classmethod
-    def independent(cls, sizes: Mapping[str, int], tables: Sequence[np.ndarray], total: float) -> "GraphicalModel":
+    def independent(cls, sizes: Mapping[str, int], tables: Sequence[np.ndarray], total: float) -> GraphicalModel:
         """The product of one-way distributions (each normalised here)."""
         tables = tuple(np.asarray(t, dtype=float) / np.sum(t) for t in tables)
         d = len(sizes)
-        return cls(tuple(sizes), tuple(int(s) for s in sizes.values()), tuple((a,) for a in range(d)), tables,
-                   (-1,) * d, float(total))
+        return cls(
+            tuple(sizes), tuple(int(s) for s in sizes.values()), tuple((a,) for a in range(d)), tables, (-1,) * d, float(total)
+        )
 
     def size(self) -> int:
         """Cells of the junction tree's clique tables (AIM's model size is this × 8 bytes)."""
@@ -172,8 +176,9 @@ class GraphicalModel:
         if not attrs:
             return np.array(1.0)
         wanted = set(attrs)
-        holder = min((k for k, c in enumerate(self.cliques) if wanted <= set(c)), key=lambda k: self.marginals[k].size,
-                     default=None)
+        holder = min(
+            (k for k, c in enumerate(self.cliques) if wanted <= set(c)), key=lambda k: self.marginals[k].size, default=None
+        )
         if holder is not None:
             return _sum_to(self.marginals[holder], self.cliques[holder], attrs)
         nodes = self._cover(wanted)
@@ -275,10 +280,11 @@ class GraphicalModel:
                 continue
             shape = [self.sizes[a] for a in sep + rest]
             joint = np.transpose(table, [clique.index(a) for a in sep + rest]).reshape(
-                math.prod(shape[:len(sep)]), math.prod(shape[len(sep):]))
-            rows = np.ravel_multi_index(tuple(codes[a] for a in sep), shape[:len(sep)]) if sep else np.zeros(n, dtype=np.int64)
+                math.prod(shape[: len(sep)]), math.prod(shape[len(sep) :])
+            )
+            rows = np.ravel_multi_index(tuple(codes[a] for a in sep), shape[: len(sep)]) if sep else np.zeros(n, dtype=np.int64)
             cells = _categorical_rows(joint, rows, rng)
-            for a, v in zip(rest, np.unravel_index(cells, shape[len(sep):])):
+            for a, v in zip(rest, np.unravel_index(cells, shape[len(sep) :])):
                 codes[a] = v
         return {name: codes[a] for a, name in enumerate(self.names)}
 
@@ -371,8 +377,10 @@ def estimate(
 
     domain = mbi.Domain(names, [int(sizes[n]) for n in names])
     with _cpu64():
-        lms = [mbi.LinearMeasurement(jax.numpy.asarray(y.ravel()), clique, stddev=sigma)
-               for clique, y, sigma in _merged(names, sizes, measurements)]
+        lms = [
+            mbi.LinearMeasurement(jax.numpy.asarray(y.ravel()), clique, stddev=sigma)
+            for clique, y, sigma in _merged(names, sizes, measurements)
+        ]
         start = None
         if warm is not None and warm.potentials:
             tables = {cl: Factor(domain.project(cl), jax.numpy.asarray(v)) for cl, v in warm.potentials}
@@ -384,7 +392,8 @@ def estimate(
                 # model only grows) and each holds tens of megabytes; a few small ones are kept for reuse
                 step.clear_cache()
         fitted = _descent(tuple((n, int(sizes[n])) for n in names)).estimate(
-            domain, lms, known_total=known_total, iters=max(int(iterations), 1), warm_start=start)
+            domain, lms, known_total=known_total, iters=max(int(iterations), 1), warm_start=start
+        )
         potentials = tuple((tuple(cl), np.asarray(fitted.potentials[cl].values, dtype=float)) for cl in fitted.potentials.cliques)
         total = float(fitted.total)
     return from_potentials(sizes, potentials, total)
@@ -416,8 +425,9 @@ def _descent(sizes: tuple[tuple[str, int], ...]) -> Any:
             cliques = tuple(loss_fn.cliques)
             potentials = warm_start.expand(cliques) if warm_start is not None else CliqueVector.zeros(domain, cliques)
             model = from_potentials(dict(sizes), [(cl, np.asarray(potentials[cl].values)) for cl in cliques], known_total)
-            mu = CliqueVector(domain, cliques, {cl: Factor(domain.project(cl), jax.numpy.asarray(model.project(cl)))
-                                                for cl in cliques})
+            mu = CliqueVector(
+                domain, cliques, {cl: Factor(domain.project(cl), jax.numpy.asarray(model.project(cl))) for cl in cliques}
+            )
             alpha = 2.0 / (loss_fn.lipschitz * known_total)  # as mbi's own _init
             return MirrorDescentState(mu, potentials, alpha, jax.numpy.asarray(np.inf))  # the loss is recomputed each step
 
@@ -427,8 +437,9 @@ def _descent(sizes: tuple[tuple[str, int], ...]) -> Any:
     return Descent()
 
 
-def _merged(names: tuple[str, ...], sizes: Mapping[str, int],
-            measurements: Sequence[NoisyMarginal]) -> list[tuple[tuple[str, ...], np.ndarray, float]]:
+def _merged(
+    names: tuple[str, ...], sizes: Mapping[str, int], measurements: Sequence[NoisyMarginal]
+) -> list[tuple[tuple[str, ...], np.ndarray, float]]:
     """The measurements of each clique combined by inverse variance: ``ȳ = Σ y_i/σ_i² / Σ 1/σ_i²``,
     ``σ̄ = (Σ 1/σ_i²)^(-1/2)``. The squared loss changes by a constant only (the same minimiser and
     gradient), and so does the minimum-variance total; one term per clique keeps mbi's compiled
@@ -444,11 +455,12 @@ def _merged(names: tuple[str, ...], sizes: Mapping[str, int],
             merged[clique][1] += w
         else:
             merged[clique] = [w * counts, w]
-    return [(clique, acc / w, float(w ** -0.5)) for clique, (acc, w) in merged.items()]
+    return [(clique, acc / w, float(w**-0.5)) for clique, (acc, w) in merged.items()]
 
 
-def from_potentials(sizes: Mapping[str, int], potentials: Sequence[tuple[tuple[str, ...], np.ndarray]],
-                    total: float) -> GraphicalModel:
+def from_potentials(
+    sizes: Mapping[str, int], potentials: Sequence[tuple[tuple[str, ...], np.ndarray]], total: float
+) -> GraphicalModel:
     """The :class:`GraphicalModel` of log-potentials over cliques of attribute names (axes in each
     clique's order): mbi's junction tree over them, calibrated by two-pass sum-product message
     passing in log space (Koller & Friedman 2009, ch. 10), in NumPy.
@@ -463,8 +475,11 @@ def from_potentials(sizes: Mapping[str, int], potentials: Sequence[tuple[tuple[s
     names = tuple(sizes)
     where = {n: i for i, n in enumerate(names)}
     domain = mbi.Domain(names, [int(sizes[n]) for n in names])
-    tree = _junction_tree(domain, tuple(_canonical(names, cl) for cl, _ in potentials)) if potentials else \
-        [((n,), None) for n in names]
+    tree = (
+        _junction_tree(domain, tuple(_canonical(names, cl) for cl, _ in potentials))
+        if potentials
+        else [((n,), None) for n in names]
+    )
     nodes = [cl for cl, _ in tree]
     index = {cl: k for k, cl in enumerate(nodes)}
     parents = [-1 if p is None else index[p] for _, p in tree]
@@ -506,8 +521,15 @@ def from_potentials(sizes: Mapping[str, int], potentials: Sequence[tuple[tuple[s
         b = gathered(k)
         b = np.exp(b - logsumexp(b))
         marginals.append(b / b.sum())
-    return GraphicalModel(names, tuple(int(sizes[n]) for n in names), tuple(cliques), tuple(marginals), tuple(parents),
-                          float(total), tuple((tuple(cl), np.asarray(v, dtype=float)) for cl, v in potentials))
+    return GraphicalModel(
+        names,
+        tuple(int(sizes[n]) for n in names),
+        tuple(cliques),
+        tuple(marginals),
+        tuple(parents),
+        float(total),
+        tuple((tuple(cl), np.asarray(v, dtype=float)) for cl, v in potentials),
+    )
 
 
 def _spread(table: np.ndarray, attrs: tuple[int, ...], clique: tuple[int, ...]) -> np.ndarray:
@@ -599,9 +621,11 @@ def _connected(d: int, edges: set[tuple[int, int]]) -> bool:
 @lru_cache(maxsize=64)
 def _cells_counter(sizes: tuple[int, ...]):
     """A memoised ``mask -> Π sizes`` for one domain."""
+
     @lru_cache(maxsize=1 << 18)
     def cells(mask: int) -> int:
         return math.prod(sizes[a] for a in _bits(mask))
+
     return cells
 
 

@@ -137,13 +137,10 @@ def _proportions(m: Marginal, sizes: tuple[int, ...], what: str) -> np.ndarray:
     shape = tuple(sizes[a] for a in m.attributes)
     counts = np.asarray(m.counts, dtype=np.float64)
     if counts.shape != shape:
-        raise ValueError(
-            f"{what} over attributes {m.attributes} has counts of shape {counts.shape}, but sizes give {shape}"
-        )
+        raise ValueError(f"{what} over attributes {m.attributes} has counts of shape {counts.shape}, but sizes give {shape}")
     if not np.all(np.isfinite(counts)) or np.any(counts < 0):
         raise ValueError(
-            f"{what} over attributes {m.attributes} has negative or non-finite counts; "
-            "post-process it to non-negative first"
+            f"{what} over attributes {m.attributes} has negative or non-finite counts; post-process it to non-negative first"
         )
     total = counts.sum()
     if total <= 0:

@@ -39,7 +39,7 @@ class Marginal:
     def cells(self) -> int:
         return int(self.counts.size)
 
-    def project(self, attributes: tuple[int, ...]) -> "Marginal":
+    def project(self, attributes: tuple[int, ...]) -> Marginal:
         """The marginal over a subset of this one's attributes (summing the others out)."""
         missing = set(attributes) - set(self.attributes)
         if missing:
@@ -47,7 +47,7 @@ class Marginal:
         drop = tuple(i for i, a in enumerate(self.attributes) if a not in attributes)
         return Marginal(tuple(attributes), self.counts.sum(axis=drop), self.rho)
 
-    def with_counts(self, counts: np.ndarray) -> "Marginal":
+    def with_counts(self, counts: np.ndarray) -> Marginal:
         return Marginal(self.attributes, counts, self.rho)
 
 

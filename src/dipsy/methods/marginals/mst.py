@@ -96,9 +96,10 @@ parameters, public as functions of the noisy outputs): the tree's edges and the 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -106,9 +107,9 @@ from ...domain import Domain
 from ...privacy import ZCDP, Spend
 from ...privacy.measurement import DiscreteGaussian, Measurement, Statistic, Table
 from ...privacy.relation import ADD_REMOVE, Relation, individual
+from ...privacy.rng import Randomness
 from ...privacy.selection import ExponentialSelection
 from ...privacy.session import Session
-from ...privacy.rng import Randomness
 from ..base import MAX_ROWS, MAX_THETA, Model, Option, Plan, Synthesizer, whole
 from .consistency import make_consistent
 from .marginal import Marginal, independent_records
@@ -166,8 +167,13 @@ def independent_estimate(one_way: Sequence[Marginal]) -> tuple[np.ndarray, ...]:
     return tuple(np.zeros(np.shape(m.counts)) for m in one_way) if out is None else tuple(m.counts for m in out)
 
 
-def pair_scores(engine: Any, columns: tuple[tuple[str, str], ...], maps: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...],
-                estimate: tuple[np.ndarray, ...], attributes: tuple[tuple[int, int], ...]) -> np.ndarray:
+def pair_scores(
+    engine: Any,
+    columns: tuple[tuple[str, str], ...],
+    maps: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...],
+    estimate: tuple[np.ndarray, ...],
+    attributes: tuple[tuple[int, int], ...],
+) -> np.ndarray:
     r"""MST's edge scores: ``q_ij = ‖M_ij(D) − x̂_i x̂_jᵀ / N‖₁`` for each candidate pair.
 
     ``M_ij(D)`` is the pair's two-way count table over merged values (read from ``engine``), and
@@ -186,8 +192,9 @@ def pair_scores(engine: Any, columns: tuple[tuple[str, str], ...], maps: tuple[t
     return np.asarray(out, dtype=float)
 
 
-def scores_once(engine: Any, every: Any, pairs: tuple[tuple[int, int], ...], memo: dict,
-                candidates: tuple[tuple[int, int], ...]) -> np.ndarray:
+def scores_once(
+    engine: Any, every: Any, pairs: tuple[tuple[int, int], ...], memo: dict, candidates: tuple[tuple[int, int], ...]
+) -> np.ndarray:
     """The candidates' scores, every pair's computed once (``every(engine)``, :func:`pair_scores`).
 
     The reference computes every pair's score once, before the first round, from one fixed
@@ -208,13 +215,19 @@ class MST(Synthesizer):
 
     budget: ZCDP  # Synthesizer.__init__ refuses a budget of another definition
     name = "mst"
-    summary = ("MST (NIST 2018 winner): noisy 1-way marginals, a maximum spanning tree of pairs chosen by the exponential "
-               "mechanism, its noisy 2-way marginals, records along the tree; ρ-zCDP (give --epsilon and --delta, or --rho); "
-               "m sets of ρ/m, each its own run")
+    summary = (
+        "MST (NIST 2018 winner): noisy 1-way marginals, a maximum spanning tree of pairs chosen by the exponential "
+        "mechanism, its noisy 2-way marginals, records along the tree; ρ-zCDP (give --epsilon and --delta, or --rho); "
+        "m sets of ρ/m, each its own run"
+    )
     definition = "zCDP"
     relations = (ADD_REMOVE,)
     options = (
-        Option("theta", whole("theta", 1, MAX_THETA, 7), "most records one individual may own: the sensitivity of every count and score (default 1)"),
+        Option(
+            "theta",
+            whole("theta", 1, MAX_THETA, 7),
+            "most records one individual may own: the sensitivity of every count and score (default 1)",
+        ),
         Option("rows", whole("rows", 1, MAX_ROWS, 1000), "synthetic rows (a public choice); default the noisy total"),
     )
 
@@ -235,17 +248,33 @@ class MST(Synthesizer):
         domain.shape(names)  # every column needs cells: numeric columns need bins
         d, m, theta, rho = len(names), self.sets, self.relation.theta, self.budget.rho
         one, choose, two = self._mechanisms(d)
-        measurements = [Measurement(self.set_label(f"one-way marginal {name}, discrete Gaussian σ² = {one.sigma2}", k),
-                                    Table((name,)), one, self.relation, self.set_index(k))
-                        for k in range(m) for name in names]  # set-major (fit relies on the order)
+        measurements = [
+            Measurement(
+                self.set_label(f"one-way marginal {name}, discrete Gaussian σ² = {one.sigma2}", k),
+                Table((name,)),
+                one,
+                self.relation,
+                self.set_index(k),
+            )
+            for k in range(m)
+            for name in names
+        ]  # set-major (fit relies on the order)
         s1, s2, s3 = shares(d)
         adaptive = (s2 + s3) * rho if d > 1 else 0.0
-        mechanism = (f"MST (McKenna, Miklau & Sheldon 2021): discrete Gaussian one-way marginals ({s1:.3g}ρ)"
-                     + (f", a maximum spanning tree of pairs chosen by {d - 1} exponential mechanisms ({s2:.3g}ρ)" if s2 else "")
-                     + (f", the tree's {d - 1} two-way marginals over merged values ({s3:.3g}ρ)" if s3 else "")
-                     + "; consistency and records drawn along the tree are post-processing")
-        composition = ("zCDP composition of the one-way marginals and the tree's choices and marginals (adaptive: a privacy filter "
-                       "bounds them by their declared share)") if d > 1 else "zCDP composition of the one-way marginals"
+        mechanism = (
+            f"MST (McKenna, Miklau & Sheldon 2021): discrete Gaussian one-way marginals ({s1:.3g}ρ)"
+            + (f", a maximum spanning tree of pairs chosen by {d - 1} exponential mechanisms ({s2:.3g}ρ)" if s2 else "")
+            + (f", the tree's {d - 1} two-way marginals over merged values ({s3:.3g}ρ)" if s3 else "")
+            + "; consistency and records drawn along the tree are post-processing"
+        )
+        composition = (
+            (
+                "zCDP composition of the one-way marginals and the tree's choices and marginals (adaptive: a privacy filter "
+                "bounds them by their declared share)"
+            )
+            if d > 1
+            else "zCDP composition of the one-way marginals"
+        )
         if m > 1:
             mechanism += f"; {m} independent sets, each from its own complete run of these measurements at ρ/{m}"
             composition = f"zCDP sequential composition over {m} sets, each its own complete run at ρ/{m}: " + composition
@@ -257,25 +286,46 @@ class MST(Synthesizer):
         if m > 1:
             params["rho_per_set"] = rho / m
         public = (*self.public(None), f"θ = {theta}, the most rows one individual owns")
-        what = (f"the {d - 1} tree edges chosen by the exponential mechanism and " if s2 else "the ") + \
-            "two-way marginals, discrete Gaussian"
+        what = (
+            f"the {d - 1} tree edges chosen by the exponential mechanism and " if s2 else "the "
+        ) + "two-way marginals, discrete Gaussian"
         if d == 1:
             return Plan(tuple(measurements), self.relation, public, mechanism, composition, params)
         if m == 1:
-            return Plan(tuple(measurements), self.relation, public, mechanism, composition, params,
-                        adaptive=ZCDP(adaptive), adaptive_label=f"{self.name}: {what}")
-        return SetsPlan(tuple(measurements), self.relation, public, mechanism, composition, params,
-                        adaptive=ZCDP(adaptive), adaptive_label=f"{self.name}: {what} of each of the {m} sets",
-                        adaptive_sets=tuple(Spend(label, ZCDP(adaptive / m)) for label in self.per_set_labels(what)))
+            return Plan(
+                tuple(measurements),
+                self.relation,
+                public,
+                mechanism,
+                composition,
+                params,
+                adaptive=ZCDP(adaptive),
+                adaptive_label=f"{self.name}: {what}",
+            )
+        return SetsPlan(
+            tuple(measurements),
+            self.relation,
+            public,
+            mechanism,
+            composition,
+            params,
+            adaptive=ZCDP(adaptive),
+            adaptive_label=f"{self.name}: {what} of each of the {m} sets",
+            adaptive_sets=tuple(Spend(label, ZCDP(adaptive / m)) for label in self.per_set_labels(what)),
+        )
 
-    def fit(self, session: Session, plan: Plan) -> "MSTModel | SetsModel":
+    def fit(self, session: Session, plan: Plan) -> MSTModel | SetsModel:
         """Run each set's measurements in turn (set k from its own outputs only)."""
         if self.sets == 1:
             return self._fit_set(session, plan.measurements, 0)
-        return SetsModel(tuple(self._fit_set(session, plan.measurements[part], k)
-                               for k, part in enumerate(set_slices(len(plan.measurements), self.sets))))
+        return SetsModel(
+            tuple(
+                self._fit_set(session, plan.measurements[part], k)
+                for k, part in enumerate(set_slices(len(plan.measurements), self.sets))
+            )
+        )
 
-    def _fit_set(self, session: Session, one_way: Sequence[Measurement], k: int) -> "MSTModel":
+    def _fit_set(self, session: Session, one_way: Sequence[Measurement], k: int) -> MSTModel:
         names = session.domain.names
         d = len(names)
         _, choose, two = self._mechanisms(d)
@@ -298,13 +348,25 @@ class MST(Synthesizer):
         for a, b in edges:
             assert two is not None, "shares(d) gives the two-way marginals a share whenever there are edges (d > 1)"
             query = MergedTable((names[a], names[b]), (merged_maps[a], merged_maps[b]))
-            m = Measurement(self.set_label(f"two-way marginal {names[a]} × {names[b]} on the tree, discrete Gaussian "
-                                           f"σ² = {two.sigma2}", k), query, two, self.relation, self.set_index(k))
+            m = Measurement(
+                self.set_label(f"two-way marginal {names[a]} × {names[b]} on the tree, discrete Gaussian σ² = {two.sigma2}", k),
+                query,
+                two,
+                self.relation,
+                self.set_index(k),
+            )
             measured.append(Marginal((a, b), np.asarray(session.measure(m), dtype=float), two.cost.rho))
         return MSTModel(names, noisy_one, tuple(np.asarray(x) for x in maps), one, tuple(measured), self.settings.get("rows"))
 
-    def _select(self, session: Session, names: Sequence[str], maps: tuple[tuple[int, ...], ...],
-                one: tuple[Marginal, ...], choose: ExponentialSelection | None, k: int) -> list[tuple[int, int]]:
+    def _select(
+        self,
+        session: Session,
+        names: Sequence[str],
+        maps: tuple[tuple[int, ...], ...],
+        one: tuple[Marginal, ...],
+        choose: ExponentialSelection | None,
+        k: int,
+    ) -> list[tuple[int, int]]:
         """The d − 1 edges: Kruskal's rounds, each an exponential mechanism over the pairs joining
         two components (reference: ``select``); with d = 2 the one pair, chosen without a read."""
         d = len(names)
@@ -320,17 +382,33 @@ class MST(Synthesizer):
             return a
 
         pairs = tuple((a, b) for a in range(d) for b in range(a + 1, d))
-        every = partial(pair_scores, columns=tuple((names[a], names[b]) for a, b in pairs),
-                        maps=tuple((maps[a], maps[b]) for a, b in pairs), estimate=estimate, attributes=pairs)
+        every = partial(
+            pair_scores,
+            columns=tuple((names[a], names[b]) for a, b in pairs),
+            maps=tuple((maps[a], maps[b]) for a, b in pairs),
+            estimate=estimate,
+            attributes=pairs,
+        )
         memo: dict = {}  # exact scores: read by the measurements' statistics only, dropped below
         edges = []
         for r in range(d - 1):
             candidates = tuple(p for p in pairs if find(p[0]) != find(p[1]))
-            scores = Statistic(f"the L1 distances of {len(candidates)} candidate pairs' two-way tables (rare values merged) "
-                               "from the independent model of the noisy one-way marginals",
-                               partial(scores_once, every=every, pairs=pairs, memo=memo, candidates=candidates))
-            m = Measurement(self.set_label(f"tree edge {r + 1} of {d - 1}, exponential mechanism over {len(candidates)} pairs, "
-                                           f"ε = {float(choose.epsilon):.4g}", k), scores, choose, self.relation, self.set_index(k))
+            scores = Statistic(
+                f"the L1 distances of {len(candidates)} candidate pairs' two-way tables (rare values merged) "
+                "from the independent model of the noisy one-way marginals",
+                partial(scores_once, every=every, pairs=pairs, memo=memo, candidates=candidates),
+            )
+            m = Measurement(
+                self.set_label(
+                    f"tree edge {r + 1} of {d - 1}, exponential mechanism over {len(candidates)} pairs, "
+                    f"ε = {float(choose.epsilon):.4g}",
+                    k,
+                ),
+                scores,
+                choose,
+                self.relation,
+                self.set_index(k),
+            )
             a, b = candidates[session.measure(m)]
             component[find(a)] = find(b)
             edges.append((a, b))
@@ -366,8 +444,11 @@ class MSTModel(Model):
         for name, code_map in zip(self.names, self.maps):
             size = int(code_map.max()) + 1
             if size < len(code_map):  # a value below 3σ₁ alone in its group is only moved last: nothing merged
-                merged[name] = {"values": len(code_map), "compressed": size,
-                                "merged_codes": np.flatnonzero(code_map == size - 1).tolist()}
+                merged[name] = {
+                    "values": len(code_map),
+                    "compressed": size,
+                    "merged_codes": np.flatnonzero(code_map == size - 1).tolist(),
+                }
         return {"tree_edges": [list(e) for e in self.edges], "compressed_domains": merged}
 
     def distribution(self) -> tuple[TreeDistribution, float] | None:

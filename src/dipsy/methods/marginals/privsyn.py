@@ -124,8 +124,10 @@ def _shares(value: Any) -> tuple[float, float, float]:
     except (TypeError, ValueError):
         parts = ()
     if len(parts) != 3 or min(parts) <= 0 or not math.isclose(sum(parts), 1.0, rel_tol=1e-9):
-        raise DipsyError(f"option shares must be three positive numbers adding up to 1, got {value!r}",
-                         "e.g. shares=0.1,0.1,0.8 (one-way, dependency scores, chosen marginals)")
+        raise DipsyError(
+            f"option shares must be three positive numbers adding up to 1, got {value!r}",
+            "e.g. shares=0.1,0.1,0.8 (one-way, dependency scores, chosen marginals)",
+        )
     return parts
 
 
@@ -172,22 +174,37 @@ class PrivSyn(Synthesizer):
 
     budget: ZCDP  # Synthesizer.__init__ refuses a budget of another definition
     name = "privsyn"
-    summary = ("PrivSyn: noisy 1-way marginals, dependency-driven choice of 2-way and larger marginals, "
-               "consistency, records by GUM; ρ-zCDP (give --epsilon and --delta, or --rho); m sets of ρ/m, each its own run")
+    summary = (
+        "PrivSyn: noisy 1-way marginals, dependency-driven choice of 2-way and larger marginals, "
+        "consistency, records by GUM; ρ-zCDP (give --epsilon and --delta, or --rho); m sets of ρ/m, each its own run"
+    )
     definition = "zCDP"
     relations = (ADD_REMOVE,)
     options = (
-        Option("theta", whole("theta", 1, MAX_THETA, 7), "most records one individual may own: the sensitivity of every count (default 1)"),
+        Option(
+            "theta",
+            whole("theta", 1, MAX_THETA, 7),
+            "most records one individual may own: the sensitivity of every count (default 1)",
+        ),
         Option("iterations", whole("iterations", 0, MAX_ITERATIONS, 50), "GUM update rounds (default 50)"),
-        Option("gamma", whole("gamma", 1, MAX_GAMMA, 5000), "largest number of cells of a merged marginal (default 250; the paper's 5000)"),
+        Option(
+            "gamma",
+            whole("gamma", 1, MAX_GAMMA, 5000),
+            "largest number of cells of a merged marginal (default 250; the paper's 5000)",
+        ),
         Option("rows", whole("rows", 1, MAX_ROWS, 1000), "synthetic rows (a public choice); default the noisy total"),
-        Option("shares", _shares, "budget shares of one-way marginals, dependency scores and chosen marginals (default 0.3,0.1,0.6; the paper's 0.1,0.1,0.8)"),
-        Option("shuffle", _flag, "1 (default): shuffle each attribute within groups of its measured neighbours after GUM; 0: not"),
+        Option(
+            "shares",
+            _shares,
+            "budget shares of one-way marginals, dependency scores and chosen marginals (default 0.3,0.1,0.6; the paper's 0.1,0.1,0.8)",
+        ),
+        Option(
+            "shuffle", _flag, "1 (default): shuffle each attribute within groups of its measured neighbours after GUM; 0: not"
+        ),
     )
 
     def relation_for(self, relation: Relation) -> Relation:
         return individual(self.settings.get("theta", 1))
-
 
     def plan(self, n: int | None, domain: Domain) -> Plan:
         names = domain.names
@@ -201,27 +218,59 @@ class PrivSyn(Synthesizer):
         one_way = [DiscreteGaussian.for_budget(ZCDP(float(r)), theta) for r in allocate(sizes, shares[0] * per)]
         if pairs:
             score_noise = DiscreteGaussian.for_budget(ZCDP(shares[1] * per), score_sensitivity(len(pairs), SCORE_UNITS, theta))
-            scores = Statistic(f"the InDif dependency scores of the {len(pairs)} pairs of columns, in units of 1/{SCORE_UNITS}",
-                               partial(score_units, pairs=tuple(pairs), units=SCORE_UNITS))
+            scores = Statistic(
+                f"the InDif dependency scores of the {len(pairs)} pairs of columns, in units of 1/{SCORE_UNITS}",
+                partial(score_units, pairs=tuple(pairs), units=SCORE_UNITS),
+            )
         measurements = []
         for k in range(m):  # set-major: set k's one-way marginals, then its scores (fit relies on the order)
-            measurements += [Measurement(self.set_label(f"one-way marginal {name}, discrete Gaussian σ² = {noise.sigma2}", k),
-                                         Table((name,)), noise, self.relation, self.set_index(k)) for name, noise in zip(names, one_way)]
+            measurements += [
+                Measurement(
+                    self.set_label(f"one-way marginal {name}, discrete Gaussian σ² = {noise.sigma2}", k),
+                    Table((name,)),
+                    noise,
+                    self.relation,
+                    self.set_index(k),
+                )
+                for name, noise in zip(names, one_way)
+            ]
             if pairs:
-                measurements.append(Measurement(self.set_label(f"{len(pairs)} dependency scores (InDif), discrete Gaussian "
-                                                           f"sd {score_noise.sd / SCORE_UNITS:.4g}", k), scores, score_noise, self.relation,
-                                                self.set_index(k)))
-        mechanism = (f"PrivSyn (Zhang et al. 2021, Alg. 3): discrete Gaussian one-way marginals ({shares[0]:g}ρ), noisy pairwise "
-                     f"dependency scores ({shares[1]:g}ρ), chosen marginals ({shares[2]:g}ρ); consistency and GUM record synthesis are "
-                     "post-processing")
-        composition = ("zCDP composition of the one-way marginals, the dependency scores and the marginals chosen from them "
-                       "(adaptive: a privacy filter bounds the chosen marginals by their declared share)") if pairs else \
-            "zCDP composition of the one-way marginals"
+                measurements.append(
+                    Measurement(
+                        self.set_label(
+                            f"{len(pairs)} dependency scores (InDif), discrete Gaussian sd {score_noise.sd / SCORE_UNITS:.4g}", k
+                        ),
+                        scores,
+                        score_noise,
+                        self.relation,
+                        self.set_index(k),
+                    )
+                )
+        mechanism = (
+            f"PrivSyn (Zhang et al. 2021, Alg. 3): discrete Gaussian one-way marginals ({shares[0]:g}ρ), noisy pairwise "
+            f"dependency scores ({shares[1]:g}ρ), chosen marginals ({shares[2]:g}ρ); consistency and GUM record synthesis are "
+            "post-processing"
+        )
+        composition = (
+            (
+                "zCDP composition of the one-way marginals, the dependency scores and the marginals chosen from them "
+                "(adaptive: a privacy filter bounds the chosen marginals by their declared share)"
+            )
+            if pairs
+            else "zCDP composition of the one-way marginals"
+        )
         if m > 1:
             mechanism += f"; {m} independent sets, each from its own complete run of these measurements at ρ/{m}"
-            composition = (f"zCDP sequential composition over {m} sets, each its own complete run at ρ/{m}: " + composition
-                           + (f"; each set's chosen marginals are charged as one measurement at exactly its declared "
-                              f"{shares[2]:g}ρ/{m}, so every set spends the same ρ/{m}" if pairs else ""))
+            composition = (
+                f"zCDP sequential composition over {m} sets, each its own complete run at ρ/{m}: "
+                + composition
+                + (
+                    f"; each set's chosen marginals are charged as one measurement at exactly its declared "
+                    f"{shares[2]:g}ρ/{m}, so every set spends the same ρ/{m}"
+                    if pairs
+                    else ""
+                )
+            )
         params = {
             "theta": theta,
             "iterations": self.settings.get("iterations", 50),
@@ -234,25 +283,46 @@ class PrivSyn(Synthesizer):
         public = (*self.public(None), f"θ = {theta}, the most rows one individual owns")
         chosen_label = f"{self.name}: the chosen marginals, discrete Gaussian, ρ split ∝ cells^(2/3)"
         if m == 1 or not pairs:
-            return Plan(tuple(measurements), self.relation, public, mechanism, composition, params,
-                        adaptive=ZCDP(shares[2] * rho) if pairs else None, adaptive_label=chosen_label)
-        return SetsPlan(tuple(measurements), self.relation, public, mechanism, composition, params,
-                        adaptive=ZCDP(shares[2] * rho),
-                        adaptive_label=f"{self.name}: the chosen marginals of each of the {m} sets, discrete Gaussian, "
-                                       f"{shares[2]:g}ρ/{m} per set split ∝ cells^(2/3)",
-                        adaptive_sets=tuple(Spend(label, ZCDP(shares[2] * per)) for label in
-                                            self.per_set_labels("the chosen marginals, discrete Gaussian, ρ split ∝ cells^(2/3)")))
+            return Plan(
+                tuple(measurements),
+                self.relation,
+                public,
+                mechanism,
+                composition,
+                params,
+                adaptive=ZCDP(shares[2] * rho) if pairs else None,
+                adaptive_label=chosen_label,
+            )
+        return SetsPlan(
+            tuple(measurements),
+            self.relation,
+            public,
+            mechanism,
+            composition,
+            params,
+            adaptive=ZCDP(shares[2] * rho),
+            adaptive_label=f"{self.name}: the chosen marginals of each of the {m} sets, discrete Gaussian, "
+            f"{shares[2]:g}ρ/{m} per set split ∝ cells^(2/3)",
+            adaptive_sets=tuple(
+                Spend(label, ZCDP(shares[2] * per))
+                for label in self.per_set_labels("the chosen marginals, discrete Gaussian, ρ split ∝ cells^(2/3)")
+            ),
+        )
 
-    def fit(self, session: Session, plan: Plan) -> "PrivSynModel | SetsModel":
+    def fit(self, session: Session, plan: Plan) -> PrivSynModel | SetsModel:
         """Run each set's measurements in turn; one set gives a :class:`PrivSynModel`, m sets a
         :class:`~.sets.SetsModel` of m of them, each from its own measurements only."""
         if self.sets == 1:
             return self._fit_set(session, plan.measurements, None if plan.adaptive is None else of_kind(plan.adaptive, ZCDP), 0)
         adaptive = getattr(plan, "adaptive_sets", ()) or (None,) * self.sets
-        return SetsModel(tuple(self._fit_set(session, plan.measurements[part], None if spend is None else spend.budget, k)
-                               for k, (part, spend) in enumerate(zip(set_slices(len(plan.measurements), self.sets), adaptive))))
+        return SetsModel(
+            tuple(
+                self._fit_set(session, plan.measurements[part], None if spend is None else spend.budget, k)
+                for k, (part, spend) in enumerate(zip(set_slices(len(plan.measurements), self.sets), adaptive))
+            )
+        )
 
-    def _fit_set(self, session: Session, planned: tuple[Measurement, ...], rho3: ZCDP | None, k: int) -> "PrivSynModel":
+    def _fit_set(self, session: Session, planned: tuple[Measurement, ...], rho3: ZCDP | None, k: int) -> PrivSynModel:
         """One set (0-based ``k``) from its planned measurements (its one-way marginals, then its
         scores) and ``rho3``, its declared share for the chosen marginals (None: no pair)."""
         names = session.domain.names
@@ -261,7 +331,9 @@ class PrivSyn(Synthesizer):
 
         # 1. one-way marginals, then the 3σ rule for rare values (§6.2)
         noisy_one = tuple(np.asarray(session.measure(m), dtype=np.int64) for m in one_way)
-        maps, merged = zip(*(merge_rare(noisy.astype(float), 3 * m.mechanism_as(DiscreteGaussian).sd) for noisy, m in zip(noisy_one, one_way)))
+        maps, merged = zip(
+            *(merge_rare(noisy.astype(float), 3 * m.mechanism_as(DiscreteGaussian).sd) for noisy, m in zip(noisy_one, one_way))
+        )
         sizes = [len(x) for x in merged]
 
         # 2. noisy dependency scores, selection (Alg. 1) and merging (Alg. 2)
@@ -285,18 +357,48 @@ class PrivSyn(Synthesizer):
                 noise = DiscreteGaussian.for_budget(ZCDP(float(rho_i)), theta)
                 query = MergedTable(tuple(names[a] for a in attrs), tuple(tuple(int(v) for v in maps[a]) for a in attrs))
                 again = " (again)" if len(attrs) == 1 else ""
-                parts.append(Measurement(self.set_label(f"chosen marginal {' × '.join(query.columns)}{again}, discrete Gaussian "
-                                                    f"σ² = {noise.sigma2}", k), query, noise, self.relation))
-        charge = None if self.sets == 1 or rho3 is None else (  # no ρ₃: no parts, nothing to charge
-            self.set_label(f"the chosen marginals {', '.join(' × '.join(p.query_as(MergedTable).columns) for p in parts)}, discrete Gaussian, "
-                       "ρ split ∝ cells^(2/3)", k), rho3)
+                parts.append(
+                    Measurement(
+                        self.set_label(
+                            f"chosen marginal {' × '.join(query.columns)}{again}, discrete Gaussian σ² = {noise.sigma2}", k
+                        ),
+                        query,
+                        noise,
+                        self.relation,
+                    )
+                )
+        charge = (
+            None
+            if self.sets == 1 or rho3 is None
+            else (  # no ρ₃: no parts, nothing to charge
+                self.set_label(
+                    f"the chosen marginals {', '.join(' × '.join(p.query_as(MergedTable).columns) for p in parts)}, discrete Gaussian, "
+                    "ρ split ∝ cells^(2/3)",
+                    k,
+                ),
+                rho3,
+            )
+        )
         outputs = measure_parts(session, parts, charge, self.set_index(k))
-        measured = [Marginal(attrs, np.asarray(out, dtype=float), p.mechanism_as(DiscreteGaussian).cost.rho)
-                    for attrs, p, out in zip(chosen, parts, outputs)]
-        settings = Settings(self.settings.get("iterations", 50), self.settings.get("gamma", GAMMA),
-                            bool(self.settings.get("shuffle", 1)), self.settings.get("rows"))
-        return PrivSynModel(names, noisy_one, tuple(m.mechanism_as(DiscreteGaussian).cost.rho for m in one_way), tuple(maps), tuple(merged),
-                            tuple(measured), settings)
+        measured = [
+            Marginal(attrs, np.asarray(out, dtype=float), p.mechanism_as(DiscreteGaussian).cost.rho)
+            for attrs, p, out in zip(chosen, parts, outputs)
+        ]
+        settings = Settings(
+            self.settings.get("iterations", 50),
+            self.settings.get("gamma", GAMMA),
+            bool(self.settings.get("shuffle", 1)),
+            self.settings.get("rows"),
+        )
+        return PrivSynModel(
+            names,
+            noisy_one,
+            tuple(m.mechanism_as(DiscreteGaussian).cost.rho for m in one_way),
+            tuple(maps),
+            tuple(merged),
+            tuple(measured),
+            settings,
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -341,8 +443,14 @@ class PrivSynModel(Model):
         n = self.settings.rows or max(int(round(total)), 1)
         records = initial_records(consistent[:d], sizes, n, rng)
         rounds = self.settings.iterations
-        records, history = update_records(records, gum_targets(consistent, d), sizes, rounds, rng=rng,
-                                          progress=lambda t, error: self.report(f"privsyn: GUM, L1 error {error:.3f}", t + 1, rounds))
+        records, history = update_records(
+            records,
+            gum_targets(consistent, d),
+            sizes,
+            rounds,
+            rng=rng,
+            progress=lambda t, error: self.report(f"privsyn: GUM, L1 error {error:.3f}", t + 1, rounds),
+        )
         if history:
             logger.info("privsyn GUM: L1 error %.4f -> %.4f over %d rounds", history[0], history[-1], len(history))
         if self.settings.shuffle:
@@ -377,8 +485,9 @@ def gum_targets(consistent: list[Marginal], d: int) -> list[Marginal]:
     return chosen + [consistent[a] for a in range(d) if a not in covered]
 
 
-def decorrelate(records: np.ndarray, attribute_sets: list[tuple[int, ...]], sizes: list[int],
-                rng: np.random.Generator) -> np.ndarray:
+def decorrelate(
+    records: np.ndarray, attribute_sets: list[tuple[int, ...]], sizes: list[int], rng: np.random.Generator
+) -> np.ndarray:
     """Shuffle each attribute among the records that agree on all its measured neighbours.
 
     GUM duplicates whole records, so attributes that no measured marginal links drift into

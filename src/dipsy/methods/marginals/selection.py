@@ -20,7 +20,7 @@ Everything here except :func:`indif` and :func:`score_units` is post-processing 
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -176,6 +176,7 @@ def _cliques(neighbours: dict[int, set[int]], sizes: Sequence[int], gamma: int):
     """Every clique (ascending tuples) with at most ``gamma`` cells, grown in ascending order.
 
     Cell counts only grow as a clique grows, so the search stops at ``gamma``."""
+
     def grow(clique: tuple[int, ...], cells: int, candidates: set[int]):
         yield clique
         for v in sorted(candidates):
@@ -188,4 +189,4 @@ def _cliques(neighbours: dict[int, set[int]], sizes: Sequence[int], gamma: int):
 
 
 def _pairs_of(clique: tuple[int, ...]):
-    return [(a, b) for i, a in enumerate(clique) for b in clique[i + 1:]]
+    return [(a, b) for i, a in enumerate(clique) for b in clique[i + 1 :]]

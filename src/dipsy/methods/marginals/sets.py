@@ -139,12 +139,13 @@ class Composed(Mechanism):
         composed = total_as(self.stated, [p.cost for p in self.parts])
         return {
             "distribution": "each part's own noise on its own query (listed in 'parts'), charged as one measurement",
-            "composition": (f"the parts compose to {composed}; the cost charged is the set's declared share, {self.stated}, "
-                            "which bounds it"),
+            "composition": (
+                f"the parts compose to {composed}; the cost charged is the set's declared share, {self.stated}, which bounds it"
+            ),
             "parts": [{"label": label, **p.describe(), **p.cost.to_dict()} for label, p in zip(self.labels, self.parts)],
         }
 
-    def weakened(self, factor: float) -> "Composed":
+    def weakened(self, factor: float) -> Composed:
         # the audit's broken variant: weaker parts, the same stated cost (bypasses the check on purpose)
         broken = object.__new__(Composed)
         for name in ("stated", "labels"):
@@ -160,8 +161,9 @@ class Composed(Mechanism):
         return None if len(known) != len(losses) else sum(known, PrivacyLoss())
 
 
-def measure_parts(session: Session, parts: list[Measurement], charge: tuple[str, Budget] | None = None,
-                  set_index: int | None = None) -> list:
+def measure_parts(
+    session: Session, parts: list[Measurement], charge: tuple[str, Budget] | None = None, set_index: int | None = None
+) -> list:
     """Run ``parts`` through ``session``: one by one (``charge`` None), or as one measurement
     labelled ``charge[0]`` and charged ``charge[1]`` (:class:`Composed`) serving set ``set_index``.
     The outputs, in order."""
@@ -173,8 +175,13 @@ def measure_parts(session: Session, parts: list[Measurement], charge: tuple[str,
     relations = {m.relation for m in parts}
     if len(relations) != 1:
         raise PrivacyError("the parts of one measurement must share a neighbouring relation", "report this bug")
-    one = Measurement(label, Parts(tuple(m.query for m in parts)),
-                      Composed(tuple(m.mechanism for m in parts), stated, tuple(m.label for m in parts)), parts[0].relation, set_index)
+    one = Measurement(
+        label,
+        Parts(tuple(m.query for m in parts)),
+        Composed(tuple(m.mechanism for m in parts), stated, tuple(m.label for m in parts)),
+        parts[0].relation,
+        set_index,
+    )
     return list(session.measure(one))
 
 
@@ -208,8 +215,10 @@ class SetsModel(Model):
 
     def _part(self, k: int) -> Model:
         if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k < self.sets:
-            raise PrivacyError(f"set {k!r} was not charged: this model holds sets 0..{self.sets - 1}",
-                               "plan the release with more sets (each costs its share of the budget)")
+            raise PrivacyError(
+                f"set {k!r} was not charged: this model holds sets 0..{self.sets - 1}",
+                "plan the release with more sets (each costs its share of the budget)",
+            )
         part = self.parts[k]
         object.__setattr__(part, "reporter", self.reporter)  # a progress display hears the set's steps
         return part

@@ -32,8 +32,8 @@ parent). Everything here reads noisy (post-processed) marginals only: no privacy
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -56,8 +56,9 @@ class TreeDistribution:
     conditionals: dict[int, np.ndarray]
 
     @classmethod
-    def from_marginals(cls, sizes: Sequence[int], edges: Sequence[Marginal], root_counts: np.ndarray | None = None,
-                       root: int = 0) -> "TreeDistribution":
+    def from_marginals(
+        cls, sizes: Sequence[int], edges: Sequence[Marginal], root_counts: np.ndarray | None = None, root: int = 0
+    ) -> TreeDistribution:
         """The tree distribution of consistent non-negative two-way marginals on a spanning tree.
 
         Parameters

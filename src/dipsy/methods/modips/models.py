@@ -200,11 +200,24 @@ def mixed_components(n: int, cells: int, lower: np.ndarray, upper: np.ndarray, n
         half = float(n * w[j] / 2)
         out.append(Component(f"cell sums of {names[j]} (centred)", cells, w[j], -half, half, False, moved=2, step=w[j] / 2))
     for j in range(p):
-        out.append(Component(f"pooled sum of squares of {names[j]}", 1, w[j] * w[j] * (n - 1) / n, 0.0, float(n * w[j] * w[j] / 4), False))
+        out.append(
+            Component(
+                f"pooled sum of squares of {names[j]}", 1, w[j] * w[j] * (n - 1) / n, 0.0, float(n * w[j] * w[j] / 4), False
+            )
+        )
     for j in range(p):
         for k in range(j + 1, p):
             top = float(n * w[j] * w[k] / 4)
-            out.append(Component(f"pooled cross-products of {names[j]} and {names[k]}", 1, cross_product_sensitivity(n, w[j], w[k]), -top, top, False))
+            out.append(
+                Component(
+                    f"pooled cross-products of {names[j]} and {names[k]}",
+                    1,
+                    cross_product_sensitivity(n, w[j], w[k]),
+                    -top,
+                    top,
+                    False,
+                )
+            )
     return out
 
 
@@ -367,7 +380,9 @@ def truncated_normal(mu: np.ndarray, sd: np.ndarray, lower: float, upper: float,
     return out
 
 
-def truncated_mvn(means: np.ndarray, cov: np.ndarray, lower: np.ndarray, upper: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def truncated_mvn(
+    means: np.ndarray, cov: np.ndarray, lower: np.ndarray, upper: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
     """One draw per row of ``means`` from ``N(mean, cov)`` truncated to the box (module docstring)."""
     n, p = means.shape
     chol = np.linalg.cholesky(cov)
@@ -398,7 +413,9 @@ def value_column(values: np.ndarray, column: Column) -> np.ndarray:
     return np.round(values) if column.kind == "integer" else np.asarray(values, dtype=float)
 
 
-def records_from_cells(cells: np.ndarray, columns: tuple[Column, ...], shape: tuple[int, ...], rng: np.random.Generator) -> dict[str, Any]:
+def records_from_cells(
+    cells: np.ndarray, columns: tuple[Column, ...], shape: tuple[int, ...], rng: np.random.Generator
+) -> dict[str, Any]:
     """The categorical columns of records from flat cell indices (C order)."""
     codes = np.unravel_index(np.asarray(cells, dtype=np.int64), shape)
     return {c.name: decode_column(k, c, rng) for c, k in zip(columns, codes)}
@@ -422,8 +439,10 @@ def prior_numbers(value: Any) -> tuple[float, ...]:
     except (ValueError, ZeroDivisionError):
         return ()
     if any(x > MAX_PRIOR for x in exact):  # compared exactly: 1e400 is past the floats
-        raise DipsyError(f"option prior={str(value)[:40]} holds a number more than the {MAX_PRIOR:g} it may be",
-                         f"give prior= at most {MAX_PRIOR:g} (a larger prior swamps the data), e.g. prior=1/3")
+        raise DipsyError(
+            f"option prior={str(value)[:40]} holds a number more than the {MAX_PRIOR:g} it may be",
+            f"give prior= at most {MAX_PRIOR:g} (a larger prior swamps the data), e.g. prior=1/3",
+        )
     return tuple(float(x) for x in exact)
 
 

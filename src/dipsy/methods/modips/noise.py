@@ -108,9 +108,10 @@ inverting its CDF (pick the side of ``s`` with its mass, then a truncated expone
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -313,8 +314,9 @@ class Sanitization(Mechanism):
     post: str = "threshold"
 
     @classmethod
-    def for_budget(cls, budget: PureDP, components: Sequence[Component], split: str = "split",
-                   post: str = "threshold", sets: int = 1) -> "Sanitization":
+    def for_budget(
+        cls, budget: PureDP, components: Sequence[Component], split: str = "split", post: str = "threshold", sets: int = 1
+    ) -> Sanitization:
         """The sanitizer of one of ``sets`` sets of ``budget``: ``ε_set = ε/sets`` exactly, scales by
         eq. N1 (``split``) or N2 (``non-split``), doubled for truncation (N6), rounded up."""
         post = check_choice("post", post, POSTS)
@@ -343,24 +345,35 @@ class Sanitization(Mechanism):
         out = []
         for c, b in zip(self.components, self.scales):
             variance = discrete_laplace_variance(b) if c.discrete else 2 * float(b) ** 2
-            out.append({
-                "statistic": c.name,
-                "coordinates": c.size,
-                "distribution": ("discrete Laplace: P(e = z) proportional to exp(-|z| / scale)" if c.discrete
-                                 else "Laplace (continuous, floating point)"),
-                "scale": float(b),
-                "sensitivity": float(c.sensitivity),
-                "variance": variance,
-                "sd": math.sqrt(variance),
-                "bounds": [c.lower, c.upper if math.isfinite(c.upper) else None],
-            })
-        post = ("out-of-bound values clamped to the bounds (post-processing, free)" if self.post == "threshold" else
-                "drawn from the Laplace truncated to the bounds (not post-processing: charged twice, eq. N4)")
-        return {"distribution": "Laplace on each component of the sufficient statistics", "post": post,
-                "privacy_map": f"epsilon = {SCALE_FACTOR[self.post]} * sum over components of sensitivity / scale",
-                "components": out}
+            out.append(
+                {
+                    "statistic": c.name,
+                    "coordinates": c.size,
+                    "distribution": (
+                        "discrete Laplace: P(e = z) proportional to exp(-|z| / scale)"
+                        if c.discrete
+                        else "Laplace (continuous, floating point)"
+                    ),
+                    "scale": float(b),
+                    "sensitivity": float(c.sensitivity),
+                    "variance": variance,
+                    "sd": math.sqrt(variance),
+                    "bounds": [c.lower, c.upper if math.isfinite(c.upper) else None],
+                }
+            )
+        post = (
+            "out-of-bound values clamped to the bounds (post-processing, free)"
+            if self.post == "threshold"
+            else "drawn from the Laplace truncated to the bounds (not post-processing: charged twice, eq. N4)"
+        )
+        return {
+            "distribution": "Laplace on each component of the sufficient statistics",
+            "post": post,
+            "privacy_map": f"epsilon = {SCALE_FACTOR[self.post]} * sum over components of sensitivity / scale",
+            "components": out,
+        }
 
-    def weakened(self, factor: float) -> "Sanitization":
+    def weakened(self, factor: float) -> Sanitization:
         return replace(self, scales=tuple(b * to_fraction(factor) for b in self.scales))
 
     def privacy_loss(self, a: Any, b: Any) -> PrivacyLoss | None:

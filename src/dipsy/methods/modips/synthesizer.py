@@ -190,7 +190,9 @@ class SufficientStatistics:
             if s.model == "normal":
                 stats = tuple(np.asarray(v) for v in M.normal_statistics(data[s.columns[0].name]))
             else:
-                cells = np.ravel_multi_index(tuple(data[c.name] for c in s.categorical), s.shape) if rows else np.zeros(0, np.int64)
+                cells = (
+                    np.ravel_multi_index(tuple(data[c.name] for c in s.categorical), s.shape) if rows else np.zeros(0, np.int64)
+                )
                 y = np.column_stack([data[c.name] for c in s.numeric]) if rows else np.zeros((0, len(s.numeric)))
                 stats = tuple(M.mixed_statistics(cells, y, s.cells, (s.lower + s.upper) / 2))
         if s.n is not None and rows != s.n:
@@ -215,13 +217,23 @@ class Modips(Synthesizer):
 
     budget: PureDP  # Synthesizer.__init__ refuses a budget of another definition
     name = "modips"
-    summary = "Model-based DP synthesis (Liu 2016): Laplace-sanitized Bayesian sufficient statistics, posterior draw, records; ε-DP"
+    summary = (
+        "Model-based DP synthesis (Liu 2016): Laplace-sanitized Bayesian sufficient statistics, posterior draw, records; ε-DP"
+    )
     definition = "pure-DP"
     relations = (SUBSTITUTE, ADD_REMOVE)
     options = (
         Option("model", _model, "bernoulli | normal | multinomial | mixed (default: chosen from the columns)"),
-        Option("budget", lambda v: check_choice("budget", v, BUDGETS), "split (default: ε/m/J per component) or non-split (one scale: the L1 sensitivity of all statistics)"),
-        Option("post", lambda v: check_choice("post", v, POSTS), "threshold (default: clamp to the bounds, free) or truncation (truncated Laplace, charged twice: scales doubled)"),
+        Option(
+            "budget",
+            lambda v: check_choice("budget", v, BUDGETS),
+            "split (default: ε/m/J per component) or non-split (one scale: the L1 sensitivity of all statistics)",
+        ),
+        Option(
+            "post",
+            lambda v: check_choice("post", v, POSTS),
+            "threshold (default: clamp to the bounds, free) or truncation (truncated Laplace, charged twice: scales doubled)",
+        ),
         Option("prior", _prior, "Beta 'a,b' (bernoulli, default 1/3,1/3) or Dirichlet α (multinomial, mixed; default 1/3)"),
     )
 
@@ -247,35 +259,54 @@ class Modips(Synthesizer):
         where = ", ".join(c.name for c in cols)
         if model == "bernoulli":
             if len(cols) != 1 or not _is_cell_column(cols[0]) or cols[0].size != 2:
-                raise DipsyError(f"model=bernoulli takes one column with two categories, not {where}", "choose one binary column with --columns")
+                raise DipsyError(
+                    f"model=bernoulli takes one column with two categories, not {where}",
+                    "choose one binary column with --columns",
+                )
             categorical, numeric = cols, ()
             self.require_rows(n)
             components = M.bernoulli_components(_public_n(n, model))
         elif model == "multinomial":
             if not all(_is_cell_column(c) for c in cols):
-                raise DipsyError(f"model=multinomial takes categorical columns, not {where}", "leave out numeric columns or use model=mixed")
+                raise DipsyError(
+                    f"model=multinomial takes categorical columns, not {where}", "leave out numeric columns or use model=mixed"
+                )
             categorical, numeric = cols, ()
             components = M.multinomial_components(n, domain.cells())
         elif model == "normal":
             if len(cols) != 1 or cols[0].is_categorical:
-                raise DipsyError(f"model=normal takes one numeric column, not {where}", "choose one numeric column with --columns")
+                raise DipsyError(
+                    f"model=normal takes one numeric column, not {where}", "choose one numeric column with --columns"
+                )
             n = _public_n(n, model)
             if n < 2:
                 raise DipsyError("model=normal needs at least 2 rows", "check the data against the domain")
             components = M.normal_components(n, *_bounds(cols[0]))
         else:
             if not categorical or not numeric:
-                raise DipsyError(f"model=mixed takes categorical and numeric columns, not {where}", "add both kinds with --columns")
+                raise DipsyError(
+                    f"model=mixed takes categorical and numeric columns, not {where}", "add both kinds with --columns"
+                )
             n = _public_n(n, model)
             k = math.prod(_size(c) for c in categorical)
             if k < 2:
-                raise DipsyError("model=mixed needs at least 2 cells in the categorical columns", "add a categorical column with two or more categories")
+                raise DipsyError(
+                    "model=mixed needs at least 2 cells in the categorical columns",
+                    "add a categorical column with two or more categories",
+                )
             if n - k < len(numeric):
-                raise DipsyError(f"model=mixed needs n - K >= {len(numeric)} (n = {n}, K = {k} cells)", "use fewer categorical columns or more rows")
+                raise DipsyError(
+                    f"model=mixed needs n - K >= {len(numeric)} (n = {n}, K = {k} cells)",
+                    "use fewer categorical columns or more rows",
+                )
             lower = np.array([float(_bounds(c)[0]) for c in numeric])
             upper = np.array([float(_bounds(c)[1]) for c in numeric])
             components = M.mixed_components(n, k, lower, upper, tuple(c.name for c in numeric))
-        prior = M.parse_prior(self.settings["prior"], model) if "prior" in self.settings else (() if model == "normal" else (DEFAULT_PRIOR,) * (2 if model == "bernoulli" else 1))
+        prior = (
+            M.parse_prior(self.settings["prior"], model)
+            if "prior" in self.settings
+            else (() if model == "normal" else (DEFAULT_PRIOR,) * (2 if model == "bernoulli" else 1))
+        )
         post = self.settings.get("post", "threshold")
         return Setup(model, n, cols, categorical, numeric, tuple(components), post, prior)
 
@@ -287,7 +318,10 @@ class Modips(Synthesizer):
         losses = [component_loss(c, b, s.post) for c, b in zip(s.components, sanitizer.scales)]
         # a self-check of eqs. N1–N6, never expected to fire: what each set declares, and its exact loss
         if sanitizer.cost.epsilon > epsilon_set * (1 + 1e-9) or sum(losses) > sanitizer.cost.epsilon * (1 + 1e-9):
-            raise DipsyError(f"internal error: modips would spend {sanitizer.cost} (exact loss {sum(losses)}) > {epsilon_set} per set", "report this bug")
+            raise DipsyError(
+                f"internal error: modips would spend {sanitizer.cost} (exact loss {sum(losses)}) > {epsilon_set} per set",
+                "report this bug",
+            )
         sanitization = {
             c.name: {
                 "coordinates": c.size,
@@ -307,7 +341,11 @@ class Modips(Synthesizer):
             f"get Laplace noise at their global sensitivities from the public bounds ({budget} budget over {len(s.components)} "
             f"component(s)), out-of-bound values are {'clamped to the bounds' if s.post == 'threshold' else 'avoided by drawing from the Laplace truncated to the bounds (scales doubled)'}, "
             f"then theta* is drawn from the posterior given them and {'n' if s.n is not None else 'n* = sum of the noisy counts'} records from f(x | theta*)"
-            + (". Real-valued statistics use floating-point Laplace noise: ε-DP holds for the ideal real-valued mechanism (Mironov 2012)" if continuous else "")
+            + (
+                ". Real-valued statistics use floating-point Laplace noise: ε-DP holds for the ideal real-valued mechanism (Mironov 2012)"
+                if continuous
+                else ""
+            )
         )
         params: dict[str, Any] = {
             "model": s.model,
@@ -321,17 +359,21 @@ class Modips(Synthesizer):
         if s.n is not None:
             params["n"] = s.n
         query = Statistic(f"the Bayesian sufficient statistics of model={s.model}: {names}", SufficientStatistics(s))
-        measurements = tuple(Measurement(label, query, sanitizer, self.relation, self.set_index(k))
-                             for k, label in enumerate(self.per_set_labels(f"sanitized {names}")))
+        measurements = tuple(
+            Measurement(label, query, sanitizer, self.relation, self.set_index(k))
+            for k, label in enumerate(self.per_set_labels(f"sanitized {names}"))
+        )
         return Plan(measurements, self.relation, self.public(s.n), mechanism, self.composition(), params)
 
     # -- fit ----------------------------------------------------------------------------------
 
-    def fit(self, session: Session, plan: Plan) -> "ModipsModel":
+    def fit(self, session: Session, plan: Plan) -> ModipsModel:
         """Measure every set's sanitized statistics (fresh noise each); keep only those."""
         compute = plan.measurements[0].query_as(Statistic).compute
         if not isinstance(compute, SufficientStatistics):
-            raise PrivacyError("the plan's statistic is not modips's sufficient statistics", "fit a plan with the method that made it")
+            raise PrivacyError(
+                "the plan's statistic is not modips's sufficient statistics", "fit a plan with the method that made it"
+            )
         setup = compute.setup
         outputs = tuple(tuple(np.asarray(v) for v in session.measure(m)) for m in plan.measurements)
         return ModipsModel(setup, outputs)
@@ -354,8 +396,10 @@ class ModipsModel(Model):
     def sanitized(self, k: int) -> tuple[np.ndarray, ...]:
         """``s*_k``: set ``k``'s noisy, in-bound statistics, one array per component."""
         if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 0 <= k < self.sets:
-            raise PrivacyError(f"set {k!r} was not charged: this model holds sets 0..{self.sets - 1}",
-                               "plan the release with more sets (each costs its share of the budget)")
+            raise PrivacyError(
+                f"set {k!r} was not charged: this model holds sets 0..{self.sets - 1}",
+                "plan the release with more sets (each costs its share of the budget)",
+            )
         return self.outputs[k]
 
     def sample(self, k: int, rand: Randomness) -> pd.DataFrame:
@@ -375,8 +419,13 @@ class ModipsModel(Model):
         if s.model == "normal":
             col = s.columns[0]
             mu, sigma2 = M.draw_normal(noisy[0], noisy[1], s.rows, rng)
-            x = M.truncated_normal(np.full(s.rows, float(mu)), np.full(s.rows, math.sqrt(float(sigma2))),
-                                   float(_bounds(col)[0]), float(_bounds(col)[1]), rng)
+            x = M.truncated_normal(
+                np.full(s.rows, float(mu)),
+                np.full(s.rows, math.sqrt(float(sigma2))),
+                float(_bounds(col)[0]),
+                float(_bounds(col)[1]),
+                rng,
+            )
             return pd.DataFrame({col.name: M.value_column(x, col)})
         return self._mixed(noisy, rng)
 

@@ -201,7 +201,9 @@ def mixed_sets(
     p = lower.size
     stats = [np.asarray(a) for a in statistics]
     if len(stats) != 1 + p + p * (p + 1) // 2:
-        raise DipsyError(f"{len(stats)} statistics for {p} numeric column(s)", f"give counts, {p} sums and {p * (p + 1) // 2} cross-products")
+        raise DipsyError(
+            f"{len(stats)} statistics for {p} numeric column(s)", f"give counts, {p} sums and {p * (p + 1) // 2} cross-products"
+        )
     counts = np.asarray(stats[0], dtype=np.int64)
     if counts.ndim != 2:
         raise DipsyError(f"counts have shape {counts.shape}, expected (reps, K)", "give one row of counts per repetition")

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -48,8 +48,10 @@ class Term:
         x = x.astype(float)
         if self.log:
             if np.any(x <= 0):
-                raise DataError(f"the predictor log({self.column}) needs values > 0, and some records have {self.column} <= 0",
-                                f"use {self.column} without log(), or give those records a positive value")
+                raise DataError(
+                    f"the predictor log({self.column}) needs values > 0, and some records have {self.column} <= 0",
+                    f"use {self.column} without log(), or give those records a positive value",
+                )
             x = np.log(x)
         return (x - self.centre) / self.half
 
@@ -74,7 +76,9 @@ def terms(spec: str | list[str], domain: Domain) -> tuple[Term, ...]:
         lo, hi = float(col.lower), float(col.upper)
         if match:
             if hi <= 1:
-                raise DipsyError(f"log({column}) needs public bounds reaching above 1, got [{lo:g}, {hi:g}]", f"use {column} as it is")
+                raise DipsyError(
+                    f"log({column}) needs public bounds reaching above 1, got [{lo:g}, {hi:g}]", f"use {column} as it is"
+                )
             lo, hi = math.log(max(lo, 1.0)), math.log(hi)
         out.append(Term(column, name, log=bool(match), centre=(lo + hi) / 2, half=max((hi - lo) / 2, 1e-12)))
     return tuple(out)

@@ -18,14 +18,29 @@ from .mechanism import Fit, Outcome, Sampler, check_fit, database_bound, outside
 from .range_bound import check_range_options, move_bound
 
 
-def release_draws(sampler: Sampler, m: int, key: Any, standard: str = "adp", a: float | None = None,
-                  b: float | None = None, rule: str = "linear", c: float = 1.0, g: float = 0.0,
-                  reweight: bool = False, target: float | None = None, check: bool = True,
-                  unweighted: Fit | None = None) -> Outcome:
+def release_draws(
+    sampler: Sampler,
+    m: int,
+    key: Any,
+    standard: str = "adp",
+    a: float | None = None,
+    b: float | None = None,
+    rule: str = "linear",
+    c: float = 1.0,
+    g: float = 0.0,
+    reweight: bool = False,
+    target: float | None = None,
+    check: bool = True,
+    unweighted: Fit | None = None,
+    eq3: str = "scaled",
+) -> Outcome:
     """Steps 1–6 of the module: fit, weigh, refit, bound, thin.
 
     ``unweighted`` reuses an unweighted fit of the same sampler (the benchmark compares standards on
-    one data set); ``check`` refuses fits that did not converge (:func:`check_fit`).
+    one data set); ``check`` refuses fits that did not converge (:func:`check_fit`). ``eq3`` is the
+    form of S-001 eq. (3) the truncated standard's comparison figure ``Outcome.delta_printed`` takes
+    (:func:`.mechanism.database_bound`); the stated Δ under a range, the bound of a move, does not
+    depend on it.
     """
     span: tuple[float, float] | None = None  # the sensitive range (a, b): set for every standard but adp
     if standard != "adp":
@@ -50,7 +65,7 @@ def release_draws(sampler: Sampler, m: int, key: Any, standard: str = "adp", a: 
     warnings += check_fit(weighted, "weighted") if check else []
     F1 = sampler.log_likelihood(weighted)
     L1 = sampler.log_range_mass(weighted, *span) if standard == "truncated" and span is not None else None
-    delta, per = database_bound(standard, alpha, F1, L1, lam)
+    delta, per = database_bound(standard, alpha, F1, L1, lam, eq3)
     seconds = {"unweighted_fit": unweighted.seconds, "weighted_fit": weighted.seconds}
     delta_printed, worst = None, None
     # Every standard but adp (span and L0 are set together). S-001's figure bounds a censoring
@@ -62,8 +77,25 @@ def release_draws(sampler: Sampler, m: int, key: Any, standard: str = "adp", a: 
         delta, per, worst, seconds["move_bound"] = moved.epsilon / 2.0, moved.per_record / 2.0, moved.record, moved.seconds
     delta_adp = float(np.max(np.abs(effective * F1))) if standard != "adp" else delta
     if not math.isfinite(delta):
-        raise DipsyError("the Lipschitz bound is infinite: some record has zero likelihood under a posterior draw",
-                         "check the response against the model (e.g. zeros for a lognormal), or give that record weight 0")
+        raise DipsyError(
+            "the Lipschitz bound is infinite: some record has zero likelihood under a posterior draw",
+            "check the response against the model (e.g. zeros for a lognormal), or give that record weight 0",
+        )
     picked = thin(weighted.size, m)
-    return Outcome(standard, delta, delta_adp, alpha, effective, {k: v[picked] for k, v in weighted.draws.items()},
-                   unweighted, weighted, per, tuple(warnings), lam, seconds, delta_printed, worst)
+    return Outcome(
+        standard,
+        delta,
+        delta_adp,
+        alpha,
+        effective,
+        {k: v[picked] for k, v in weighted.draws.items()},
+        unweighted,
+        weighted,
+        per,
+        tuple(warnings),
+        lam,
+        seconds,
+        delta_printed,
+        worst,
+        eq3 if standard == "truncated" else None,
+    )

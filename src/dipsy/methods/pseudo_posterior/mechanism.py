@@ -14,7 +14,9 @@ Steps of one release (:func:`.draws.release_draws`):
      ``P_θ(R_i) = P(b x_i | θ) − P(a x_i | θ)`` the model mass of the sensitive range
      ``R_i = [a x_i, b x_i]`` (eq. 3 at α = 1);
    - ``averaged`` (S-001 Part 1): ``(1 − λ_i) Δ_{x_i}`` with ``λ_i = Pr(x*_i ∉ R_i)`` under the
-     posterior predictive, ``λ_i = 1 − (1/S) Σ_s P_{θ_s}(R_i)`` — exact given the draws;
+     posterior predictive, ``λ_i = 1 − (1/S) Σ_s P_{θ_s}(R_i)`` — exact given the draws; S-001
+     defines λ_i but prints no risk or Lipschitz formula for Part 1, so this risk, the weights of
+     step 4 and the figure of step 5 are dipsy's reconstruction (METHODS.md §3.2 [R]);
 
 3. weights α_i from the risks (:func:`weights`: Hu's linear map or the Lipschitz-inverse rule,
    optionally raised toward the database bound);
@@ -33,11 +35,14 @@ Steps of one release (:func:`.draws.release_draws`):
      mechanism recomputes every weight for it): ``ε_x`` is the largest oscillation over the draws of
      the change the move makes to the log pseudo posterior (:func:`.range_bound.move_bound`: its theorem, proof
      and caveats), and ``Δ = ε_x/2``. The standard decides the risks and weights (steps 2–4), not
-     the neighbour. S-001's printed figures bound a different neighbour, one that replaces the
-     record's likelihood by its range's (censored) mass: eq. 3, ``max_s max_i α_i |f − log P_θ(R_i)|``
-     (the weight on the whole range-truncated contribution of eq. 1), and Part 1's reading
-     ``max_s max_i (1 − λ_i) α_i |f|`` (METHODS.md §3.2 [R]). They are computed as before
-     (:func:`database_bound`) and kept for comparison (``Outcome.delta_printed``), never stated:
+     the neighbour. S-001's figures bound a different neighbour, one that replaces the
+     record's likelihood by its range's (censored) mass: eq. 3, in either of two forms
+     (``eq3=``, :data:`EQ3_FORMS`): as printed, ``max_s max_i |α_i f − log P_θ(R_i)|``, or
+     dipsy's ``max_s max_i α_i |f − log P_θ(R_i)|`` (the weight on the whole range-truncated
+     contribution of eq. 1; the default); and for Part 1, ``max_s max_i (1 − λ_i) α_i |f|``, dipsy's
+     reconstruction (S-001 prints no formula for it; METHODS.md §3.2 [R]). They are computed by
+     :func:`database_bound`, whose docstring proves what each bounds, and kept for comparison
+     (``Outcome.delta_printed``; a truncated release reports eq. 3's as ``S001_eq3``), never stated:
      on the CE demo the averaged one says 0.30 per draw where a move within the range changes the
      log posterior by 1.8 (tests/test_pseudo_posterior.py checks the stated figure against moves);
 
@@ -56,13 +61,13 @@ from __future__ import annotations
 import functools
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
-
-import numpy as np
+from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import numpyro
 from numpyro.diagnostics import effective_sample_size, split_gelman_rubin
 from numpyro.infer import MCMC, NUTS
@@ -72,6 +77,9 @@ from .models import RecordModel
 
 #: The standards: asymptotic DP (no range), range-truncated, range-averaged.
 STANDARDS = ("adp", "truncated", "averaged")
+#: The two forms of S-001 eq. (3) (:func:`database_bound`): ``scaled``, dipsy's
+#: ``α_i |f − log P(R_i)|`` (the default), and ``printed``, the paper's ``|α_i f − log P(R_i)|``.
+EQ3_FORMS = ("scaled", "printed")
 #: A fit is refused when any parameter's split R-hat exceeds this, or its bulk ESS falls below
 #: ESS_MIN; warned (recorded) when R-hat exceeds RHAT_WARN (Vehtari et al. 2021 recommend 1.01).
 RHAT_MAX, RHAT_WARN, ESS_MIN = 1.05, 1.01, 100.0
@@ -88,9 +96,15 @@ class MCMCSettings:
     max_tree_depth: int = 10
 
     def to_dict(self) -> dict[str, Any]:
-        return {"sampler": "NUTS (NumPyro)", "chains": self.chains, "warmup": self.warmup, "draws_per_chain": self.draws,
-                "retained_draws": self.chains * self.draws, "target_accept": self.target_accept,
-                "max_tree_depth": self.max_tree_depth}
+        return {
+            "sampler": "NUTS (NumPyro)",
+            "chains": self.chains,
+            "warmup": self.warmup,
+            "draws_per_chain": self.draws,
+            "retained_draws": self.chains * self.draws,
+            "target_accept": self.target_accept,
+            "max_tree_depth": self.max_tree_depth,
+        }
 
 
 def weighted_model(record_model: RecordModel, X: Any, y: Any, w: Any) -> None:
@@ -125,13 +139,25 @@ class Sampler:
     program: a long-lived process fitting many data sets should call ``jax.clear_caches()``.
     """
 
-    def __init__(self, record_model: RecordModel, X: np.ndarray, y: np.ndarray, settings: MCMCSettings,
-                 log_response: bool = False) -> None:
+    def __init__(
+        self, record_model: RecordModel, X: np.ndarray, y: np.ndarray, settings: MCMCSettings, log_response: bool = False
+    ) -> None:
         self.model, self.settings, self.log_response = record_model, settings, log_response
         self.X, self.y = jnp.asarray(X, dtype=jnp.float64), jnp.asarray(y, dtype=jnp.float64)
-        kernel = NUTS(functools.partial(weighted_model, record_model), target_accept_prob=settings.target_accept, max_tree_depth=settings.max_tree_depth)
-        self._mcmc = MCMC(kernel, num_warmup=settings.warmup, num_samples=settings.draws, num_chains=settings.chains,
-                          chain_method="vectorized", progress_bar=False, jit_model_args=True)
+        kernel = NUTS(
+            functools.partial(weighted_model, record_model),
+            target_accept_prob=settings.target_accept,
+            max_tree_depth=settings.max_tree_depth,
+        )
+        self._mcmc = MCMC(
+            kernel,
+            num_warmup=settings.warmup,
+            num_samples=settings.draws,
+            num_chains=settings.chains,
+            chain_method="vectorized",
+            progress_bar=False,
+            jit_model_args=True,
+        )
         # Compiled once per sampler, vectorised over draws (the range's ends are arguments).
         self._loglik = jax.jit(jax.vmap(lambda th: record_model.log_likelihood(th, self.X, self.y)))
         self._range_mass = jax.jit(jax.vmap(lambda th, lo, hi: record_model.log_interval(th, self.X, lo, hi), (0, None, None)))
@@ -169,8 +195,9 @@ class Sampler:
 def _per_draw(g: Callable, draws: dict[str, np.ndarray], *args: Any, block: int = 500) -> np.ndarray:
     """``g`` (vectorised over draws) at every draw, in blocks of draws (bounded memory)."""
     size = len(next(iter(draws.values())))
-    return np.concatenate([np.asarray(g({k: jnp.asarray(v[s:s + block]) for k, v in draws.items()}, *args))
-                           for s in range(0, size, block)])
+    return np.concatenate(
+        [np.asarray(g({k: jnp.asarray(v[s : s + block]) for k, v in draws.items()}, *args)) for s in range(0, size, block)]
+    )
 
 
 def check_fit(fit: Fit, what: str) -> list[str]:
@@ -181,11 +208,17 @@ def check_fit(fit: Fit, what: str) -> list[str]:
     """
     fix = "raise the MCMC settings (--option warmup=, draws=, target_accept=0.95), or simplify the model"
     if fit.divergences:
-        raise DipsyError(f"the {what} fit had {fit.divergences} divergent transitions: its draws, and the Lipschitz "
-                         "bound computed over them, cannot be trusted", fix)
+        raise DipsyError(
+            f"the {what} fit had {fit.divergences} divergent transitions: its draws, and the Lipschitz "
+            "bound computed over them, cannot be trusted",
+            fix,
+        )
     if fit.rhat > RHAT_MAX or fit.ess < ESS_MIN:
-        raise DipsyError(f"the {what} fit did not converge (max split R-hat {fit.rhat:.3f} > {RHAT_MAX}, or min bulk ESS "
-                         f"{fit.ess:.0f} < {ESS_MIN:.0f})", fix)
+        raise DipsyError(
+            f"the {what} fit did not converge (max split R-hat {fit.rhat:.3f} > {RHAT_MAX}, or min bulk ESS "
+            f"{fit.ess:.0f} < {ESS_MIN:.0f})",
+            fix,
+        )
     return [f"the {what} fit's max split R-hat is {fit.rhat:.3f} (> {RHAT_WARN})"] if fit.rhat > RHAT_WARN else []
 
 
@@ -247,8 +280,9 @@ def weights(risk: np.ndarray, rule: str = "linear", c: float = 1.0, g: float = 0
     return alpha if raise_to is None else weights_at(risk, risk.min(), risk.max(), raise_to=raise_to)
 
 
-def weights_at(risk: np.ndarray, lo: Any, hi: Any, rule: str = "linear", c: float = 1.0, g: float = 0.0,
-               raise_to: float | None = None) -> np.ndarray:
+def weights_at(
+    risk: np.ndarray, lo: Any, hi: Any, rule: str = "linear", c: float = 1.0, g: float = 0.0, raise_to: float | None = None
+) -> np.ndarray:
     r""":func:`weights` with the normaliser — the least and the largest risk of the data set — given as
     arguments (arrays broadcast): the move bound (:func:`.range_bound.move_bound`) asks what the rule gives when one
     record's risk, and with it the data set's least or largest risk, changes.
@@ -282,13 +316,60 @@ def weights_at(risk: np.ndarray, lo: Any, hi: Any, rule: str = "linear", c: floa
     raise DipsyError(f"unknown weight rule {rule!r}", "use weights=linear, lipschitz or none")
 
 
-def database_bound(standard: str, alpha: np.ndarray, F: np.ndarray, L: np.ndarray | None = None,
-                   lam: np.ndarray | None = None) -> tuple[float, np.ndarray]:
-    """(Δ, the per-record bounds) over the weighted fit's draws under ``standard`` (module step 5)."""
+def database_bound(
+    standard: str,
+    alpha: np.ndarray,
+    F: np.ndarray,
+    L: np.ndarray | None = None,
+    lam: np.ndarray | None = None,
+    eq3: str = "scaled",
+) -> tuple[float, np.ndarray]:
+    r"""(Δ, the per-record bounds) over the weighted fit's draws under ``standard`` (module step 5).
+
+    ``adp``: ``max_s max_i |α_i f_{θ_s}(x_i)|`` (SWH). ``truncated``: S-001 eq. (3) in the form
+    ``eq3`` names (:data:`EQ3_FORMS`), ``L[s, i] = log P_{θ_s}(R_i)``:
+
+    - ``printed`` (the paper's, as printed): ``max_s max_i |α_i f_{θ_s}(x_i) − log P_{θ_s}(R_i)|``;
+    - ``scaled`` (dipsy's reading): ``max_s max_i α_i |f_{θ_s}(x_i) − log P_{θ_s}(R_i)|``.
+
+    ``averaged``: ``max_s max_i (1 − λ_i) α_i |f_{θ_s}(x_i)|`` — dipsy's reconstruction of S-001
+    Part 1, whose formula the source does not print (METHODS.md §3.2 [R]).
+
+    **What each truncated figure bounds** (S-001 Theorem 1, eq. 4, with the draws for Θ). The fit
+    is ``ξ^w(θ | x) ∝ ξ(θ) exp Σ_j w_j f_θ(x_j)`` (module step 4). Take the *censoring* neighbour x'
+    of record i, in which the record's exact value is replaced by the public knowledge that it
+    lies in ``R_i`` and its term in the exponent by its range's log mass ``log P_θ(R_i)``, every
+    other term and weight held fixed: at full weight (``printed``: the truncated likelihood of
+    eq. 1, ``p_θ(x_i)^{α_i} / P_θ(R_i)``, the weight on the density only) or at the record's weight
+    α_i (``scaled``: ``(p_θ(x_i) / P_θ(R_i))^{α_i}``, the weight on the whole range-truncated
+    contribution). The two exponents differ by ``g_i(θ) = α_i f_θ(x_i) − log P_θ(R_i)``
+    (printed) or ``α_i (f_θ(x_i) − log P_θ(R_i))`` (scaled), and by the oscillation theorem of
+    :func:`.range_bound.move_bound`, ``|log ξ^w(B | x) − log ξ^{w'}(B | x')| <= sup g_i − inf g_i
+    <= 2 sup_θ |g_i(θ)|`` for every measurable B. So 2Δ under either form bounds its own censoring
+    neighbour, over the draws (the maximum of eq. 3 is over them) — a different neighbour from
+    the one the release states under a range (a move within the range, every weight recomputed:
+    :func:`.range_bound.move_bound`), so these figures are reported beside the stated ε_x, never
+    as it. The printed ``g_i`` is the scaled one plus ``(1 − α_i) |log P_θ(R_i)|`` (``log P <= 0``),
+    so the two forms agree at α_i = 1 and differ by at most that much; a record of weight 0 keeps
+    ``|log P_θ(R_i)|`` under the printed form and 0 under the scaled one (the first record below).
+
+    >>> F, L, a = np.array([[-2.0, -1.0]]), np.array([[-0.5, -3.0]]), np.array([0.5, 0.0])
+    >>> database_bound("truncated", a, F, L, eq3="scaled")[1].tolist()
+    [0.75, 0.0]
+    >>> database_bound("truncated", a, F, L, eq3="printed")[1].tolist()
+    [0.5, 3.0]
+    """
+    if eq3 not in EQ3_FORMS:
+        raise DipsyError(f"unknown form of S-001 eq. 3 {eq3!r}", f"use eq3={' or eq3='.join(EQ3_FORMS)}")
     if standard == "adp":
         per = np.max(np.abs(alpha * F), axis=0)
     elif standard == "truncated":
-        per = alpha * np.max(np.abs(F - _given(L, "the log range masses L", standard)), axis=0)
+        L = _given(L, "the log range masses L", standard)
+        per = (
+            np.max(np.abs(alpha * F - L), axis=0)
+            if eq3 == "printed"  # eq. 3 as printed
+            else alpha * np.max(np.abs(F - L), axis=0)
+        )  # eq. 3 with α_i on the whole truncated term
     elif standard == "averaged":
         per = (1.0 - _given(lam, "the outside probabilities λ", standard)) * alpha * np.max(np.abs(F), axis=0)
     else:
@@ -303,8 +384,9 @@ def thin(size: int, m: int) -> np.ndarray:
     [999, 1999, 2999, 3999]
     """
     if m > size:
-        raise DipsyError(f"{m} synthetic sets need {m} posterior draws, and only {size} were retained",
-                         "raise --option draws= or lower --sets")
+        raise DipsyError(
+            f"{m} synthetic sets need {m} posterior draws, and only {size} were retained", "raise --option draws= or lower --sets"
+        )
     return np.arange(1, m + 1) * (size // m) - 1
 
 
@@ -328,6 +410,7 @@ class Outcome:
     #: for comparison only — ``delta`` is the bound of a move within the range (:func:`.range_bound.move_bound`).
     delta_printed: float | None = None
     worst: int | None = None  # the record whose move attains ε_x (private)
+    eq3: str | None = None  # under truncated, the form of eq. 3 ``delta_printed`` takes (:data:`EQ3_FORMS`)
 
     @property
     def epsilon(self) -> float:

@@ -37,10 +37,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
-import numpy as np
-
 import jax
 import jax.numpy as jnp
+import numpy as np
 import numpyro
 import numpyro.distributions as dist
 from jax.scipy.special import gammaln, log_ndtr, xlogy
@@ -199,8 +198,7 @@ class NegativeBinomial(Poisson):
 
     def log_likelihood(self, theta, X, y):
         mu, phi = jnp.exp(self._log_mu(theta, X)), theta["phi"]
-        return (gammaln(y + phi) - gammaln(phi) - gammaln(y + 1) + phi * jnp.log(phi / (phi + mu))
-                + xlogy(y, mu / (phi + mu)))
+        return gammaln(y + phi) - gammaln(phi) - gammaln(y + 1) + phi * jnp.log(phi / (phi + mu)) + xlogy(y, mu / (phi + mu))
 
     def cdf(self, theta, X, t):
         mu, phi = jnp.exp(self._log_mu(theta, X)), theta["phi"]

@@ -14,13 +14,13 @@ from __future__ import annotations
 import functools
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Callable
-
-import numpy as np
+from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ...errors import DipsyError
 from .mechanism import Fit, Sampler, weights_at
@@ -80,10 +80,12 @@ def shape_of(record_model: RecordModel, log_response: bool = False) -> Shape:
         return Shape("poisson", "integer")
     if kind is NegativeBinomial and not log_response:
         return Shape("negative-binomial", "integer")
-    raise DipsyError(f"a sensitive range needs a model whose log-likelihood dipsy can bound over the range; "
-                     f"{getattr(record_model, 'name', kind.__name__)!r} is not one of the built-in models",
-                     "use model=normal, lognormal, poisson or negative-binomial with range=, or leave out range= "
-                     "(the no-range bound holds for any model)")
+    raise DipsyError(
+        f"a sensitive range needs a model whose log-likelihood dipsy can bound over the range; "
+        f"{getattr(record_model, 'name', kind.__name__)!r} is not one of the built-in models",
+        "use model=normal, lognormal, poisson or negative-binomial with range=, or leave out range= "
+        "(the no-range bound holds for any model)",
+    )
 
 
 def check_range_options(record_model: Any, log_response: bool = False, reweight: bool = False) -> None:
@@ -92,9 +94,11 @@ def check_range_options(record_model: Any, log_response: bool = False, reweight:
     changes in a way the bound does not follow; ``target=`` fixes the target instead)."""
     shape_of(record_model, log_response)
     if reweight:
-        raise DipsyError("reweight=true cannot be combined with range=: the bound of a move within the range does not "
-                         "follow how one record's move changes the re-weighting target",
-                         "leave out reweight=, or pass target=EPSILON (a fixed target) instead")
+        raise DipsyError(
+            "reweight=true cannot be combined with range=: the bound of a move within the range does not "
+            "follow how one record's move changes the re-weighting target",
+            "leave out reweight=, or pass target=EPSILON (a fixed target) instead",
+        )
 
 
 def range_of(shape: Shape, y: np.ndarray, a: float, b: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -216,17 +220,28 @@ def _f_extremes(shape: Shape, theta: dict[str, Any], X: Any, l: Any, r: Any, xp:
 
         def f(u):
             return -0.5 * math.log(2 * math.pi) - xp.log(sigma) - 0.5 * ((u - eta) / sigma) ** 2 - shape.jacobian * u
+
         return xp.minimum(f(l), f(r)), f(xp.clip(eta - shape.jacobian * sigma**2, l, r))
     sp = _special(xp)
     if shape.family == "poisson":  # f'' = −ψ'(y + 1) < 0
+
         def f(y):
             return y * eta - xp.exp(eta) - sp.gammaln(y + 1.0)
+
         return _curved_extremes(f(l), f(r), eta - sp.digamma(l + 1.0), eta - sp.digamma(r + 1.0), l, r, False, xp)
     phi = theta["phi"][:, None]  # f'' = ψ'(y + φ) − ψ'(y + 1): convex for φ < 1, concave otherwise
     log_q, _ = _nb_terms(eta, phi, xp)
     slope = lambda y: sp.digamma(y + phi) - sp.digamma(y + 1.0) + log_q  # noqa: E731
-    return _curved_extremes(_nb_log_pmf(l, eta, phi, xp), _nb_log_pmf(r, eta, phi, xp), slope(l), slope(r), l, r,
-                            xp.broadcast_to(phi < 1.0, eta.shape), xp)
+    return _curved_extremes(
+        _nb_log_pmf(l, eta, phi, xp),
+        _nb_log_pmf(r, eta, phi, xp),
+        slope(l),
+        slope(r),
+        l,
+        r,
+        xp.broadcast_to(phi < 1.0, eta.shape),
+        xp,
+    )
 
 
 def _d_extremes(shape: Shape, theta: dict[str, Any], X: Any, l: Any, r: Any, u: Any, xp: Any = jnp) -> tuple[Any, Any]:
@@ -264,8 +279,7 @@ def _d_extremes(shape: Shape, theta: dict[str, Any], X: Any, l: Any, r: Any, u: 
 
 def _abs_extremes(lo: Any, hi: Any) -> tuple[Any, Any]:
     """Bounds of ``|v|`` for v in ``[lo, hi]``."""
-    return (jnp.where((lo <= 0) & (hi >= 0), 0.0, jnp.minimum(jnp.abs(lo), jnp.abs(hi))),
-            jnp.maximum(jnp.abs(lo), jnp.abs(hi)))
+    return (jnp.where((lo <= 0) & (hi >= 0), 0.0, jnp.minimum(jnp.abs(lo), jnp.abs(hi))), jnp.maximum(jnp.abs(lo), jnp.abs(hi)))
 
 
 def _risk_from(standard: str, f_lo: Any, f_hi: Any, m_lo: Any, m_hi: Any) -> tuple[Any, Any, Any, Any]:
@@ -303,6 +317,7 @@ def _risk_edges(shape: Shape, standard: str, theta: dict[str, Any], X: Any, ends
 
     def log_density(v):
         return -half_log_2pi - jnp.log(sigma) - 0.5 * ((v - mu) / sigma) ** 2 - shape.jacobian * v
+
     f, df = log_density(u), -z / sigma - shape.jacobian
     zl, zh = z + jnp.log(a) / sigma, z + jnp.log(b) / sigma
     lm = log_normal_interval(zl, zh)
@@ -320,8 +335,9 @@ def _risk_edges(shape: Shape, standard: str, theta: dict[str, Any], X: Any, ends
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1))
-def _risk_around(shape: Shape, standard: str, theta: dict[str, Any], X: Any, t: Any, F: Any, L: Any, ends: Any, a: float,
-                 b: float) -> tuple[Any, ...]:
+def _risk_around(
+    shape: Shape, standard: str, theta: dict[str, Any], X: Any, t: Any, F: Any, L: Any, ends: Any, a: float, b: float
+) -> tuple[Any, ...]:
     r"""Risk and λ bounds per cell for a normal model on a window (:attr:`Shape.window`) from what the
     mechanism computed at the record's own value t only — ``F = f_s(t)`` and ``L = log m_s(t)`` (S ×
     records) — with no new mass: the coarse pass of :func:`move_bound`.
@@ -347,11 +363,14 @@ def _risk_around(shape: Shape, standard: str, theta: dict[str, Any], X: Any, t: 
 
     def between(value, slope, steep):  # (least, largest) over the cell, from the value and slope at t and a bound on |slope|
         top = value[..., None] + jnp.maximum(slope[..., None] * l, slope[..., None] * r)
-        low = value[..., None] + jnp.minimum(slope[..., None] * l - 0.5 * (l / sigma) ** 2, slope[..., None] * r - 0.5 * (r / sigma) ** 2)
+        low = value[..., None] + jnp.minimum(
+            slope[..., None] * l - 0.5 * (l / sigma) ** 2, slope[..., None] * r - 0.5 * (r / sigma) ** 2
+        )
         return jnp.maximum(low, value[..., None] - steep * far), top
 
     def log_density(v):
         return -half_log_2pi - jnp.log(sigma) - 0.5 * ((v - mu) / sigma) ** 2 - shape.jacobian * v
+
     f_lo = jnp.minimum(log_density(l + t3), log_density(r + t3))
     f_hi = log_density(jnp.clip(mu - shape.jacobian * sigma**2, l + t3, r + t3))
     if standard == "truncated":  # h' = (E W − z)/σ − J and E W − z ∈ [A, B]
@@ -379,12 +398,22 @@ def _count_log_mass(shape: Shape, theta: dict[str, Any], X: np.ndarray, lower: n
             return np.where(k < 0, 0.0, gammaincc(k + 1.0, mu))
         phi = np.asarray(theta["phi"])[:, None]
         return np.where(k < 0, 0.0, betainc(phi, np.maximum(k, 0) + 1.0, phi / (phi + mu)))
+
     with np.errstate(divide="ignore"):
         return np.log(np.clip(cdf(np.floor(upper)) - cdf(np.ceil(lower) - 1.0), 1e-300, None))
 
 
-def _risk_cells(shape: Shape, record_model: RecordModel, standard: str, theta: dict[str, Any], X: np.ndarray, l: np.ndarray,
-                r: np.ndarray, a: float, b: float) -> tuple[Any, ...]:
+def _risk_cells(
+    shape: Shape,
+    record_model: RecordModel,
+    standard: str,
+    theta: dict[str, Any],
+    X: np.ndarray,
+    l: np.ndarray,
+    r: np.ndarray,
+    a: float,
+    b: float,
+) -> tuple[Any, ...]:
     """Risk and λ bounds per cell (row) for the other built-in models (step 2 of :func:`move_bound`):
     the range a value in ``[l, r]`` has holds the cell's intersection ``[lo(r), hi(l)]`` and lies in
     its union ``[lo(l), hi(r)]`` (both ends of the range rise with the value, also as rounded floats),
@@ -420,8 +449,21 @@ _d_cells = jax.jit(_d_extremes, static_argnums=(0,))
 
 
 @jax.jit
-def _combine(d_lo: Any, d_hi: Any, F: Any, w: Any, w_lo: Any, w_hi: Any, P0: Any, P_lo: Any, P_hi: Any, Q_lo: Any, Q_hi: Any,
-             own_lo: Any, own_hi: Any) -> Any:
+def _combine(
+    d_lo: Any,
+    d_hi: Any,
+    F: Any,
+    w: Any,
+    w_lo: Any,
+    w_hi: Any,
+    P0: Any,
+    P_lo: Any,
+    P_hi: Any,
+    Q_lo: Any,
+    Q_hi: Any,
+    own_lo: Any,
+    own_hi: Any,
+) -> Any:
     """Per cell (row): ``max_s U_s − min_s L_s``, a bound on the oscillation over the weighted draws of
     the log-ratio g of a move into the cell (step 5 of :func:`move_bound`).
 
@@ -460,7 +502,7 @@ def _blocks(idx: np.ndarray, size: int, pad: bool = True, small: int = 16) -> li
         size = max(small, 1 << max(0, len(idx) - 1).bit_length())
     out = []
     for start in range(0, len(idx), size):
-        part = idx[start:start + size]
+        part = idx[start : start + size]
         out.append(np.concatenate([part, np.full(size - len(part), part[-1])]))
     return out
 
@@ -503,12 +545,26 @@ class _Release:
             X = jnp.asarray(self.X[idx[block]])
             if self.shape.window and coarse:
                 rec = idx[block]
-                got = _risk_around(self.shape, self.standard, self.theta0, X, jnp.asarray(self.u[rec]), jnp.asarray(self.F0[:, rec]),
-                                   jnp.asarray(self.L0[:, rec]), jnp.asarray(ends[block]), self.a, self.b)
+                got = _risk_around(
+                    self.shape,
+                    self.standard,
+                    self.theta0,
+                    X,
+                    jnp.asarray(self.u[rec]),
+                    jnp.asarray(self.F0[:, rec]),
+                    jnp.asarray(self.L0[:, rec]),
+                    jnp.asarray(ends[block]),
+                    self.a,
+                    self.b,
+                )
             elif self.shape.window:
                 got = _risk_edges(self.shape, self.standard, self.theta0, X, jnp.asarray(ends[block]), self.a, self.b)
             else:
-                rows = (np.repeat(self.X[idx[block]], cells, axis=0), ends[block, :-1].ravel(), _cell_right(self.shape, ends[block]).ravel())
+                rows = (
+                    np.repeat(self.X[idx[block]], cells, axis=0),
+                    ends[block, :-1].ravel(),
+                    _cell_right(self.shape, ends[block]).ravel(),
+                )
                 got = _risk_cells(self.shape, self.record_model, self.standard, self.theta0, *rows, self.a, self.b)
             for target, value in zip(out, got):
                 target[block] = np.asarray(value).reshape(len(block), cells)
@@ -519,9 +575,11 @@ class _Release:
 
     def moved_weight(self, idx: np.ndarray, rho_lo, rho_hi, lam_lo, lam_hi) -> tuple[np.ndarray, np.ndarray]:
         """Bounds on the moved record's effective weight (step 3)."""
+
         def alpha(rho):
             lo, hi = np.minimum(self.m_others[idx, None], rho), np.maximum(self.M_others[idx, None], rho)
             return weights_at(rho, lo, hi, self.rule, self.c, self.g, self.raise_to)
+
         a_hi, a_lo = alpha(rho_lo), alpha(rho_hi)
         if self.standard == "truncated":
             return a_lo, a_hi
@@ -532,28 +590,47 @@ class _Release:
         alpha = weights_at(self.risk[:, None], lo[None, :], hi[None, :], self.rule, self.c, self.g, self.raise_to)
         return alpha if self.lam is None else self.lam[:, None] + (1.0 - self.lam[:, None]) * alpha
 
-    def oscillation(self, idx: np.ndarray, ends: np.ndarray, valid: np.ndarray, u: np.ndarray, risks: tuple[np.ndarray, ...],
-                    norm: "_Normaliser") -> np.ndarray:
+    def oscillation(
+        self,
+        idx: np.ndarray,
+        ends: np.ndarray,
+        valid: np.ndarray,
+        u: np.ndarray,
+        risks: tuple[np.ndarray, ...],
+        norm: _Normaliser,
+    ) -> np.ndarray:
         """The bound per piece and cell (steps 3–5): piece p is record ``idx[p]`` (own u ``u[p]``) moved
         into the cells ``ends[p]``, whose risk and λ bounds are ``risks``."""
         rho_lo, rho_hi, lam_lo, lam_hi = risks
         w_lo, w_hi = self.moved_weight(idx, rho_lo, rho_hi, lam_lo, lam_hi)
         cells = ends.shape[1] - 1
         out = np.empty((len(idx), cells))
-        for block in _blocks(np.arange(len(idx)), max(1, BLOCK_ELEMENTS // (self.Ft.shape[0] * cells)),
-                             pad=self.shape.family == "quadratic"):
+        for block in _blocks(
+            np.arange(len(idx)), max(1, BLOCK_ELEMENTS // (self.Ft.shape[0] * cells)), pad=self.shape.family == "quadratic"
+        ):
             rec = idx[block]
-            flat = lambda v: jnp.asarray(np.asarray(v)[block].ravel())  # noqa: E731
+            flat = lambda v, block=block: jnp.asarray(np.asarray(v)[block].ravel())
             sums = norm.sums(np.repeat(rec, cells), np.asarray(rho_lo)[block].ravel(), np.asarray(rho_hi)[block].ravel())
-            rows = (np.repeat(self.X[rec], cells, axis=0), ends[block, :-1].ravel(), _cell_right(self.shape, ends[block]).ravel(),
-                    np.repeat(u[block], cells))
+            rows = (
+                np.repeat(self.X[rec], cells, axis=0),
+                ends[block, :-1].ravel(),
+                _cell_right(self.shape, ends[block]).ravel(),
+                np.repeat(u[block], cells),
+            )
             if self.shape.family == "quadratic":
                 d = _d_cells(self.shape, self.theta1, *(jnp.asarray(v) for v in rows))
             else:  # an empty count cell (r = l − 1) may reach y = −1, where lgamma is infinite: it is masked below
                 with np.errstate(invalid="ignore", divide="ignore"):
                     d = _d_extremes(self.shape, {k: np.asarray(v) for k, v in self.theta1.items()}, *rows, xp=np)
-            got = _combine(*(jnp.asarray(v) for v in d), jnp.asarray(np.repeat(self.Ft[:, rec], cells, axis=1)),
-                           jnp.asarray(np.repeat(self.effective[rec], cells)), flat(w_lo), flat(w_hi), norm.P0, *sums)
+            got = _combine(
+                *(jnp.asarray(v) for v in d),
+                jnp.asarray(np.repeat(self.Ft[:, rec], cells, axis=1)),
+                jnp.asarray(np.repeat(self.effective[rec], cells)),
+                flat(w_lo),
+                flat(w_hi),
+                norm.P0,
+                *sums,
+            )
             out[block] = np.asarray(got).reshape(len(block), cells)
         return np.where(valid, out, 0.0)
 
@@ -593,11 +670,20 @@ class _Normaliser:
     paths: tuple[tuple[float, float, np.ndarray, np.ndarray], ...] = ()  # (m, M, grid, column of each grid point)
 
     @classmethod
-    def build(cls, rel: "_Release", rho_lo: np.ndarray, rho_hi: np.ndarray, points: int) -> "_Normaliser":
+    def build(cls, rel: _Release, rho_lo: np.ndarray, rho_hi: np.ndarray, points: int) -> _Normaliser:
         depends = rel.raise_to is None and rel.rule in ("linear", "lipschitz")  # a fixed target or none: no path
         if not depends:  # the others' weights do not move: their sums stay F̃ w
-            return cls(jnp.asarray(rel.Ft @ rel.effective)[:, None], rel.m_others, rel.M_others, True, rel.effective[:, None], rule="fixed")
-        affine = (rel.rule == "linear" and rel.g >= 0 and rel.c + rel.g <= 1) or (rel.rule == "lipschitz" and np.all(rel.risk > 0))
+            return cls(
+                jnp.asarray(rel.Ft @ rel.effective)[:, None],
+                rel.m_others,
+                rel.M_others,
+                True,
+                rel.effective[:, None],
+                rule="fixed",
+            )
+        affine = (rel.rule == "linear" and rel.g >= 0 and rel.c + rel.g <= 1) or (
+            rel.rule == "lipschitz" and np.all(rel.risk > 0)
+        )
         if affine:
             keep = np.ones_like(rel.risk) if rel.lam is None else 1.0 - rel.lam
             base = np.zeros_like(rel.risk) if rel.lam is None else rel.lam
@@ -661,8 +747,14 @@ class _Normaliser:
             p_lo = self._coefficients(np.minimum(m, rho_lo), np.maximum(M, rho_lo))
             p_hi = self._coefficients(np.minimum(m, rho_hi), np.maximum(M, rho_hi))
             E = self.E[idx]
-            return (jnp.asarray(self.PE @ p_lo.T), jnp.asarray(self.PE @ p_hi.T), jnp.asarray(self.QE @ p_lo.T),
-                    jnp.asarray(self.QE @ p_hi.T), jnp.asarray(np.sum(E * p_lo, axis=1)), jnp.asarray(np.sum(E * p_hi, axis=1)))
+            return (
+                jnp.asarray(self.PE @ p_lo.T),
+                jnp.asarray(self.PE @ p_hi.T),
+                jnp.asarray(self.QE @ p_lo.T),
+                jnp.asarray(self.QE @ p_hi.T),
+                jnp.asarray(np.sum(E * p_lo, axis=1)),
+                jnp.asarray(np.sum(E * p_hi, axis=1)),
+            )
         assert self.W is not None and self.P is not None and self.Q is not None  # build gives every grid normaliser all three
         k_lo, k_hi = np.zeros(len(idx), dtype=np.int64), np.zeros(len(idx), dtype=np.int64)
         for m_g, M_g, grid, index in self.paths:
@@ -672,15 +764,38 @@ class _Normaliser:
                 raise AssertionError("a risk outside the normaliser's grid")  # the grid spans every coarse cell's risks
             k_lo[mine] = index[np.searchsorted(grid, lo, side="right") - 1]
             k_hi[mine] = index[np.searchsorted(grid, hi, side="left")]
-        return (jnp.asarray(self.P[:, k_lo]), jnp.asarray(self.P[:, k_hi]), jnp.asarray(self.Q[:, k_lo]), jnp.asarray(self.Q[:, k_hi]),
-                jnp.asarray(self.W[idx, k_lo]), jnp.asarray(self.W[idx, k_hi]))
+        return (
+            jnp.asarray(self.P[:, k_lo]),
+            jnp.asarray(self.P[:, k_hi]),
+            jnp.asarray(self.Q[:, k_lo]),
+            jnp.asarray(self.Q[:, k_hi]),
+            jnp.asarray(self.W[idx, k_lo]),
+            jnp.asarray(self.W[idx, k_hi]),
+        )
 
 
-def move_bound(sampler: Sampler, standard: str, a: float, b: float, unweighted: Fit, weighted: Fit, F0: np.ndarray,
-               L0: np.ndarray, F1: np.ndarray, risk: np.ndarray, lam: np.ndarray | None, effective: np.ndarray,
-               rule: str = "linear", c: float = 1.0,
-               g: float = 0.0, raise_to: float | None = None, coarse: int = COARSE_CELLS, split: int = SPLIT,
-               depth: int = DEPTH, points: int = NORMALISER_POINTS) -> MoveBound:
+def move_bound(
+    sampler: Sampler,
+    standard: str,
+    a: float,
+    b: float,
+    unweighted: Fit,
+    weighted: Fit,
+    F0: np.ndarray,
+    L0: np.ndarray,
+    F1: np.ndarray,
+    risk: np.ndarray,
+    lam: np.ndarray | None,
+    effective: np.ndarray,
+    rule: str = "linear",
+    c: float = 1.0,
+    g: float = 0.0,
+    raise_to: float | None = None,
+    coarse: int = COARSE_CELLS,
+    split: int = SPLIT,
+    depth: int = DEPTH,
+    points: int = NORMALISER_POINTS,
+) -> MoveBound:
     r"""ε_x of one draw under a range standard: the largest change of the log pseudo posterior that
     moving one record's response anywhere in its sensitive range ``R_i = [a·y_i, b·y_i]`` can make
     (S-001's neighbour), the neighbour's weights recomputed by the mechanism's own rule.
@@ -763,11 +878,30 @@ def move_bound(sampler: Sampler, standard: str, a: float, b: float, unweighted: 
     first, last = np.arange(n) == order[0], np.arange(n) == order[-1]
     y = np.asarray(sampler.y)
     lo, hi, u = range_of(shape, y, a, b)
-    rel = _Release(shape, sampler.model, standard, a, b, np.asarray(sampler.X), y,
-                   {k: jnp.asarray(v) for k, v in unweighted.draws.items()}, {k: jnp.asarray(v) for k, v in weighted.draws.items()},
-                   F1 - F1.mean(axis=0), F0, L0, risk, lam, effective, u,
-                   np.where(first, risk[order[min(1, n - 1)]], risk[order[0]]), np.where(last, risk[order[max(n - 2, 0)]], risk[order[-1]]),
-                   rule, c, g, raise_to)
+    rel = _Release(
+        shape,
+        sampler.model,
+        standard,
+        a,
+        b,
+        np.asarray(sampler.X),
+        y,
+        {k: jnp.asarray(v) for k, v in unweighted.draws.items()},
+        {k: jnp.asarray(v) for k, v in weighted.draws.items()},
+        F1 - F1.mean(axis=0),
+        F0,
+        L0,
+        risk,
+        lam,
+        effective,
+        u,
+        np.where(first, risk[order[min(1, n - 1)]], risk[order[0]]),
+        np.where(last, risk[order[max(n - 2, 0)]], risk[order[-1]]),
+        rule,
+        c,
+        g,
+        raise_to,
+    )
     everyone = np.arange(n)
     ends, valid = split_cells(shape, lo, hi, coarse)
     risks = rel.risk_bounds(everyone, ends, valid, coarse=True)
@@ -778,8 +912,15 @@ def move_bound(sampler: Sampler, standard: str, a: float, b: float, unweighted: 
     # largest bound among the finest cells cannot raise ε_x. A cut cell's children keep the tighter of
     # their own bounds and their parent's (both hold on them).
     rec, cell = np.nonzero(np.ones(bound.shape, dtype=bool))
-    piece = {"rec": rec, "lo": ends[rec, cell], "hi": ends[rec, cell + 1], "valid": valid[rec, cell],
-             "depth": np.zeros(len(rec), dtype=np.int64), "bound": bound[rec, cell], **{k: r[rec, cell] for k, r in zip(RISKS, risks)}}
+    piece = {
+        "rec": rec,
+        "lo": ends[rec, cell],
+        "hi": ends[rec, cell + 1],
+        "valid": valid[rec, cell],
+        "depth": np.zeros(len(rec), dtype=np.int64),
+        "bound": bound[rec, cell],
+        **{k: r[rec, cell] for k, r in zip(RISKS, risks)},
+    }
     S = max(unweighted.size, weighted.size)
     batch = max(1, BLOCK_ELEMENTS // (S * (split + 1)))
     cut = 0
@@ -794,12 +935,20 @@ def move_bound(sampler: Sampler, standard: str, a: float, b: float, unweighted: 
         r_ = piece["rec"][take]
         c_ends, c_valid = split_cells(shape, piece["lo"][take], piece["hi"][take], split)
         c_risks = rel.risk_bounds(r_, c_ends, c_valid)
-        c_risks = tuple(np.maximum(v, piece[k][take][:, None]) if k.endswith("lo") else np.minimum(v, piece[k][take][:, None])
-                        for k, v in zip(RISKS, c_risks))
+        c_risks = tuple(
+            np.maximum(v, piece[k][take][:, None]) if k.endswith("lo") else np.minimum(v, piece[k][take][:, None])
+            for k, v in zip(RISKS, c_risks)
+        )
         c_bound = np.minimum(rel.oscillation(r_, c_ends, c_valid, u[r_], c_risks, norm), piece["bound"][take][:, None])
-        children = {"rec": np.repeat(r_, split), "lo": c_ends[:, :-1].ravel(), "hi": c_ends[:, 1:].ravel(),
-                    "valid": c_valid.ravel(), "depth": np.repeat(piece["depth"][take] + 1, split), "bound": c_bound.ravel(),
-                    **{k: v.ravel() for k, v in zip(RISKS, c_risks)}}
+        children = {
+            "rec": np.repeat(r_, split),
+            "lo": c_ends[:, :-1].ravel(),
+            "hi": c_ends[:, 1:].ravel(),
+            "valid": c_valid.ravel(),
+            "depth": np.repeat(piece["depth"][take] + 1, split),
+            "bound": c_bound.ravel(),
+            **{k: v.ravel() for k, v in zip(RISKS, c_risks)},
+        }
         keep = np.ones(len(piece["rec"]), dtype=bool)
         keep[take] = False
         piece = {k: np.concatenate([v[keep], children[k]]) for k, v in piece.items()}

@@ -37,9 +37,10 @@ of ``[0.22, 0.27]`` at the top by 0.003 (the least size within it is 1289).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from scipy import special
@@ -109,13 +110,16 @@ def _number(v: Any, name: str) -> float:
 
 
 def _check(p0: Any, epsilon: Any, level: Any = 0.5, sensitivity: Any = 1) -> tuple[float, float, float, float]:
-    p0, epsilon, level, sensitivity = (_number(v, k) for v, k in
-                                       ((p0, "p0"), (epsilon, "epsilon"), (level, "level"), (sensitivity, "sensitivity")))
+    p0, epsilon, level, sensitivity = (
+        _number(v, k) for v, k in ((p0, "p0"), (epsilon, "epsilon"), (level, "level"), (sensitivity, "sensitivity"))
+    )
     if not 0 <= p0 <= 1:
         raise DipsyError(f"p0 must lie in [0, 1], got {p0!r}", "give the label's share in the leaf, e.g. 0.25")
     if epsilon <= 0 or sensitivity <= 0:
-        raise DipsyError(f"epsilon and sensitivity must be > 0, got {epsilon!r} and {sensitivity!r}",
-                         "e.g. epsilon 0.4 per tree; sensitivity 1 (add/remove) or 2 (substitution)")
+        raise DipsyError(
+            f"epsilon and sensitivity must be > 0, got {epsilon!r} and {sensitivity!r}",
+            "e.g. epsilon 0.4 per tree; sensitivity 1 (add/remove) or 2 (substitution)",
+        )
     if not 0 < level < 1:
         raise DipsyError(f"level must lie strictly between 0 and 1, got {level!r}", "e.g. 0.9 for a 90 % interval")
     return p0, epsilon, level, sensitivity
@@ -218,25 +222,26 @@ def laplace_binomial_pmf(n: int, p0: float, epsilon: float, sensitivity: float =
     half = int(10 * math.sqrt(float(np.max(count * (n - count))) / n) + 40)
     chunk = min(256, max(16, 2 * half))  # rows per block; its window is chunk + 2 half wide (n = 10⁶: 21 MB)
     for start in range(0, z.size, chunk):
-        w, m = weight[start:start + chunk], count[start:start + chunk]
+        w, m = weight[start : start + chunk], count[start : start + chunk]
         lo, hi = max(0, math.floor(m[0]) - half), min(n, math.ceil(m[-1]) + half)
-        kk = k[lo:hi + 1].astype(float)
+        kk = k[lo : hi + 1].astype(float)
         # log Binomial(k; n, r/n) at the block's middle count r: k_part(k) − k log(k/r) − (n − k)
         # log((n − k)/(n − r)), the logs taken as log1p of (k − r)/r and (r − k)/(n − r), so every term
         # is of the size of k − r, not of n log n …
         r = m[m.size // 2]
-        base = k_part[lo:hi + 1] - special.xlog1py(kk, (kk - r) / r) - special.xlog1py(n - kk, (r - kk) / (n - r))
+        base = k_part[lo : hi + 1] - special.xlog1py(kk, (kk - r) / r) - special.xlog1py(n - kk, (r - kk) / (n - r))
         # … then moved to each row's count m: + k log(m/r) + (n − k) log((n − m)/(n − r)), terms of the
         # size of the block's spread of counts; one exp per element
         # (log1p only near 1, where it is the more accurate; near 0 it would lose the ratio)
         up = np.where(m < r / 2, np.log(m / r), np.log1p(np.maximum((m - r) / r, -0.5)))[:, None]
         down = np.where(n - m < (n - r) / 2, np.log((n - m) / (n - r)), np.log1p(np.maximum((r - m) / (n - r), -0.5)))[:, None]
-        pmf[lo:hi + 1] += w @ np.exp(base + kk * up + (n - kk) * down)
+        pmf[lo : hi + 1] += w @ np.exp(base + kk * up + (n - kk) * down)
     return pmf
 
 
-def interval(n: int, p0: float, epsilon: float, level: float = 0.90, sensitivity: float = 1, *,
-             interpolate: bool = False) -> Interval:
+def interval(
+    n: int, p0: float, epsilon: float, level: float = 0.90, sensitivity: float = 1, *, interpolate: bool = False
+) -> Interval:
     r"""S-004 §5's interval on the synthetic share: mass of eq. (1) over ``[x − δ, x + δ]``.
 
     ``x = ⌊n p0 + ½⌋``; δ is the least whole number for which the mass over ``[x − δ, x + δ] ∩ [0, n]``
@@ -280,9 +285,18 @@ def interval(n: int, p0: float, epsilon: float, level: float = 0.90, sensitivity
 # -- the least leaf size -------------------------------------------------------------------------
 
 
-def min_leaf_size(p0: float, epsilon: float, *, width: float | None = None, lower: float | None = None,
-                  upper: float | None = None, level: float = 0.90, sensitivity: float = 1,
-                  grid: Sequence[int] | None = None, interpolate: bool = False) -> LeafSize:
+def min_leaf_size(
+    p0: float,
+    epsilon: float,
+    *,
+    width: float | None = None,
+    lower: float | None = None,
+    upper: float | None = None,
+    level: float = 0.90,
+    sensitivity: float = 1,
+    grid: Sequence[int] | None = None,
+    interpolate: bool = False,
+) -> LeafSize:
     r"""The least leaf size ``n_B`` whose :func:`interval` is at most ``width`` wide, or lies in [``lower``, ``upper``].
 
     Parameters
@@ -324,8 +338,10 @@ def min_leaf_size(p0: float, epsilon: float, *, width: float | None = None, lowe
     """
     p0, epsilon, level, sensitivity = _check(p0, epsilon, level, sensitivity)
     if not EPSILON_RANGE[0] <= epsilon <= EPSILON_RANGE[1]:  # before any interval is computed
-        raise DipsyError(f"epsilon must lie between {EPSILON_RANGE[0]:g} and {EPSILON_RANGE[1]:g} for the leaf-size search, got {epsilon:g}",
-                         "give one tree's ε within that range (the search's work grows as 1/ε; S-004 uses 0.1 to 1)")
+        raise DipsyError(
+            f"epsilon must lie between {EPSILON_RANGE[0]:g} and {EPSILON_RANGE[1]:g} for the leaf-size search, got {epsilon:g}",
+            "give one tree's ε within that range (the search's work grows as 1/ε; S-004 uses 0.1 to 1)",
+        )
     if (width is not None and (lower is not None or upper is not None)) or (width is None and (lower is None or upper is None)):
         raise DipsyError("give either a width or both lower and upper", "e.g. width=0.05, or lower=0.22 upper=0.27")
     if width is not None:
@@ -335,8 +351,9 @@ def min_leaf_size(p0: float, epsilon: float, *, width: float | None = None, lowe
     else:
         lower, upper = _number(lower, "lower"), _number(upper, "upper")
         if not 0 <= lower <= p0 <= upper <= 1:
-            raise DipsyError(f"[{lower:g}, {upper:g}] must lie in [0, 1] and contain p0 = {p0:g}",
-                             "e.g. lower=0.22 upper=0.27 for p0 = 0.25")
+            raise DipsyError(
+                f"[{lower:g}, {upper:g}] must lie in [0, 1] and contain p0 = {p0:g}", "e.g. lower=0.22 upper=0.27 for p0 = 0.25"
+            )
     if grid is not None:
         try:
             grid = tuple(sorted({_leaf(g) for g in grid}))
@@ -345,8 +362,10 @@ def min_leaf_size(p0: float, epsilon: float, *, width: float | None = None, lowe
         if not grid:
             raise DipsyError("the grid of leaf sizes is empty", "e.g. grid=(250, 500, 1000)")
         if grid[-1] > MAX_N:  # each size's interval is a law over n + 1 counts: 10¹⁰ would take 80 GB
-            raise DipsyError(f"the grid asks for a leaf of {grid[-1]:,} records, more than the {MAX_N:,} the search considers",
-                             f"give leaf sizes of at most {MAX_N:,}")
+            raise DipsyError(
+                f"the grid asks for a leaf of {grid[-1]:,} records, more than the {MAX_N:,} the search considers",
+                f"give leaf sizes of at most {MAX_N:,}",
+            )
     cache: dict[int, Interval] = {}
 
     def at(n: int) -> Interval:
@@ -368,13 +387,16 @@ def min_leaf_size(p0: float, epsilon: float, *, width: float | None = None, lowe
         for n in grid:
             if miss(n) <= _EPS:
                 return done(n)
-        raise DipsyError(f"no leaf size in the grid gives {done(grid[-1]).asked}",
-                         "extend the grid, widen the interval or raise epsilon")
+        raise DipsyError(
+            f"no leaf size in the grid gives {done(grid[-1]).asked}", "extend the grid, widen the interval or raise epsilon"
+        )
     low, high = 0, 1  # low fails (or is 0), high is being tried
     while miss(high) > _EPS:
         if high == MAX_N:
-            raise DipsyError(f"no leaf of up to {MAX_N:,} records gives {done(high).asked}",
-                             "widen the interval, lower the level or raise epsilon")
+            raise DipsyError(
+                f"no leaf of up to {MAX_N:,} records gives {done(high).asked}",
+                "widen the interval, lower the level or raise epsilon",
+            )
         low, high = high, min(2 * high, MAX_N)
     while high - low > 1:
         mid = (low + high) // 2
@@ -423,16 +445,19 @@ def format_calibration(r: LeafSize) -> str:
     """
     lam = r.epsilon / r.sensitivity
     i = r.interval
-    return "\n".join([
-        f"asked: {r.asked} for a label share p0 = {r.p0:g}, ε = {r.epsilon:g}, sensitivity {r.sensitivity:g} (λ = {lam:g})",
-        f"least leaf size n_B: {r.n:,}",
-        f"interval at n_B: [{i.lower:.4f}, {i.upper:.4f}] (width {i.width:.4f}, mass {i.mass:.4f})",
-        "(S-004 §5 eq. (1): the Laplace–binomial law of the synthetic share; splitting stops below n_B)",
-    ])
+    return "\n".join(
+        [
+            f"asked: {r.asked} for a label share p0 = {r.p0:g}, ε = {r.epsilon:g}, sensitivity {r.sensitivity:g} (λ = {lam:g})",
+            f"least leaf size n_B: {r.n:,}",
+            f"interval at n_B: [{i.lower:.4f}, {i.upper:.4f}] (width {i.width:.4f}, mass {i.mass:.4f})",
+            "(S-004 §5 eq. (1): the Laplace–binomial law of the synthetic share; splitting stops below n_B)",
+        ]
+    )
 
 
-def calibration_table(p0s: Sequence[float], epsilons: Sequence[float], ns: Sequence[int], level: float = 0.90,
-                      sensitivity: float = 1) -> list[dict[str, float]]:
+def calibration_table(
+    p0s: Sequence[float], epsilons: Sequence[float], ns: Sequence[int], level: float = 0.90, sensitivity: float = 1
+) -> list[dict[str, float]]:
     """One row per ``p0 × ε × n``: the interval of S-004's Figure 1.
 
     >>> calibration_table([0.25], [0.4], [1000])  # doctest: +ELLIPSIS
@@ -443,8 +468,17 @@ def calibration_table(p0s: Sequence[float], epsilons: Sequence[float], ns: Seque
         for eps in epsilons:
             for n in ns:
                 i = interval(n, p0, eps, level, sensitivity)
-                rows.append({"p0": p0, "epsilon": eps, "lambda": eps / sensitivity, "n": n,
-                             "lower": i.lower, "upper": i.upper, "mass": i.mass})
+                rows.append(
+                    {
+                        "p0": p0,
+                        "epsilon": eps,
+                        "lambda": eps / sensitivity,
+                        "n": n,
+                        "lower": i.lower,
+                        "upper": i.upper,
+                        "mass": i.mass,
+                    }
+                )
     return rows
 
 
@@ -469,7 +503,7 @@ def plot_calibration(rows: Sequence[dict[str, float]], path: str | Path) -> Path
     cols = min(3, len(p0s))
     fig = Figure(figsize=(3.2 * cols, 2.8 * math.ceil(len(p0s) / cols)), dpi=96, layout="constrained")
     axes = fig.subplots(math.ceil(len(p0s) / cols), cols, squeeze=False).ravel()
-    for ax in axes[len(p0s):]:
+    for ax in axes[len(p0s) :]:
         ax.set_axis_off()
     for ax, p0 in zip(axes, p0s):
         for j, lam in enumerate(lams):

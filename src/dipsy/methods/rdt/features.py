@@ -9,8 +9,8 @@ only — the domain, and counts in the public structure file — as S-004's two 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 import numpy as np
 
@@ -76,10 +76,11 @@ class Features:
 
     def inputs(self, values: Mapping[str, np.ndarray], domain: Domain) -> dict[str, np.ndarray]:
         """What :meth:`matrix` reads, from the engine's values: codes, or raw values."""
-        return {name: np.asarray(values[name], dtype=float) if g is None else codes_of(values[name], domain[name])
-                for name, g in zip(self.columns, self.groupings)}
+        return {
+            name: np.asarray(values[name], dtype=float) if g is None else codes_of(values[name], domain[name])
+            for name, g in zip(self.columns, self.groupings)
+        }
 
     def describe(self) -> dict:
         """The public groupings, for release.json (only the columns whose codes are merged)."""
-        return {name: g.tolist() for name, g in zip(self.columns, self.groupings)
-                if g is not None and int(g.max()) + 1 < len(g)}
+        return {name: g.tolist() for name, g in zip(self.columns, self.groupings) if g is not None and int(g.max()) + 1 < len(g)}

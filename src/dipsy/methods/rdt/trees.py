@@ -20,8 +20,8 @@ sums children into parents.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -82,8 +82,12 @@ class Tree:
     def summary(self) -> dict:
         """Public facts for release.json: size, depth and how often each attribute splits."""
         used = self.attribute[self.attribute >= 0]
-        return {"nodes": int(self.nodes), "leaves": int(len(self.leaves)), "depth": int(self.depth.max()),
-                "splits": {self.attributes[a]: int((used == a).sum()) for a in np.unique(used)}}
+        return {
+            "nodes": int(self.nodes),
+            "leaves": int(len(self.leaves)),
+            "depth": int(self.depth.max()),
+            "splits": {self.attributes[a]: int((used == a).sum()) for a in np.unique(used)},
+        }
 
 
 class _Builder:
@@ -99,8 +103,10 @@ class _Builder:
 
     def add(self, parent: int, depth: int, support: float) -> int:
         if len(self.attribute) >= MAX_NODES:
-            raise DipsyError(f"a tree would have more than {MAX_NODES:,} nodes",
-                             "lower the depth, raise n_b, or collapse categories (collapse=, coarsen=)")
+            raise DipsyError(
+                f"a tree would have more than {MAX_NODES:,} nodes",
+                "lower the depth, raise n_b, or collapse categories (collapse=, coarsen=)",
+            )
         self.attribute.append(-1)
         self.threshold.append(np.nan)
         self.first.append(-1)
@@ -110,9 +116,15 @@ class _Builder:
         return len(self.attribute) - 1
 
     def done(self, attributes: Sequence[str]) -> Tree:
-        return Tree(tuple(attributes), np.array(self.attribute, dtype=np.int64), np.array(self.threshold, dtype=float),
-                    np.array(self.first, dtype=np.int64), np.array(self.parent, dtype=np.int64),
-                    np.array(self.depth, dtype=np.int64), np.array(self.support, dtype=float))
+        return Tree(
+            tuple(attributes),
+            np.array(self.attribute, dtype=np.int64),
+            np.array(self.threshold, dtype=float),
+            np.array(self.first, dtype=np.int64),
+            np.array(self.parent, dtype=np.int64),
+            np.array(self.depth, dtype=np.int64),
+            np.array(self.support, dtype=float),
+        )
 
 
 def _pick(candidates: list[int], weights: np.ndarray, rand: np.random.Generator) -> int:
@@ -120,8 +132,16 @@ def _pick(candidates: list[int], weights: np.ndarray, rand: np.random.Generator)
     return int(candidates[rand.choice(len(candidates), p=p)])
 
 
-def grow_public(attributes: Sequence[str], groups: Sequence[int], weights: Sequence[float], structure: np.ndarray,
-                weight: float, n_b: float, depth: int, rand: np.random.Generator) -> Tree:
+def grow_public(
+    attributes: Sequence[str],
+    groups: Sequence[int],
+    weights: Sequence[float],
+    structure: np.ndarray,
+    weight: float,
+    n_b: float,
+    depth: int,
+    rand: np.random.Generator,
+) -> Tree:
     """The Duke variable-depth tree (S-004 §3, ``constructNode``), from public counts only.
 
     A node whose structure-file count (rows × ``weight``) is at least ``n_b`` and whose depth is
@@ -156,9 +176,15 @@ def grow_public(attributes: Sequence[str], groups: Sequence[int], weights: Seque
     return b.done(attributes)
 
 
-def grow_random(attributes: Sequence[str], groups: Sequence[int], numeric: Sequence[bool],
-                bounds: Sequence[tuple[float, float]], depth: int, rand: np.random.Generator,
-                weights: Sequence[float] | None = None) -> Tree:
+def grow_random(
+    attributes: Sequence[str],
+    groups: Sequence[int],
+    numeric: Sequence[bool],
+    bounds: Sequence[tuple[float, float]],
+    depth: int,
+    rand: np.random.Generator,
+    weights: Sequence[float] | None = None,
+) -> Tree:
     """Jagannathan et al.'s data-independent random tree of fixed ``depth`` (METHODS.md §5.1).
 
     Each node above ``depth`` splits on an attribute drawn (with ``weights``, default equal) from
@@ -171,7 +197,9 @@ def grow_random(attributes: Sequence[str], groups: Sequence[int], numeric: Seque
     b = _Builder()
     b.add(-1, 0, np.nan)
     used: list[frozenset[int]] = [frozenset()]
-    ranges: list[dict[int, tuple[float, float]]] = [{a: (bounds[a][0], bounds[a][1]) for a in range(len(attributes)) if numeric[a]}]
+    ranges: list[dict[int, tuple[float, float]]] = [
+        {a: (bounds[a][0], bounds[a][1]) for a in range(len(attributes)) if numeric[a]}
+    ]
     v = 0
     while v < len(b.attribute):
         candidates = [a for a in range(len(attributes)) if (numeric[a] or a not in used[v]) and w[a] > 0]
