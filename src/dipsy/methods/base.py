@@ -113,6 +113,16 @@ def whole(name: str, least: int, most: int, example: int | None = None) -> Calla
     return parse
 
 
+def theta_option(sensitive: str = "every count") -> Option:
+    """The ``theta`` option of the marginal methods: the records one individual may own (θ), which
+    multiplies the sensitivity of ``sensitive`` (add/remove one individual of at most θ records)."""
+    return Option(
+        "theta",
+        whole("theta", 1, MAX_THETA, 7),
+        f"most records one individual may own: the sensitivity of {sensitive} (default 1)",
+    )
+
+
 def real(name: str, least: float, most: float, *, open_low: bool = False, example: float | None = None) -> Callable[[Any], float]:
     """A parser for an option that is a finite number in ``[least, most]`` (``(least, most]`` with ``open_low``).
 

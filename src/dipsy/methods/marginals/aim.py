@@ -104,7 +104,7 @@ from ...privacy.relation import ADD_REMOVE, Relation, individual
 from ...privacy.rng import Randomness
 from ...privacy.selection import ExponentialSelection, epsilon_for
 from ...privacy.session import Session
-from ..base import MAX_ROWS, MAX_THETA, Model, Option, Plan, Synthesizer, real, whole
+from ..base import MAX_ROWS, Model, Option, Plan, Synthesizer, real, theta_option, whole
 from .estimation import CELL_BYTES, GraphicalModel, NoisyMarginal, estimate, model_size
 
 logger = logging.getLogger(__name__)
@@ -253,11 +253,7 @@ class AIM(Synthesizer):
     relations = (ADD_REMOVE,)
     multiple_sets = False
     options = (
-        Option(
-            "theta",
-            whole("theta", 1, MAX_THETA, 7),
-            "most records one individual may own: the sensitivity of every count (default 1)",
-        ),
+        theta_option(),
         Option("workload", _workload, "order of the workload's marginals: all 3-way (default), 2-way or 1-way"),
         Option(
             "rounds",

@@ -118,7 +118,7 @@ from ...privacy.measurement import DiscreteGaussian, DiscreteLaplace, Measuremen
 from ...privacy.relation import ADD_REMOVE, Relation, individual
 from ...privacy.rng import Randomness
 from ...privacy.session import Session
-from ..base import MAX_ROWS, MAX_THETA, Model, Option, Plan, Synthesizer, whole
+from ..base import MAX_ROWS, Model, Option, Plan, Synthesizer, theta_option, whole
 from .consistency import make_consistent
 from .gum import MAX_ITERATIONS, initial_records, update_records
 from .marginal import Marginal, exact_counts
@@ -347,11 +347,7 @@ class DPSyn(Synthesizer):
             public_file=True,
         ),
         Option("groups", _names, "columns whose cells are synthesized one by one, e.g. PUMA (default: one group)"),
-        Option(
-            "theta",
-            whole("theta", 1, MAX_THETA, 7),
-            "most records one individual may own: the sensitivity of every count (default 1)",
-        ),
+        theta_option(),
         Option("least", whole("least", 0, MAX_ROWS, 300), "smallest group size synthesized (default 300)"),
         Option(
             "multiple",

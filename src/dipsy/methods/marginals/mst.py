@@ -110,7 +110,7 @@ from ...privacy.relation import ADD_REMOVE, Relation, individual
 from ...privacy.rng import Randomness
 from ...privacy.selection import ExponentialSelection
 from ...privacy.session import Session
-from ..base import MAX_ROWS, MAX_THETA, Model, Option, Plan, Synthesizer, whole
+from ..base import MAX_ROWS, Model, Option, Plan, Synthesizer, theta_option, whole
 from .consistency import make_consistent
 from .marginal import Marginal, independent_records
 from .privsyn import MergedTable, expand, merge_rare
@@ -223,11 +223,7 @@ class MST(Synthesizer):
     definition = "zCDP"
     relations = (ADD_REMOVE,)
     options = (
-        Option(
-            "theta",
-            whole("theta", 1, MAX_THETA, 7),
-            "most records one individual may own: the sensitivity of every count and score (default 1)",
-        ),
+        theta_option("every count and score"),
         Option("rows", whole("rows", 1, MAX_ROWS, 1000), "synthetic rows (a public choice); default the noisy total"),
     )
 

@@ -87,7 +87,7 @@ from ...privacy.measurement import DiscreteGaussian, Measurement, Query, Statist
 from ...privacy.relation import ADD_REMOVE, Relation, individual
 from ...privacy.rng import Randomness
 from ...privacy.session import Session
-from ..base import MAX_ROWS, MAX_THETA, Model, Option, Plan, Synthesizer, whole
+from ..base import MAX_ROWS, Model, Option, Plan, Synthesizer, theta_option, whole
 from .consistency import make_consistent
 from .gum import MAX_ITERATIONS, initial_records, update_records
 from .marginal import Marginal, independent_records
@@ -181,11 +181,7 @@ class PrivSyn(Synthesizer):
     definition = "zCDP"
     relations = (ADD_REMOVE,)
     options = (
-        Option(
-            "theta",
-            whole("theta", 1, MAX_THETA, 7),
-            "most records one individual may own: the sensitivity of every count (default 1)",
-        ),
+        theta_option(),
         Option("iterations", whole("iterations", 0, MAX_ITERATIONS, 50), "GUM update rounds (default 50)"),
         Option(
             "gamma",
