@@ -1,5 +1,5 @@
 # The first two targets are the README's first two commands: `make demo` and `make test`.
-# Each creates .venv when absent and installs the project with its dependencies from PyPI.
+# Each creates .venv when absent and installs the project with its dependencies from PyPI (with uv).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -8,10 +8,13 @@ DEMO := build/demo
 
 .PHONY: demo test check docs bench bench-peers bench-scale clean
 
+# uv resolves and installs the dependencies in about half of pip's time. --compile-bytecode, as pip
+# does: where PYTHONDONTWRITEBYTECODE is set, Python would otherwise compile pandas, SciPy and the
+# rest from source in every process (`import dipsy.cli` 4.1 s instead of 1.9 s).
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,dev]'
+	$(BIN)/python -m pip install --quiet 'uv>=0.5'
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -e '.[test,dev]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -70,6 +73,8 @@ test: $(STAMP)
 		echo "installing Chromium for the report's browser test" && apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
 		echo "Chromium is not installed: the browser test of the report will be skipped"
+	@# dipsy's own bytecode too: many tests start dipsy in a new process (the CLI, the docs' commands, kills, signals)
+	$(BIN)/python -m compileall -q src
 	$(BIN)/python -m pytest -n auto --dist loadfile
 
 bench: $(STAMP)

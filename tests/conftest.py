@@ -29,6 +29,25 @@ def pytest_configure(config):
         config.stash[_JAX_CACHE] = folder
 
 
+#: Test files that run on one worker together (``make test``'s ``--dist loadfile`` otherwise sends each
+#: file to a worker of its own choosing): the Spark modules, which then share one JVM (:func:`spark`).
+TOGETHER = {"tests/test_spark_engine.py": "spark", "tests/test_spark_release.py": "spark"}
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile`` with the files of :data:`TOGETHER` as one unit of work."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByFile(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            file = nodeid.split("::", 1)[0]
+            return TOGETHER.get(file, file)
+
+    return ByFile(config, log)
+
+
 def pytest_unconfigure(config):
     folder = config.stash.get(_JAX_CACHE, None)
     if folder is not None:
@@ -62,6 +81,38 @@ def skip_without_spark(what: str) -> None:
         require_spark()
     except DataError as e:
         pytest.skip(f"{what}: {e}", allow_module_level=True)
+
+
+#: What starting the worker's Spark session warned or raised unraisably (see :func:`spark`).
+SPARK_STARTED: dict[str, list] = {}
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The worker's one Spark session, shared by the Spark modules (a JVM start is 10-20 s of CPU),
+    started once JAX has run in this process, as it has after mbi's estimation or the pseudo-posterior's
+    sampler: what the start warned or raised unraisably is kept in :data:`SPARK_STARTED`. Stopped at
+    the end, when its private scratch folder must go with it."""
+    import warnings
+
+    import jax.numpy as jnp
+
+    from dipsy.engine.spark_engine import _SESSION, spark_session, stop_session
+
+    jnp.ones(3).sum().block_until_ready()  # JAX's backend, its threads and its at-fork hook now run
+    unraisable, hook = [], sys.unraisablehook
+    sys.unraisablehook = unraisable.append  # a warning raised inside an at-fork hook arrives here
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            session = spark_session()
+    finally:
+        sys.unraisablehook = hook
+    SPARK_STARTED.update(warnings=[str(w.message) for w in caught], unraisable=[str(u.exc_value) for u in unraisable])
+    folder = _SESSION["folder"]
+    yield session
+    stop_session()
+    assert not folder.exists()  # the private scratch folder goes with the session
 
 
 @pytest.fixture

@@ -26,8 +26,6 @@ from dipsy.privacy.budget import ApproxDP, LocalDP  # noqa: E402
 from dipsy.privacy.composition import total_as  # noqa: E402
 from dipsy.privacy.relation import ADD_REMOVE  # noqa: E402
 
-SMALL = MCMCSettings(chains=2, warmup=300, draws=300)
-
 
 def simulation(n: int, seed: int):
     """S-001's design: x ~ N(2, 1), y ~ Lognormal(x + 1, 1)."""
@@ -36,10 +34,14 @@ def simulation(n: int, seed: int):
     return np.column_stack([np.ones(n), x]), np.exp(rng.normal(x + 1, 1))
 
 
+#: The size of every simulated fit below: one shape, so the sampler's programs compile once per run.
+SIM_N, SIM_MCMC = 60, MCMCSettings(chains=2, warmup=200, draws=200)
+
+
 @pytest.fixture(scope="module")
 def fitted():
-    X, y = simulation(400, 1)
-    sampler = Sampler(MODELS["lognormal"](), X, y, SMALL)
+    X, y = simulation(SIM_N, 1)
+    sampler = Sampler(MODELS["lognormal"](), X, y, SIM_MCMC)
     return sampler, sampler.fit(np.ones(len(y)), jax.random.PRNGKey(0))
 
 
@@ -131,7 +133,7 @@ def test_the_weighted_log_density_is_the_prior_plus_the_weighted_sum_of_log_like
 def test_lipschitz_bounds_over_the_draws_match_a_direct_evaluation(fitted):
     sampler, fit = fitted
     F = sampler.log_likelihood(fit)
-    assert F.shape == (fit.size, 400)
+    assert F.shape == (fit.size, SIM_N)
     beta, sigma = fit.draws["beta"], fit.draws["sigma"]
     direct = stats.lognorm(s=sigma[:, None], scale=np.exp(beta @ sampler.X.T.__array__())).logpdf(np.asarray(sampler.y)[None, :])
     assert np.allclose(F, direct, rtol=1e-9, atol=1e-9)
@@ -160,7 +162,7 @@ def test_weights_lie_in_zero_one_and_fall_with_risk():
 
 def test_a_range_refuses_reweight_before_any_fit():
     X, y = simulation(50, 7)
-    sampler = Sampler(MODELS["lognormal"](), X, y, SMALL)
+    sampler = Sampler(MODELS["lognormal"](), X, y, SIM_MCMC)
     with pytest.raises(DipsyError, match="reweight"):
         release_draws(sampler, 2, jax.random.PRNGKey(2), "averaged", 0.6, 1.2, reweight=True)
 
@@ -233,8 +235,8 @@ def brute_force_moves(sampler, unweighted, weighted, standard, a, b, rule="linea
 @pytest.mark.parametrize("standard", ["averaged", "truncated"])
 def test_a_ranges_epsilon_bounds_every_move_within_the_range(standard):
     """The stated ε_x is at least the largest log-ratio of a move within the range, weights recomputed (brute force)."""
-    X, y = simulation(60, 11)
-    sampler = Sampler(MODELS["lognormal"](), X, y, MCMCSettings(chains=2, warmup=200, draws=200))
+    X, y = simulation(SIM_N, 11)
+    sampler = Sampler(MODELS["lognormal"](), X, y, SIM_MCMC)
     out = release_draws(sampler, 2, jax.random.PRNGKey(3), standard, 0.6, 1.2, check=False)
     assert out.epsilon == pytest.approx(2 * out.delta) and out.delta == pytest.approx(out.record_bounds.max())
     assert out.seconds["move_bound"] > 0 and 0 <= out.worst < len(y)
@@ -262,7 +264,7 @@ def test_each_form_of_eq3_bounds_its_own_censoring_neighbour(form):
     record i's term in the weighted exponent replaced by its range's log mass, at full weight (printed)
     or at α_i (scaled), the others held fixed; the scaled figure does not bound the printed neighbour."""
     X, y = simulation(40, 5)
-    sampler = Sampler(MODELS["lognormal"](), X, y, SMALL)
+    sampler = Sampler(MODELS["lognormal"](), X, y, SIM_MCMC)
     fit = _synthetic_fit({"beta": np.array([1.0, 1.0]), "sigma": np.array(1.0)}, 200, 8)
     F, L = sampler.log_likelihood(fit), sampler.log_range_mass(fit, 0.6, 1.2)
     alpha = mechanism.weights(mechanism.record_risk("truncated", F, L))  # linear map: the riskiest record gets 0
@@ -286,8 +288,8 @@ def test_the_stated_epsilon_is_the_move_bound_under_either_form_of_eq3():
     """eq3= changes the reported S-001 figure, never the stated ε_x (the bound of a move within the range)."""
     from dipsy.methods.pseudo_posterior.synthesizer import PseudoPosteriorSynthesizer
 
-    X, y = simulation(60, 11)
-    sampler = Sampler(MODELS["lognormal"](), X, y, MCMCSettings(chains=2, warmup=200, draws=200))
+    X, y = simulation(SIM_N, 11)
+    sampler = Sampler(MODELS["lognormal"](), X, y, SIM_MCMC)
     unweighted = sampler.fit(np.ones(len(y)), jax.random.PRNGKey(1))
     out = {
         form: release_draws(
@@ -358,7 +360,7 @@ def test_the_move_bound_holds_for_every_built_in_model_and_weight_rule(case):
         y = rng.normal(1 + 0.5 * x, 0.8)
         y = np.exp(y) if name == "lognormal" or not logged else y
         theta = {"beta": [1.0, 0.5], "sigma": 0.8} if name == "lognormal" or logged else {"beta": [3.0, 1.5], "sigma": 2.0}
-    sampler = Sampler(MODELS[name](), X, y, SMALL, log_response=logged)
+    sampler = Sampler(MODELS[name](), X, y, SIM_MCMC, log_response=logged)
     unweighted, weighted = _synthetic_fit(theta, 200, 1), _synthetic_fit(theta, 200, 2)
     F0, F1 = sampler.log_likelihood(unweighted), sampler.log_likelihood(weighted)
     L0 = sampler.log_range_mass(unweighted, 0.6, 1.2)
@@ -608,8 +610,8 @@ def test_a_users_own_model_from_a_file(tmp_path, ce_domain):
         ce_domain,
         method="pseudo-posterior",
         columns=CE_COLUMNS,
-        seed=3,
-        options={**CE_OPTIONS, "model": f"{path}:Laplace"},
+        seed=3,  # seeded, so these shorter chains converge on every run as they did once
+        options={**CE_OPTIONS, "warmup": 150, "draws": 150, "model": f"{path}:Laplace"},
     )
     assert release.options["model"]["file"] == "mymodel.py" and release.options["model"]["name"] == "Laplace"
     assert str(tmp_path) not in json.dumps(release.metadata(), default=str)  # never the operator's path

@@ -18,7 +18,6 @@ skip_without_spark("Spark release tests")
 
 import dipsy  # noqa: E402
 from dipsy.cli import main  # noqa: E402
-from dipsy.engine.spark_engine import spark_session, stop_session  # noqa: E402
 from dipsy.methods import base  # noqa: E402
 from dipsy.release_sets import read_set  # noqa: E402
 
@@ -26,10 +25,9 @@ ROOT = Path(__file__).resolve().parents[1]
 ACS = ROOT / "examples" / "acs"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def spark():
-    yield spark_session()
-    stop_session()
+@pytest.fixture(autouse=True)
+def _session(spark):
+    """Every test here runs with the worker's Spark session started (conftest.spark)."""
 
 
 def _sorted(frame: pd.DataFrame) -> pd.DataFrame:

@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import math
 
-from scipy.optimize import minimize_scalar
-
 from ..errors import DipsyError
 from .budget import positive
 
@@ -50,6 +48,8 @@ def cks_delta(rho: float, epsilon: float) -> float:
 
     # The optimal α is at least (1 + ε/ρ)/2 (CKS); search a wide bracket around it in log(α - 1).
     centre = math.log(max((1 + epsilon / rho) / 2 - 1, 1e-9))
+    from scipy.optimize import minimize_scalar  # here: SciPy's optimizers take half a second to import, and the CLI's start waits
+
     best = minimize_scalar(log_delta, bounds=(centre - 30, centre + 30), method="bounded", options={"xatol": 1e-10})
     return min(1.0, math.exp(best.fun) * (1 + 1e-9))
 

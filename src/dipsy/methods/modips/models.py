@@ -130,7 +130,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from ...domain import Column
 from ...domain.codec import decode_column
@@ -376,6 +375,8 @@ def truncated_normal(mu: np.ndarray, sd: np.ndarray, lower: float, upper: float,
     pos = sd > 0
     if pos.any():
         a, b = (lower - mu[pos]) / sd[pos], (upper - mu[pos]) / sd[pos]
+        from scipy import stats  # here: scipy.stats takes half a second to import, and the CLI's start waits
+
         out[pos] = np.clip(stats.truncnorm.rvs(a, b, loc=mu[pos], scale=sd[pos], random_state=rng), lower, upper)
     return out
 
