@@ -28,14 +28,15 @@ LAYERS = ("base", "domain", "engine", "privacy", "methods", "release", "evaluati
 #: Every module of dipsy, by its layer.
 PLACED = {
     "base": """errors interrupts paths permissions terminal version""",
-    "domain": """domain domain.codec domain.columns domain.discovered domain.domain domain.limits domain.validation""",
-    "engine": """engine engine.base engine.copies engine.duckdb_engine engine.files engine.fingerprint engine.numpy_engine
-                 engine.owner engine.spark_engine""",
+    "domain": """domain domain.codec domain.columns domain.discovered domain.domain domain.limits domain.missing
+                 domain.rules domain.validation""",
+    "engine": """engine engine.agency engine.base engine.copies engine.duckdb_engine engine.files engine.fingerprint
+                 engine.numpy_engine engine.owner engine.spark_engine""",
     "privacy": """privacy privacy.accountant privacy.audit privacy.budget privacy.composition privacy.conversions privacy.known
                   privacy.ledger privacy.ledger_records privacy.loss privacy.measurement privacy.relation privacy.rng
                   privacy.samplers privacy.selection privacy.session""",
     "methods": """methods methods.base methods.counts methods.dirichlet_multinomial methods.discovery methods.dp_prior
-                  methods.exponential_ecdf methods.gamma_poisson methods.histograms methods.laplace_sanitizer
+                  methods.enforce methods.exponential_ecdf methods.gamma_poisson methods.histograms methods.laplace_sanitizer
                   methods.marginals methods.marginals.aim methods.marginals.consistency methods.marginals.dpsyn
                   methods.marginals.estimation methods.marginals.gum methods.marginals.marginal methods.marginals.mst
                   methods.marginals.nist_encoding methods.marginals.privsyn methods.marginals.selection methods.marginals.sets methods.marginals.tree
@@ -45,8 +46,8 @@ PLACED = {
                   methods.pseudo_posterior.range_bound methods.pseudo_posterior.synthesizer methods.rdt
                   methods.rdt.calibration methods.rdt.features methods.rdt.sequential methods.rdt.synthesizer methods.rdt.trees""",
     "release": """authoring discovery_run forecast release release_sets request""",
-    "evaluation": """evaluation evaluation.compare evaluation.groups evaluation.marginals evaluation.numeric evaluation.plots
-                     evaluation.propensity evaluation.regressions evaluation.relationships evaluation.report
+    "evaluation": """evaluation evaluation.compare evaluation.groups evaluation.marginals evaluation.missing evaluation.numeric evaluation.plots
+                     evaluation.propensity evaluation.regressions evaluation.relationships evaluation.report evaluation.rules
                      evaluation.sensitive evaluation.verdicts formula inference""",
     "api": """dipsy api""",
     "audit": """audit audit.cases audit.losses audit.record audit.runner""",

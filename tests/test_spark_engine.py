@@ -454,3 +454,14 @@ def test_the_jvm_starts_without_forking_a_process_where_jax_runs(spark):
     started = SPARK_STARTED
     forks = [m for m in started["warnings"] + started["unraisable"] if "fork" in m]
     assert not forks and not started["unraisable"], forks or started["unraisable"]
+
+
+def test_declared_missing_states_agree(opened, tmp_path):
+    """Declared missing values (tests/test_missing_values.py's survey file: empty cells, NA, -8/-9,
+    '.a', a pooled state, a clipped column): Spark's workers run the NumPy codec, so they agree too."""
+    from test_missing_values import QUERIES, SURVEY_CSV, assert_agree, survey_domain
+
+    path = tmp_path / "survey.csv"
+    path.write_text(SURVEY_CSV)
+    domain = survey_domain()
+    assert_agree(NumpyEngine(pd.read_csv(path), domain, "drop"), opened(path, domain, "drop"), QUERIES)

@@ -30,12 +30,13 @@ from .domain import Domain, decode
 from .engine import engine_for
 from .engine.fingerprint import fingerprint
 from .engine.owner import RunFolder
-from .errors import BudgetError, DataError, DipsyError, NoiseError, PrivacyError
+from .errors import BudgetError, DataError, DipsyError, NoiseError, PrivacyError, ReleaseError
 from .forecast import Forecast, check_declared_rows, forecast
 from .interrupts import held
 from .methods import Model, Synthesizer, get
 from .methods.base import Plan, build_statement
 from .methods.counts import cells_frame
+from .methods.enforce import Enforcement
 from .privacy import Ledger, Spend
 from .privacy.budget import LocalDP
 from .privacy.composition import parse_cap, requested_budget
@@ -43,7 +44,7 @@ from .privacy.ledger import take_back
 from .privacy.measurement import Measurement
 from .privacy.rng import Randomness
 from .privacy.session import Session
-from .release import ROOM_FLOOR, Output, Release, check_room, check_writable_folder
+from .release import LABELLED_FORMATS, ROOM_FLOOR, Output, Release, check_room, check_writable_folder
 from .release_sets import ChunkedSet
 from .request import Request
 from .version import __version__
@@ -81,7 +82,9 @@ def synthesize(
     Parameters
     ----------
     data
-        A CSV or Parquet path (read out of core by DuckDB) or a pandas DataFrame (read in memory).
+        A CSV or Parquet path (read out of core by DuckDB), a SAS, Stata or SPSS file (``.sas7bdat``,
+        ``.xpt``, ``.dta``, ``.sav``, ``.zsav``: read through a private Parquet copy), or a pandas
+        DataFrame (read in memory).
     domain
         The public domain, or the path of its YAML/JSON file.
     method
@@ -232,7 +235,7 @@ def plan_forecast(
     the forecast judge noisy tables against n.
     """
     check_declared_rows(rows)
-    synthesizer, _, _, scope = _configure(method, epsilon, sets, delta, rho, options, neighbouring, release, domain, columns)
+    synthesizer, _, _, scope, _ = _configure(method, epsilon, sets, delta, rho, options, neighbouring, release, domain, columns)
     synthesizer.check_roles(scope)
     n = None
     if synthesizer.relation.fixes_n:
@@ -252,14 +255,15 @@ def plan_forecast(
 
 
 def _configure(method, epsilon, sets, delta, rho, options, neighbouring, release, domain, columns, seed=None):
-    """The synthesizer, its budget, the stated δ and the released columns' domain: public inputs only."""
+    """The synthesizer, its budget, the stated δ, the released columns' domain, and the domain's
+    edit rules that name a column not released (with those columns): public inputs only."""
     kind = get(method)
     budget, delta = requested_budget(kind.definition, epsilon, delta, rho)
     synthesizer = kind(budget, sets, options, neighbouring, release, seed=seed)
     if not isinstance(domain, Domain):
         domain = Domain.load(domain)
     scope = domain.project(columns)  # methods that count cells check in plan() that every column has them
-    return synthesizer, budget, delta, scope
+    return synthesizer, budget, delta, scope, domain.dropped_rules(columns)
 
 
 def _refuse_noise(method: str, outlook: Forecast) -> None:
@@ -302,13 +306,21 @@ def run(
     """
     r = request
     check_declared_rows(r.rows)
-    synthesizer, budget, delta, scope = _configure(
+    synthesizer, budget, delta, scope, dropped = _configure(
         r.method, r.epsilon, r.sets, r.delta, r.rho, r.options, r.neighbouring, r.release, r.domain, r.columns, r.seed
     )
+    # The domain's edit rules, enforced on what is drawn (post-processing; see dipsy.methods.enforce).
+    rules = Enforcement(scope, dropped, synthesizer.repeated_columns(scope))
     if on_release is None and r.output is not None:
         out = r.output
         output = Output(out.folder, out.format, out.overwrite, out.partition_by, r.engine, work=work)
         on_release, check_output = output, output.check if check_output is None else check_output
+    if r.stream and r.output is not None and r.output.format in LABELLED_FORMATS:  # refused before any read
+        fmt = r.output.format
+        raise ReleaseError(
+            f"a streamed set is written in chunks, as a folder of Parquet or CSV part files, not {fmt}",
+            f"leave out --stream to write one {fmt} file per set, or use --format parquet or csv",
+        )
     if r.stream and (on_release is None or r.release == "table"):
         raise DipsyError(
             "a streamed release is drawn as it is written: it needs records and an on_release that saves it",
@@ -383,7 +395,7 @@ def run(
             session.reporter = bar.step if progress else None
             model = synthesizer.fit(session, plan)
             session.close()
-            tables = _draw(model, synthesizer.sets, release, scope, rand, bar if progress else None, r.stream)
+            tables = _draw(model, synthesizer.sets, release, scope, rand, bar if progress else None, r.stream, rules)
         result = Release(
             tables=tables,
             statement=build_statement(synthesizer, plan, session, delta, seeded=seeded, broken=broken),
@@ -401,6 +413,7 @@ def run(
             dropped_rows=report.invalid_rows,
             forecast=outlook.to_dict() | {"accepted_noise": outlook.noise},
             request=r.public(public_options(synthesizer, r.options)),
+            rules=rules if rules or rules.dropped else None,
         )
         if ledger is not None and local:
             with held():
@@ -530,23 +543,33 @@ def _narrowed(plan: Plan, on_invalid: str) -> Plan:
 
 
 def _draw(
-    model: Model, sets: int, release: str, scope: Domain, rand: Randomness, bar: _progress | None, stream: bool = False
+    model: Model,
+    sets: int,
+    release: str,
+    scope: Domain,
+    rand: Randomness,
+    bar: _progress | None,
+    stream: bool = False,
+    rules: Enforcement | None = None,
 ) -> list[pd.DataFrame] | list[ChunkedSet]:
     """The charged sets, drawn from the model (post-processing only).
 
     Records are drawn and decoded chunk by chunk (:meth:`Model.draw_chunks`). In memory the chunks
     are put together; streamed, each set is a :class:`ChunkedSet` drawn as it is written. Both
     consume the randomness in the same order (set by set, chunk by chunk), so for one seed a
-    streamed release holds exactly the in-memory release's records.
+    streamed release holds exactly the in-memory release's records. ``rules`` (the domain's edit
+    rules) reject and redraw records in a forbidden cell, and zero a table's forbidden cells.
     """
     tables = []
     if bar is not None:  # some models are frozen dataclasses; the reporter is no part of their value
         object.__setattr__(model, "reporter", bar.step)
     for _ in range(sets):
         if release == "table":
-            tables.append(cells_frame(model.draw_table(rand), scope))
+            tables.append(cells_frame(model.draw_table(rand, rules), scope))
         else:
-            chunks = (c if isinstance(c, pd.DataFrame) else decode(c, scope, rand.numpy) for c in model.draw_chunks(rand))
+            chunks = (
+                c if isinstance(c, pd.DataFrame) else decode(c, scope, rand.numpy) for c in model.draw_chunks(rand, rules=rules)
+            )
             if stream:
                 tables.append(ChunkedSet(chunks))
                 continue

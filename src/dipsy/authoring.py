@@ -12,6 +12,13 @@ which every release carries, would then publish; so the steward declares each ki
 file only the schema is read (the footer: names and declared types, never the statistics it may
 also hold), and the kind follows the declared type.
 
+Of an agency file (SAS, Stata, SPSS: :mod:`dipsy.engine.agency`) only the metadata is read — the
+file's codebook, which init treats as public: each variable label becomes the column's
+``description``; a column with a value-label set becomes categorical, its categories the labelled
+codes and its ``labels`` their texts; the missing codes the file declares (SPSS's missing values,
+Stata's and SAS's lettered missing values) become the column's ``missing:`` states (a missing
+range, which cannot be listed code by code, is named in a comment). A column without value labels follows its storage type, as for Parquet.
+
 ``--from-public FILE`` fills categories (the sorted distinct values) and bounds (least and
 greatest values) from a file the steward declares public — a previous public release, a codebook
 — read in full, since it is public; the domain records the file's name and SHA-256. Bins stay
@@ -27,6 +34,7 @@ import itertools
 import json
 import math
 import os
+import re
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,12 +46,15 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .domain import Column
 from .domain.domain import TODO
 from .domain.limits import MAX_CODES, check_width
+from .engine.agency import READERS as AGENCY_FORMATS
+from .engine.agency import Variable, file_metadata, read_frame
 from .engine.copies import copy_of
-from .engine.files import dedup_names, error_reason, file_format, unreadable_fix
+from .engine.files import AGENCY_NAMES, dedup_names, error_reason, file_format, unreadable_fix
 from .engine.owner import RunFolder
-from .errors import DataError, DipsyError
+from .errors import DataError, DipsyError, DomainError
 from .interrupts import held
 from .permissions import umask
 
@@ -66,16 +77,18 @@ class Skeleton:
 
 
 def init_domain(data: str | Path, public: str | Path | None = None) -> Skeleton:
-    """The skeleton of a domain file for ``data`` (CSV or Parquet), from its metadata only.
+    """The skeleton of a domain file for ``data`` (CSV, Parquet, SAS, Stata or SPSS), from its metadata only.
 
     Parameters
     ----------
     data
         The confidential data file. Of a CSV file only the header is read; of a Parquet file
-        only the schema (names and declared types). No value of it is read or written.
+        only the schema (names and declared types); of a SAS, Stata or SPSS file only the
+        metadata (names, types, variable and value labels, declared missing codes), which is
+        taken as public. No value of it is read or written.
     public
-        A file the steward declares public (CSV or Parquet): categories and bounds are filled
-        from it, and its name and SHA-256 recorded in the domain's description.
+        A file the steward declares public (any of those formats): categories and bounds are
+        filled from it, and its name and SHA-256 recorded in the domain's description.
 
     Returns
     -------
@@ -93,7 +106,14 @@ def init_domain(data: str | Path, public: str | Path | None = None) -> Skeleton:
     """
     data = Path(data)
     fmt = _checked_format(data, "data file")
-    columns = _csv_header(data) if fmt == "csv" else _parquet_schema(data)
+    variables = {v.name: v for v in file_metadata(data)} if fmt in AGENCY_FORMATS else {}
+    columns: list[tuple[str, str | None, str | None]]
+    if variables:
+        columns = [(v.name, _agency_kind(v), _agency_type(v)) for v in variables.values()]
+    elif fmt in AGENCY_FORMATS:
+        raise DataError(f"the {AGENCY_NAMES[fmt]} file {str(data)!r} has no columns", "pass the file that holds the data")
+    else:
+        columns = _csv_header(data) if fmt == "csv" else _parquet_schema(data)
     facts, digest = {}, None
     if public is not None:
         public = Path(public)
@@ -109,7 +129,10 @@ def init_domain(data: str | Path, public: str | Path | None = None) -> Skeleton:
     lines = _header(data, fmt, public, digest)
     todos = 0
     for name, kind, declared in columns:
-        block, count = _column(name, kind, declared, facts.get(name), public is not None)
+        if name in variables:
+            block, count = _agency_column(variables[name], kind, declared, facts.get(name), public is not None)
+        else:
+            block, count = _column(name, kind, declared, facts.get(name), public is not None)
         lines += block
         todos += count
     return Skeleton("\n".join(lines) + "\n", tuple(n for n, _, _ in columns), todos, public.name if public else None)
@@ -197,13 +220,13 @@ def check_target(path: str | Path, overwrite: bool = False) -> None:
 
 def _checked_format(path: Path, what: str) -> str:
     try:
-        fmt = file_format(path)
+        fmt = file_format(path, agency=True)
     except DataError as e:
         raise DataError(e.problem.replace("data file", what, 1), e.fix) from None
     if not path.exists():
         raise DataError(f"{what} {str(path)!r} does not exist", f"check the path of the {what}")
     if not path.is_file():
-        raise DataError(f"{what} {str(path)!r} is not a file", "pass the path of a CSV or Parquet file")
+        raise DataError(f"{what} {str(path)!r} is not a file", "pass the path of a CSV, Parquet, SAS, Stata or SPSS file")
     return fmt
 
 
@@ -287,7 +310,10 @@ def _public_facts(path: Path, names: list[str]) -> dict[str, dict[str, Any]]:
     """For each column of ``names`` the public file holds: its kind and categories or bounds."""
     fmt = _checked_format(path, "public file")
     try:  # public data: read whole, as the methods read public files
-        frame = pd.read_csv(path) if fmt == "csv" else pd.read_parquet(path)
+        if fmt in AGENCY_FORMATS:
+            frame = read_frame(path)  # its values as the engines read them (codes, not labels)
+        else:
+            frame = pd.read_csv(path) if fmt == "csv" else pd.read_parquet(path)
     except (OSError, ValueError, pa.ArrowException) as e:
         raise DataError(f"cannot read the public file {str(path)!r} ({error_reason(e)})", "pass a CSV or Parquet file") from None
     shared = [n for n in names if n in frame.columns]
@@ -348,6 +374,14 @@ def _header(data: Path, fmt: str, public: Path | None, digest: str | None) -> li
             f"# Domain skeleton for {data.name}, written by 'dipsy domain init' from its header line only:\n"
             "# no value of the data was read, so every kind is TODO as well."
         )
+    elif fmt in AGENCY_FORMATS:
+        source = (
+            f"# Domain skeleton for {data.name}, written by 'dipsy domain init' from its {AGENCY_NAMES[fmt]} metadata\n"
+            "# only: column names, storage types, variable labels (each column's description), value labels\n"
+            "# (categories and their labels) and declared missing values (missing:). init treats this\n"
+            "# metadata as public, the file's codebook, and read no value of the data. Check that it is: a\n"
+            "# label set written from the data (say, every employer's name) would go out with every release."
+        )
     else:
         source = (
             f"# Domain skeleton for {data.name}, written by 'dipsy domain init' from its Parquet schema only\n"
@@ -391,9 +425,14 @@ def _header(data: Path, fmt: str, public: Path | None, digest: str | None) -> li
 
 
 def _column(
-    name: str, kind: str | None, declared: str | None, facts: dict[str, Any] | None, from_public: bool
+    name: str,
+    kind: str | None,
+    declared: str | None,
+    facts: dict[str, Any] | None,
+    from_public: bool,
+    source: str = "the schema's type",
 ) -> tuple[list[str], int]:
-    """One column's entry and its number of TODOs."""
+    """One column's entry and its number of TODOs (``source``: what ``declared`` is, in the notes)."""
     out = [f"  {_scalar(name)}:"]
     todos = 0
 
@@ -413,10 +452,10 @@ def _column(
         out.append(f"    # {problem}")
     usable = facts if facts is not None and not problem else None
     if kind == "boolean":
-        field("kind", "categorical", f"the schema's type ({declared}): its two values, as text")
+        field("kind", "categorical", f"{source} ({declared}): its two values, as text")
         field("categories", "['False', 'True']")
     elif kind is None and usable is None:
-        field("kind", TODO, KIND_CHOICES + (f" (the schema's type, {declared}, has no kind)" if declared else ""))
+        field("kind", TODO, KIND_CHOICES + (f" ({source}, {declared}, has no kind)" if declared else ""))
         field("categories", TODO, "categorical or ordinal: the list, e.g. [1, 2] or ['yes', 'no']")
         field("lower", TODO, "integer or numeric: the public least value")
         field("upper", TODO, "integer or numeric: the public greatest value")
@@ -428,7 +467,7 @@ def _column(
         else:
             assert usable is not None  # the branch above took every column with neither a kind nor usable facts
             chosen = usable["kind"]
-        why = f"the schema's type ({declared})" if kind else "the public file's values"
+        why = f"{source} ({declared})" if kind else "the public file's values"
         if kind == "integer" and usable is not None and usable["kind"] == "numeric":
             usable, problem = None, "the public file's values are not whole numbers"
             out.append(f"    # {problem}")
@@ -455,6 +494,131 @@ def _column(
                 out.append(f"{'    # bins: 10':<34}# optional: a count or edges")
             out.append(f"{'    # clip: true':<34}# top/bottom-coding at lower, upper")
     field("role", "sensitive", "or public: may be released as it is")
+    return out, todos
+
+
+#: Display formats of dates, date-times and times (SAS, SPSS, Stata): pyreadstat reads such columns
+#: as dates or times, which no kind holds, so their kind is the steward's to choose (or to leave out).
+_TEMPORAL = re.compile(r"DATE|TIME|DT|YY|MMDD|DDMM|MDY|DMY|YMD|HHMM|TOD|JUL|MON|QTR|WEEK|^%-?t|^%-?d", re.IGNORECASE)
+
+
+def _agency_kind(v: Variable) -> str | None:
+    """The kind an agency file's column takes from its metadata: categorical for text and for a
+    column with value labels, integer for Stata's integer types, numeric for other numbers, and
+    none (TODO) for dates and times."""
+    if v.stored == "string":
+        return "categorical"
+    if _TEMPORAL.search(v.display):
+        return None
+    if _labelled(v)[0]:
+        return "categorical"
+    return "integer" if v.stored in ("int8", "int16", "int32") else "numeric"
+
+
+def _agency_type(v: Variable) -> str:
+    """The column's storage type and display format, as the notes name them."""
+    return f"{v.stored}, shown as {v.display}" if v.display else v.stored
+
+
+def _labelled(v: Variable) -> tuple[list[Any], list[str], list[str]]:
+    """The labelled codes of ``v`` that its values can hold (in order), their labels, and the
+    letters of labelled lettered missing values (Stata's ``.a``, SAS's ``.A``: no number, so
+    never among the values). A text column labelled with numbers is refused: its values are text,
+    and dipsy matches them against text categories."""
+    if not v.value_labels:
+        return [], [], []
+    if v.stored == "string":
+        odd = [k for k in v.value_labels if not isinstance(k, str)]
+        if odd:
+            raise DataError(
+                f"column {v.name!r} holds text, and the file labels the numbers {', '.join(map(repr, odd[:3]))} in it: "
+                "no text value of the column can match them",
+                "remove those value labels in the program that wrote the file, or write the column's categories by hand",
+            )
+        pairs = sorted(v.value_labels.items())
+    else:
+        pairs = sorted(
+            (_code(k), str(label))
+            for k, label in v.value_labels.items()
+            if isinstance(k, (int, float, np.integer, np.floating)) and not isinstance(k, bool) and math.isfinite(k)
+        )
+    letters = sorted(str(k) for k in v.value_labels if isinstance(k, str) and v.stored != "string")
+    codes, labels = [c for c, _ in pairs], [str(label) for _, label in pairs]
+    if codes:
+        try:  # the domain's own rules: the file's label set must make a column dipsy can load
+            Column(v.name, "categorical", categories=tuple(codes), labels=tuple(labels))
+        except DomainError as e:
+            raise DataError(
+                f"the value labels of column {v.name!r} cannot be its categories: {e.problem}",
+                "correct the label set in the program that wrote the file, or write the column's categories by hand",
+            ) from None
+    return codes, labels, letters
+
+
+def _code(x: Any) -> int | float:
+    """A numeric code as the domain file writes it: a whole number as an integer (SPSS stores 1 as 1.0)."""
+    x = float(x)
+    return int(x) if x.is_integer() and abs(x) < 2**53 else x
+
+
+def _declared_missing(v: Variable, letters: list[str]) -> tuple[list[str], set]:
+    """The ``missing:`` entry of ``v`` from the missing values the file declares, and the codes it
+    takes out of the categories (a code is a state or a category, never both).
+
+    SPSS's discrete missing values become ``codes:``, each with its value label (or its own text);
+    a missing range cannot be listed code by code, so it is named in a comment for the steward.
+    Stata's and SAS's lettered missing values have no number and reach the data as empty cells
+    (:mod:`dipsy.engine.agency`), so they become the ``empty:`` state, its label naming the letters:
+    the reasons are pooled there."""
+    as_code = lambda x: x if isinstance(x, str) else _code(x)  # noqa: E731
+    labels = {as_code(k): str(t) for k, t in v.value_labels.items()}
+    codes, ranges = [], []
+    for lo, hi in sorted(v.missing_ranges, key=lambda r: (str(type(r[0])), r[0], r[1])):  # the file's order varies
+        lo, hi = as_code(lo), as_code(hi)
+        if lo == hi and not isinstance(lo, str):
+            codes.append(lo)
+        else:
+            ranges.append(f"{_scalar(lo)} to {_scalar(hi)}")
+    out = []
+    if ranges:
+        out.append(f"    # the file declares the missing range(s) {', '.join(ranges)}: list their codes under missing: codes:")
+    if codes or letters:
+        out.append(f"{'    missing:':<34}# declared in the file (metadata, public)")
+    if letters:
+        named = ", ".join(f".{k} {labels[k]}" for k in letters)
+        out.append(f"      empty: {_scalar(f'missing ({named})')}")
+    if codes:
+        out.append("      codes: {" + ", ".join(f"{_scalar(c)}: {_scalar(labels.get(c, f'missing {c}'))}" for c in codes) + "}")
+    return out, set(codes)
+
+
+def _agency_column(
+    v: Variable, kind: str | None, declared: str | None, facts: dict[str, Any] | None, from_public: bool
+) -> tuple[list[str], int]:
+    """One column's entry from an agency file's metadata, and its number of TODOs: the value labels
+    as categories and labels (which a public file does not override), the variable label as the
+    description, the declared missing codes in a comment."""
+    codes, labels, letters = _labelled(v)
+    missing, states = _declared_missing(v, letters)
+    labels = [t for c, t in zip(codes, labels) if c not in states]
+    codes = [c for c in codes if c not in states]
+    if codes and kind == "categorical":
+        note = "from the file's value labels; or ordinal, codes in order"
+        out = [
+            f"  {_scalar(v.name)}:",
+            f"{'    kind: categorical':<34}# {note}",
+            "    categories: [" + ", ".join(_scalar(c) for c in codes) + "]",
+            "    labels: [" + ", ".join(_scalar(t) for t in labels) + "]",
+            f"{'    role: sensitive':<34}# or public: may be released as it is",
+        ]
+        todos = 0
+    else:
+        out, todos = _column(v.name, kind, declared, facts, from_public, source="the file's type")
+        if kind is None and v.stored != "string":
+            out.insert(1, "    # a date or time: no kind holds one; delete this entry, or recode the column in the data")
+    out[1:1] = missing
+    if v.label:
+        out.append(f"    description: {_scalar(v.label)}")
     return out, todos
 
 

@@ -475,9 +475,10 @@ def _columns(values: tuple[str, ...]) -> list[str] | None:
 )
 @click.option("--engine", "backend", type=click.Choice(ENGINES), default=None, help="Backend that reads DATA (default duckdb).")
 def domain_check(data: Path, domain_path: Path, columns: tuple[str, ...], on_invalid: str, backend: str | None) -> None:
-    """Check DATA (CSV or Parquet) against a domain file."""
+    """Check DATA (CSV, Parquet, SAS, Stata or SPSS) against a domain file."""
     chosen = _columns(columns)
-    scope = Domain.load(domain_path).project(chosen)
+    full = Domain.load(domain_path)
+    scope = full.project(chosen)
     _doing[0] = f"reading {data}"
     engine = engine_for(data, scope, on_invalid, backend)
     try:
@@ -497,6 +498,33 @@ def domain_check(data: Path, domain_path: Path, columns: tuple[str, ...], on_inv
         out.print(f"{report.summary()}\n{report.invalid_rows} row(s) would be dropped; {report.valid_rows} kept")
     for note in _domain_notes(scope):
         out.print(f"note: {note}")
+    for line in _rule_lines(scope):
+        out.print(line)
+    dropped = full.dropped_rules(chosen)
+    if dropped:
+        names = ", ".join(repr(rule.name) for rule, _ in dropped)
+        left = ", ".join(dict.fromkeys(c for _, cols in dropped for c in cols))
+        out.print(
+            f"note: {len(dropped)} rule(s) name columns not chosen ({left}): a release of these columns does not enforce "
+            f"them ({names})"
+        )
+
+
+def _rule_lines(scope: Domain) -> list[str]:
+    """The domain's edit rules, one line each (from the domain alone: the data's breaks are for
+    ``dipsy evaluate``, which counts them)."""
+    if not scope.rules:
+        return []
+    lines = [
+        f"rules: {len(scope.rules)} edit rule(s); every release enforces them on its synthetic records (post-processing), "
+        "and 'dipsy evaluate' counts the records breaking each"
+    ]
+    for cells in scope.rule_cells:
+        lines.append(
+            f"  rule {cells.name!r}: {cells.rule.text()} (forbids {int(cells.forbidden.sum()):,} of the "
+            f"{cells.forbidden.size:,} combinations of {' × '.join(cells.columns)})"
+        )
+    return lines
 
 
 def _domain_notes(scope: Domain) -> list[str]:
@@ -529,14 +557,16 @@ def _domain_notes(scope: Domain) -> list[str]:
     "public",
     type=click.Path(path_type=Path),
     default=None,
-    help="A file you declare public (CSV or Parquet): categories and bounds are filled from it, its SHA-256 recorded.",
+    help="A file you declare public (CSV, Parquet, SAS, Stata, SPSS): categories and bounds are filled from it, its SHA-256 recorded.",
 )
 @click.option("--overwrite", is_flag=True, help="Replace an existing --out file.")
 def domain_init(data: Path, out_path: Path, public: Path | None, overwrite: bool) -> None:
-    """Write a domain skeleton for DATA (CSV or Parquet) from its column names (and Parquet types) only.
+    """Write a domain skeleton for DATA (CSV, Parquet, SAS, Stata or SPSS) from its metadata only.
 
     No value of DATA is read or written: every category list, bound and bin (and every kind of a
     CSV file) is TODO, to fill from public knowledge; dipsy refuses the file until none is left.
+    Of a SAS, Stata or SPSS file the metadata, taken as public, gives each column's description
+    (its variable label) and, from its value labels, a categorical column's categories and labels.
     """
     from .authoring import check_target, init_domain, write_skeleton
 
@@ -756,7 +786,14 @@ def _release_choices(command: Callable) -> Callable:
     default=None,
     help="Seed: a reproducible test release, recorded and NOT private; default from the OS.",
 )
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="parquet", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="parquet",
+    show_default=True,
+    help="Files of the sets: parquet, csv, or dta (Stata), sav (SPSS), xpt (SAS transport v5) with the domain's labels.",
+)
 @click.option("--option", "options", multiple=True, metavar="NAME=VALUE", help="Method option, e.g. alpha=10 (repeatable).")
 @click.option("--out", "out_dir", required=True, type=click.Path(path_type=Path), help="Folder to write the release into.")
 @click.option("--overwrite", is_flag=True, help="Replace an existing --out folder.")
@@ -839,7 +876,7 @@ def synth(
     stream: bool,
     partition_by: tuple[str, ...],
 ) -> None:
-    """Synthesize DATA (CSV or Parquet) under differential privacy and write a release to --out."""
+    """Synthesize DATA (CSV, Parquet, SAS, Stata or SPSS) under differential privacy and write a release to --out."""
     # Everything that can be checked before any work is checked here, in this order.
     given_budget = _number("--epsilon", epsilon, EPSILON_RANGE), _number("--delta", delta), _number("--rho", rho, RHO_RANGE)
     if sets > MAX_SETS:
@@ -1252,6 +1289,12 @@ def evaluate_command(
         )
     logit = metrics["propensity"]["logistic"]
     out.print(f"pMSE (logistic), standardised: {', '.join(f'{z:.2f}' for z in logit['standardised'])}")
+    if metrics.get("rules"):
+        found = metrics["rules"]
+        out.print(
+            f"edit rules ({len(found['rules'])}): records breaking one, original {found['any']['original']:,}; "
+            f"sets {', '.join(f'{n:,}' for n in found['any']['synthetic'])}"
+        )
     if metrics.get("sensitive"):
         part = metrics["sensitive"]
         tvd = ", ".join(f"{k} {v:.4f}" for k, v in part["tvd_mean"].items())

@@ -30,8 +30,9 @@ import yaml
 
 from .domain.discovered import DiscoveredColumn, Discovery
 from .domain.domain import Domain, load_yaml
+from .domain.missing import Missing, code_key
 from .engine import engine_for
-from .errors import DataError, DipsyError
+from .errors import DataError, DipsyError, DomainError
 from .interrupts import held
 from .methods.discovery import METHOD, DiscoveryPlan, PartitionSelection, ValueCountsQuery, quantile_edges
 from .privacy.accountant import Spend
@@ -147,6 +148,20 @@ def _measured(engine: Any, measurements: tuple, plan: DiscoveryPlan, rand: Rando
         session.close()
 
 
+def _without_codes(values: list, spec: Any) -> list:
+    """The discovered values less the column's declared missing codes (post-processing by the
+    public declaration): a code may not also be a category, and a code is no value to list."""
+    declared = spec.get("missing") if isinstance(spec, dict) else None
+    if declared is None:
+        return values
+    try:
+        missing = Missing.from_dict(declared)
+    except DomainError:
+        return values  # the written domain's own check reports it, naming the column
+    codes = {code_key(code) for code, _ in missing.codes}
+    return [v for v in values if (v if isinstance(v, str) else float(v)) not in codes]
+
+
 def _result(
     plan: DiscoveryPlan,
     found: list,
@@ -167,6 +182,7 @@ def _result(
     for m, values in zip(plan.categories, found):
         name = m.query_as(ValueCountsQuery).column
         selection = m.mechanism_as(PartitionSelection)
+        values = _without_codes(values, columns[key[name]])
         categories[name] = values
         if values:
             columns[key[name]] = {**columns[key[name]], "categories": [_Quoted(v) if isinstance(v, str) else v for v in values]}

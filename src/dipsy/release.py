@@ -2,9 +2,13 @@
 
 A release folder holds ``synthetic_1.<fmt>`` … ``synthetic_m.<fmt>`` (or, for sets written in
 chunks, folders ``synthetic_1/`` … of part files: :mod:`dipsy.release_sets`), ``release.json`` and
-the public domain of the released columns (``domain.yaml``). Everything is written into a temporary
-folder beside the target and renamed into place, so a failure leaves nothing behind. The folder
-gets the permissions of any new folder (``0o777`` less the umask), not the temporary folder's 0700.
+the public domain of the released columns (``domain.yaml``). The format is Parquet, CSV, or one of
+the agencies' own (:data:`LABELLED_FORMATS`: Stata ``.dta``, SPSS ``.sav``, SAS transport ``.xpt``
+version 5), written with pyreadstat with the domain's descriptions as variable labels and, in
+Stata and SPSS files, its categories' labels as value labels (:func:`write_labelled`). Everything
+is written into a temporary folder beside the target and renamed into place, so a failure leaves
+nothing behind. The folder gets the permissions of any new folder (``0o777`` less the umask), not
+the temporary folder's 0700.
 
 What can be checked before a release is charged is checked by :class:`Output` (the command line's
 ``check_output`` and ``on_release``): the folder can be written, the device has room for an
@@ -51,17 +55,20 @@ import numpy as np
 import pandas as pd
 
 from .domain import Domain, encode_frame
-from .domain.codec import as_text, decode_column
+from .domain.codec import as_text, decode_column, decoded_dtype, encode_column, state_values
 from .engine.owner import OWNER_SUFFIX, RunFolder, owner_of
 from .errors import ReleaseError
 from .interrupts import held
 from .methods import Statement
 from .methods.counts import describe_cells
+from .methods.enforce import Enforcement
 from .permissions import umask
 from .privacy import Spend
 from .release_sets import ChunkedSet, check_partition_columns, is_set_folder, write_set
 
-FORMATS = ("parquet", "csv")
+#: The agencies' formats a release can be written in, with variable labels (and value labels in dta and sav).
+LABELLED_FORMATS = ("dta", "sav", "xpt")
+FORMATS = ("parquet", "csv", *LABELLED_FORMATS)
 
 
 @dataclass(frozen=True, eq=False)
@@ -113,6 +120,8 @@ class Release:
     forecast: dict[str, Any] | None = None
     #: The request's public fields (:meth:`dipsy.request.Request.public`): what was asked for, as given.
     request: dict[str, Any] | None = None
+    #: The domain's edit rules and what enforcing them did (None: the domain has none).
+    rules: Enforcement | None = None
 
     def metadata(self) -> dict[str, Any]:
         """The content of ``release.json``."""
@@ -122,7 +131,7 @@ class Release:
             "method": self.method,
             "options": self.options,
             "parameters": self.parameters,
-            "privacy": _with_transformations(self.statement.to_dict(), self.domain),
+            "privacy": _with_transformations(self.statement.to_dict(), self.domain, self._rules_line()),
             "spends": [s.to_dict() for s in self.spends],
             "sets": len(self.tables),
             "combining_rule": self.combining_rule,
@@ -149,10 +158,17 @@ class Release:
             meta["forecast"] = self.forecast
         if self.request is not None:
             meta["request"] = self.request
+        if self.rules is not None:  # only with rules: a release without them has the same release.json as before
+            meta["rules"] = self.rules.to_dict(self.kind)
         if self.kind == "table":
             meta["cells"] = describe_cells(self.domain)
             meta["files"] = [f"{self.stem}_{k}" for k in range(1, len(self.tables) + 1)]
         return meta
+
+    def _rules_line(self) -> tuple[str, ...]:
+        """The statement's line on the edit rules enforced (none without rules)."""
+        line = None if self.rules is None else self.rules.statement_line(self.kind)
+        return () if line is None else (line,)
 
     def save(
         self,
@@ -179,6 +195,8 @@ class Release:
             raise ReleaseError(f"unknown format {format!r}", f"use one of {', '.join(FORMATS)}")
         partition_by = tuple(partition_by)
         check_partition_columns(partition_by, self.domain)
+        if format in LABELLED_FORMATS:  # what the writer would refuse, refused before anything is written
+            check_storable(self.domain, format, partition_by, out.parent)
         if partition_by and self.kind == "table":
             raise ReleaseError("a released table is one row per cell: it is not partitioned", "leave out --partition-by")
         run = None
@@ -211,6 +229,8 @@ class Release:
                     )
                 elif format == "parquet":
                     table.to_parquet(target, index=False)
+                elif format in LABELLED_FORMATS:
+                    write_labelled(table, target, format, self.domain)
                 else:
                     table.to_csv(target, index=False)
             self.domain.save(tmp / "domain.yaml")
@@ -305,8 +325,10 @@ def estimate_bytes(domain: Domain, kind: str, sets: int, rows: int, format: str)
     category, quoted; the wider bound of an integer; 24 characters for a float, the longest
     shortest repr; 20 for a count); in Parquet 8 bytes for a number and, for a category, the whole
     bytes of its dictionary index, or its text and a 4-byte length when the column's texts pass
-    :data:`PARQUET_DICTIONARY`. The sum over records and sets is multiplied by
-    :data:`ROOM_MARGIN`, and :data:`ROOM_FLOOR` added.
+    :data:`PARQUET_DICTIONARY`; in the fixed-width agency formats (dta, sav, xpt) 8 bytes for a
+    number or a numeric category and the longest text for a text category, and each file its
+    value labels. The sum over records and sets is multiplied by :data:`ROOM_MARGIN`, and
+    :data:`ROOM_FLOOR` added.
 
     >>> from dipsy.domain import Column
     >>> d = Domain((Column("a", "categorical", categories=(1, 2, 3)), Column("b", "categorical", categories=tuple(range(300)))))
@@ -314,13 +336,18 @@ def estimate_bytes(domain: Domain, kind: str, sets: int, rows: int, format: str)
     9000
     >>> estimate_bytes(d, "records", 2, 1000, "csv") - ROOM_FLOOR   # 1.5 * 2 * 1000 * ((1 + 3) + (3 + 3))
     30000
+    >>> estimate_bytes(d, "records", 2, 1000, "dta") - ROOM_FLOOR   # 1.5 * 2 * 1000 * (8 + 8)
+    48000
     """
-    width = 0
+    width = labels = 0
     for c in domain.columns:
         if c.is_categorical:
             texts = c.category_texts
             longest = max(len(t.encode("utf-8")) for t in texts)
-            if format == "csv":
+            if format in LABELLED_FORMATS:
+                width += 8 if c.numeric_categories else longest
+                labels += sum(len(t.encode("utf-8")) + 8 for t in c.labels or ()) if format != "xpt" else 0
+            elif format == "csv":
                 width += longest + 3
             elif sum(len(t) for t in texts) > PARQUET_DICTIONARY:
                 width += longest + 4
@@ -334,7 +361,7 @@ def estimate_bytes(domain: Domain, kind: str, sets: int, rows: int, format: str)
     if kind == "table":
         records = domain.cells()
         width += 21 if format == "csv" else 8
-    return int(ROOM_MARGIN * sets * records * width) + ROOM_FLOOR
+    return int(ROOM_MARGIN * sets * (records * width + labels)) + ROOM_FLOOR
 
 
 def check_room(folder: str | Path, need: int) -> None:
@@ -382,6 +409,10 @@ def check_storable(domain: Domain, format: str, partition_by: tuple[str, ...] = 
     ...
     dipsy.errors.ReleaseError: column 'd': the category '01' does not read back from CSV as itself (read back, it is '1'); ...
     """
+    _check_states(domain, format, partition_by)
+    if format in LABELLED_FORMATS:
+        _check_labelled(domain, format, partition_by)
+        return
     longest = _name_max(folder)
     for column in domain.columns:
         if not column.is_categorical:
@@ -421,7 +452,54 @@ def check_storable(domain: Domain, format: str, partition_by: tuple[str, ...] = 
             )
 
 
-_FORMAT_NAMES = {"parquet": "Parquet", "csv": "CSV"}
+_FORMAT_NAMES = {"parquet": "Parquet", "csv": "CSV", "dta": "Stata (.dta)", "sav": "SPSS (.sav)", "xpt": "SAS transport (.xpt)"}
+
+
+def _check_states(domain: Domain, format: str, partition_by: tuple[str, ...]) -> None:
+    """Refuse a column whose declared missing states ``format`` would not give back as themselves
+    (a text code such as ``.a`` among numbers, which Parquet and Stata cannot hold in one column),
+    or that partitions a set (an empty state names no folder). A value and every state, decoded
+    as a release decodes them, are written and read back, and must encode to the same codes.
+    Public inputs only: run before anything is charged."""
+    for column in domain.columns:
+        if column.missing is None:
+            continue
+        if column.name in partition_by:
+            raise ReleaseError(
+                f"partition column {column.name!r} declares missing states, which name no folder",
+                "partition by a column without missing:, or leave out --partition-by",
+            )
+        values = np.empty(1 + column.n_states, dtype=decoded_dtype(column))
+        values[0] = column.levels[0] if column.is_categorical else column.bounds[0]
+        values[1:] = state_values(column)
+        frame = pd.DataFrame({column.name: values})
+        wrote = encode_column(frame[column.name], column).codes
+        try:
+            back = _written_and_read(frame, format) if format not in LABELLED_FORMATS else _labelled_back(frame, format)
+            problem = "" if np.array_equal(encode_column(back[column.name], column).codes, wrote) else "they come back otherwise"
+        except Exception as e:  # noqa: BLE001 - the writer's own refusal (pyarrow: values of mixed types)
+            problem = " ".join(str(e.args[0] if e.args else e).split())[:200]
+        if problem:
+            shown = ", ".join("empty" if x is None else repr(x) for x in column.missing.values)
+            raise ReleaseError(
+                f"column {column.name!r}: {_FORMAT_NAMES[format]} cannot store its missing states ({shown}) with its "
+                f"values as themselves ({problem})",
+                "use --format csv"
+                + ("" if format in ("csv", "parquet") else " or parquet")
+                + ", or declare number codes for a column of numbers (e.g. -1 for Stata's .a)",
+            )
+
+
+def _labelled_back(frame: pd.DataFrame, format: str) -> pd.DataFrame:
+    """``frame`` written as an agency file (no labels) and read back."""
+    import pyreadstat
+
+    read = getattr(pyreadstat, {"dta": "read_dta", "sav": "read_sav", "xpt": "read_xport"}[format])
+    with tempfile.TemporaryDirectory(prefix="dipsy-probe-") as tmp:
+        target = Path(tmp) / f"probe.{format}"
+        getattr(pyreadstat, {"dta": "write_dta", "sav": "write_sav", "xpt": "write_xport"}[format])(frame, str(target))
+        back, _ = read(str(target))
+    return back
 
 
 def _written_and_read(frame: pd.DataFrame, format: str) -> pd.DataFrame:
@@ -437,6 +515,171 @@ def _written_and_read(frame: pd.DataFrame, format: str) -> pd.DataFrame:
     return pd.read_csv(text)
 
 
+#: The codes Stata's value labels may label: whole numbers in this range (above it lie its missing values).
+STATA_LABEL_CODES = (-2_147_483_647, 2_147_483_620)
+#: What each agency format takes, as the fix for a column it cannot store.
+_LABELLED_FIX = {
+    "dta": "Stata takes names of letters, digits and _ (at most 32 characters, not a reserved word such as in, int "
+    "or with) and variable labels of at most 80 characters: rename the column in the data and the domain, shorten "
+    "its description or labels, or use --format sav or parquet",
+    "sav": "SPSS takes names of at most 64 bytes that start with a letter (not ALL, AND, BY, EQ, GE, GT, LE, LT, NE, "
+    "NOT, OR, TO or WITH), variable labels of at most 256 bytes and value labels of at most 120: rename the column in "
+    "the data and the domain, shorten its description or labels, or use --format dta or parquet",
+    "xpt": "SAS transport files (version 5) take names of at most 8 letters, digits and _, variable labels of at "
+    "most 40 characters, and numbers within about ±7.2e75: rename the column in the data and the domain, shorten "
+    "its description, or use --format dta, sav or parquet",
+}
+
+
+def write_labelled(frame: pd.DataFrame, target: Path, format: str, domain: Domain) -> None:
+    """Write one set as a Stata (``dta``), SPSS (``sav``) or SAS transport version 5 (``xpt``) file.
+
+    Each column's ``description`` in the domain is its variable label; in dta and sav files a
+    categorical column's ``labels`` are its value labels (code → label), so that Stata and SPSS
+    show the codes with their labels as in the original file. SAS keeps value labels in a format
+    catalog apart from the data, which a transport file does not hold: an xpt file has variable
+    labels only. Everything written is the set's records and the public domain.
+    """
+    import pyreadstat
+
+    present = [c for c in domain.columns if c.name in frame.columns]
+    variable: dict[str, str | None] | None = {c.name: c.description for c in present if c.description} or None
+    if format == "xpt":
+        # Version 5: the transport format every SAS release reads (libname xport) and Stata's import sasxport5.
+        pyreadstat.write_xport(frame, str(target), column_labels=variable, file_format_version=5)
+        return
+    value = {c.name: _value_labels(c) for c in present if (c.is_categorical and c.labels is not None) or _number_codes(c)}
+    if format == "dta":
+        pyreadstat.write_dta(frame, str(target), column_labels=variable, variable_value_labels=value or None)
+        return
+    # SPSS also keeps each variable's level of measurement, which the domain's kind says, and its
+    # declared missing values: the domain's missing codes that are numbers, as in the original file.
+    measure = {c.name: _MEASURES[c.kind] for c in present}
+    missing: dict[str, list[Any]] = {  # SPSS holds three discrete missing values per variable
+        c.name: [float(x) for x, _ in _number_codes(c)][:3] for c in present if _number_codes(c)
+    }
+    pyreadstat.write_sav(
+        frame,
+        str(target),
+        column_labels=variable,
+        variable_value_labels=value or None,
+        variable_measure=measure,
+        missing_ranges=missing or None,
+    )
+
+
+#: SPSS's level of measurement of each kind of column.
+_MEASURES = {"categorical": "nominal", "ordinal": "ordinal", "integer": "scale", "numeric": "scale"}
+
+
+def _value_labels(column: Any) -> dict[Any, str]:
+    """A column's value labels, code → label (a whole-number code as an integer, as Stata needs): a
+    categorical column's categories with its ``labels``, and the missing codes that are numbers
+    with their labels (the states' labels, as the domain declares them)."""
+    pairs = list(zip(column.levels, column.labels)) if column.is_categorical and column.labels is not None else []
+    return {int(c) if _is_whole(c) else c: label for c, label in [*pairs, *_number_codes(column)]}
+
+
+def _number_codes(column: Any) -> list[tuple[Any, str]]:
+    """The declared missing codes of ``column`` that are numbers, with their labels (text codes such
+    as ``.a`` have no place among a numeric column's values labels)."""
+    if column.missing is None:
+        return []
+    return [(code, label) for code, label in column.missing.codes if _is_whole(code)]
+
+
+def _is_whole(x: Any) -> bool:
+    """Whether ``x`` is a number with no fractional part (a text category is not)."""
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool) and float(x).is_integer()
+
+
+def _check_labelled(domain: Domain, format: str, partition_by: tuple[str, ...]) -> None:
+    """Refuse what ``format`` (dta, sav, xpt) cannot store as the domain declares it: a
+    partitioned set; in Stata, value labels on categories that are not whole numbers; and what
+    the writer refuses or does not give back as itself (names, variable labels, value labels,
+    categories, bounds), found by writing and reading back a small set of the domain's own values
+    (each category and each bound) in a temporary folder. Public inputs only."""
+    name = _FORMAT_NAMES[format]
+    if partition_by:
+        raise ReleaseError(
+            f"a partitioned set is a folder of part files, in Parquet or CSV; a release in {name} is one file per set",
+            "leave out --partition-by, or use --format parquet or csv",
+        )
+    if format == "dta":
+        low, high = STATA_LABEL_CODES
+        for column in domain.columns:
+            if column.is_categorical and column.labels is not None:
+                odd = [c for c in column.levels if not (_is_whole(c) and low <= c <= high)]
+                if odd:
+                    raise ReleaseError(
+                        f"column {column.name!r}: Stata's value labels label whole numbers, and the labelled category "
+                        f"{odd[0]!r} is not one",
+                        "code the categories as whole numbers (1, 2, …) with these labels in the domain, leave the "
+                        "column's labels out, or use --format sav",
+                    )
+    frame = _probe_frame(domain)
+    problem = _stored_back(frame, format, domain)
+    if problem is None:
+        return
+    for column in domain.columns:  # which column: each on its own
+        own = _stored_back(frame[[column.name]], format, Domain((column,)))
+        if own is not None:
+            raise ReleaseError(
+                f"column {column.name!r}: {name} cannot store it as the domain declares it ({own})", _LABELLED_FIX[format]
+            )
+    raise ReleaseError(f"{name} cannot store the released columns ({problem})", _LABELLED_FIX[format])
+
+
+def _probe_frame(domain: Domain) -> pd.DataFrame:
+    """Rows holding every category of each categorical column (as a release decodes them) and the
+    two bounds of each integer and numeric column, repeated to the longest list."""
+    rows = max([2, *(len(c.levels) for c in domain.columns if c.is_categorical)])
+    data = {}
+    for c in domain.columns:
+        if c.is_categorical:
+            data[c.name] = decode_column(np.arange(rows) % len(c.levels), c, np.random.default_rng(0))
+        else:
+            bounds = np.resize(np.asarray(c.bounds, dtype=float), rows)
+            data[c.name] = bounds.astype(np.int64) if c.kind == "integer" else bounds
+    return pd.DataFrame(data)
+
+
+def _stored_back(frame: pd.DataFrame, format: str, domain: Domain) -> str | None:
+    """Write ``frame`` as a release's set in ``format`` and read it back: None when every name,
+    variable label, value label and value comes back as itself, else what did not."""
+    import pyreadstat
+
+    read = getattr(pyreadstat, {"dta": "read_dta", "sav": "read_sav", "xpt": "read_xport"}[format])
+    with tempfile.TemporaryDirectory(prefix="dipsy-probe-") as tmp:
+        target = Path(tmp) / f"probe.{format}"
+        try:
+            write_labelled(frame, target, format, domain)
+            back, meta = read(str(target))
+        except Exception as e:  # noqa: BLE001 - the writer's own refusal (pyreadstat's errors, or pandas' for a mixed column)
+            return " ".join(str(e).split())[:200] or type(e).__name__
+    if list(back.columns) != list(frame.columns):
+        return f"the names come back as {', '.join(map(repr, back.columns[:3]))}"
+    variable = meta.column_names_to_labels or {}
+    value = meta.variable_value_labels or {}
+    for column in domain.columns:
+        label = variable.get(column.name) or ""
+        if label != column.description:
+            return f"its description comes back as {label!r}" if label else "its description does not come back"
+        if format != "xpt" and column.is_categorical and column.labels is not None:
+            if value.get(column.name) != _value_labels(column):
+                return "its value labels do not come back as themselves (too long?)"
+        if column.is_categorical:
+            encoded, _ = encode_frame(back[[column.name]], Domain((column,)))
+            if not encoded or not np.array_equal(encoded[column.name].codes, np.arange(len(frame)) % len(column.levels)):
+                return "its categories do not come back as themselves"
+        else:
+            wrote, got = frame[column.name].to_numpy(dtype=float), back[column.name].to_numpy(dtype=float)
+            if not np.array_equal(wrote, got):
+                wrong = int(np.flatnonzero(wrote != got)[0])
+                return f"the bound {float(wrote[wrong])!r} comes back as {float(got[wrong])!r}"
+    return None
+
+
 def _name_max(folder: str | Path) -> int:
     """The longest file name (bytes) the file system of ``folder`` (or its nearest existing parent) takes."""
     where = Path(folder).absolute()
@@ -449,7 +692,7 @@ def _name_max(folder: str | Path) -> int:
 
 
 #: The files a release folder holds (what --overwrite may replace).
-RELEASE_FILES = re.compile(r"release\.json|domain\.yaml|(synthetic|table)_[1-9][0-9]*\.(parquet|csv)")
+RELEASE_FILES = re.compile(r"release\.json|domain\.yaml|(synthetic|table)_[1-9][0-9]*\.(parquet|csv|dta|sav|xpt)")
 #: The folders of sets written in chunks (see :mod:`dipsy.release_sets`).
 SET_FOLDER = re.compile(r"synthetic_[1-9][0-9]*")
 
@@ -559,13 +802,15 @@ def sweep_stale(out: Path) -> list[Path]:
     return removed
 
 
-def _with_transformations(privacy: dict[str, Any], domain: Domain) -> dict[str, Any]:
+def _with_transformations(privacy: dict[str, Any], domain: Domain, after: tuple[str, ...] = ()) -> dict[str, Any]:
     """The statement with the domain's per-record transformations (clipping), listed after what it
-    treats as public: one line per column, from the domain alone, never a count of changed records.
+    treats as public: one line per column, from the domain alone, never a count of changed records;
+    then ``after``, what was done to the synthetic output (the edit rules enforced).
 
     The guarantee is unchanged: clipping is stable (a record maps to one record), so a mechanism
-    that is ε-DP on the clipped data is ε-DP on the original (see :mod:`dipsy.domain.columns`)."""
-    lines = domain.transformations()
+    that is ε-DP on the clipped data is ε-DP on the original (see :mod:`dipsy.domain.columns`);
+    enforcing the rules is post-processing (see :mod:`dipsy.methods.enforce`)."""
+    lines = domain.transformations() + tuple(after)
     if not lines:
         return privacy
     claim = privacy.get("if_unseeded", privacy)  # a seeded release states its would-be guarantee there

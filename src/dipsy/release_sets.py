@@ -88,6 +88,11 @@ def write_set(
     file system.
     """
     check_partition_columns(partition_by, domain)
+    if format not in ("parquet", "csv"):  # the agencies' formats (dta, sav, xpt) are one file per set
+        raise ReleaseError(
+            f"a set written in chunks or partitioned is a folder of part files, in Parquet or CSV, not {format}",
+            f"leave out --stream and --partition-by to write one {format} file per set, or use --format parquet or csv",
+        )
     if spark:
         if format != "parquet":
             raise ReleaseError("Spark writes a release as Parquet", "use --format parquet with --engine spark")

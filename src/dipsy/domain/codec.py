@@ -11,7 +11,17 @@ Matching rules (the DuckDB engine implements the same ones in SQL, so both agree
   wholeness, so ``2.5`` in an integer column is still of the wrong type); bins assign
   ``k = #{interior edges <= v}`` (the last bin holds ``upper``).
 
-Decoding returns the category, the integer, or a value drawn uniformly inside its bin.
+Declared missing states (a column's ``missing:``, :mod:`dipsy.domain.missing`) are matched
+first, before any other check and before clipping: an empty value is the empty state when one is
+declared; a value that reads as a number equal to a number code (``-8``, ``-8.0``, ``"-8"``) is
+that code's state; a value whose text (as above) is a text code (``".a"``) is that code's state.
+Such a row is valid; its code is ``K + s`` for state ``s`` of a column of ``K`` value codes (``K``
+for every state when pooled; ``-1``, like its values, in a numeric column without bins).
+
+Decoding returns the category, the integer, or a value drawn uniformly inside its bin; a state
+decodes to its code as written (``-8``, ``".a"``), or to an empty value (None, NaN in a column of
+numbers) for the empty state and the pooled one. The type of a decoded column depends on its
+declaration alone, never on which codes a set holds (so that the chunks of one set agree).
 """
 
 from __future__ import annotations
@@ -47,8 +57,64 @@ def encode_column(values: pd.Series, column: Column) -> EncodedColumn:
     >>> c = Column("x", "integer", lower=0, upper=9, bins=(0, 5, 9))
     >>> encode_column(pd.Series([0, 4.0, 5, 9, 10, 2.5, None]), c).codes.tolist()
     [0, 0, 1, 1, -1, -1, -1]
+    >>> from dipsy.domain.missing import Missing
+    >>> m = Missing(empty="skipped", codes=((-8, "refused"), (".a", "not asked")))
+    >>> encode_column(pd.Series([0, -8, "-8.0", None, ".a", "x"]), Column("x", "integer", lower=0, upper=9, missing=m)).codes.tolist()
+    [0, 11, 11, 10, 12, -1]
     """
     missing = values.isna().to_numpy()
+    numeric = not (column.is_categorical and not column.numeric_categories)
+    v = (
+        pd.to_numeric(values, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        if numeric or column.missing is not None
+        else None
+    )
+    encoded = _encode_values(values, column, missing, v)
+    if column.missing is None:
+        return encoded
+    assert v is not None, "computed for every column with missing states"
+    state = _states(values, column, missing, v)
+    hit = state >= 0
+    size = column.value_size
+    codes = np.where(hit, -1 if size is None else size + state, encoded.codes)
+    return EncodedColumn(codes.astype(np.int64), encoded.missing & ~hit, encoded.wrong_type & ~hit, encoded.outside & ~hit)
+
+
+def states(values: pd.Series, column: Column) -> np.ndarray:
+    """The missing state of each value (``-1``: none), as :func:`encode_column` matches them.
+
+    >>> from dipsy.domain.missing import Missing
+    >>> c = Column("x", "numeric", lower=0, upper=1, missing=Missing(empty="skipped", codes=((-9, "n/a"),)))
+    >>> states(pd.Series([0.5, None, -9.0, -8]), c).tolist()
+    [-1, 0, 1, -1]
+    """
+    if column.missing is None:
+        return np.full(len(values), -1, dtype=np.int64)
+    v = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    return _states(values, column, values.isna().to_numpy(), v)
+
+
+def _states(values: pd.Series, column: Column, missing: np.ndarray, v: np.ndarray) -> np.ndarray:
+    assert column.missing is not None, "called for columns with missing states"
+    out = np.full(len(values), -1, dtype=np.int64)
+    empty = column.missing.empty_state
+    if empty is not None:
+        out[missing] = empty
+    numbers, texts = column.missing.code_states()
+    for state, code in numbers:
+        out[~missing & (v == code)] = state
+    if texts:
+        # A text code does not read as a number (Missing refuses one that does), so only values
+        # that are not numbers can match; their text is read as for text categories.
+        rows = np.flatnonzero(~missing & np.isnan(v))
+        if rows.size:
+            found = pd.Index([t for _, t in texts]).get_indexer(as_text(values.iloc[rows]))
+            out[rows[found >= 0]] = np.asarray([s for s, _ in texts], dtype=np.int64)[found[found >= 0]]
+    return out
+
+
+def _encode_values(values: pd.Series, column: Column, missing: np.ndarray, v: np.ndarray | None) -> EncodedColumn:
+    """The codes of the values alone (missing states not matched): what the codec did before them."""
     if column.is_categorical and not column.numeric_categories:
         text = as_text(values)
         codes = pd.Index(column.category_texts).get_indexer(text).astype(np.int64)
@@ -56,7 +122,7 @@ def encode_column(values: pd.Series, column: Column) -> EncodedColumn:
         outside = ~missing & (codes < 0)
         return EncodedColumn(np.where(missing, -1, codes), missing, wrong, outside)
 
-    v = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    assert v is not None, "computed for every column of numbers"
     wrong = ~missing & np.isnan(v)
     if column.kind == "integer":
         wrong |= ~missing & ~wrong & (v != np.floor(v))
@@ -139,6 +205,76 @@ def decode(codes: Mapping[str, np.ndarray], domain: Domain, rng: np.random.Gener
 
 
 def decode_column(codes: np.ndarray, column: Column, rng: np.random.Generator) -> np.ndarray:
+    """Values from codes: the category, the integer, a value drawn inside the bin, or a missing
+    state's value (its code as written, or an empty value).
+
+    >>> from dipsy.domain.missing import Missing
+    >>> c = Column("x", "integer", lower=0, upper=2, missing=Missing(codes=((-8, "refused"), (-9, "n/a"))))
+    >>> decode_column(np.array([0, 2, 3, 4]), c, np.random.default_rng(0)).tolist()
+    [0, 2, -8, -9]
+    >>> decode_column(np.array([1, 3]), Column("r", "categorical", categories=("a", "b"), missing=Missing(empty="skipped", codes=((".a", "not asked"),))), np.random.default_rng(0)).tolist()
+    ['b', '.a']
+    """
+    codes = np.asarray(codes)
+    if column.missing is None:
+        return _decode_values(codes, column, rng)
+    size = column.n_codes - column.n_states
+    state = codes >= size
+    out = np.empty(codes.shape, dtype=decoded_dtype(column))
+    out[~state] = _decode_values(codes[~state], column, rng)
+    if state.any():
+        out[state] = state_values(column)[codes[state] - size]
+    return out
+
+
+def state_values(column: Column) -> np.ndarray:
+    """What each missing state of ``column`` decodes to, in the decoded column's type
+    (:func:`decoded_dtype`): its code as written, or an empty value (None; NaN among numbers). In a
+    column of text values a number code is written as text (``"-8"``), which reads back as it.
+
+    >>> from dipsy.domain.missing import Missing
+    >>> m = Missing(empty="skipped", codes=((-8, "refused"),))
+    >>> state_values(Column("r", "categorical", categories=("a", "b"), missing=m)).tolist()
+    [None, '-8']
+    >>> state_values(Column("x", "integer", lower=0, upper=9, missing=m)).tolist()
+    [nan, -8.0]
+    """
+    assert column.missing is not None, "called for columns with missing states"
+    dtype = decoded_dtype(column)
+    values = list(column.missing.values)
+    if dtype.kind != "O":  # numbers: an empty value is NaN
+        return np.asarray([np.nan if x is None else x for x in values], dtype=dtype)
+    if column.is_categorical and not column.numeric_categories:
+        values = [x if x is None or isinstance(x, str) else _number_text(x) for x in values]
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def decoded_dtype(column: Column) -> np.dtype:
+    """The type of a decoded column with missing states, from its declaration alone (never from
+    the codes a set holds): text if its values or a code are text (an empty value is None); else
+    float if a value, a code or the empty value is not a whole number (NaN); else int64."""
+    assert column.missing is not None, "called for columns with missing states"
+    states = column.missing.values
+    if column.is_categorical:
+        texts = not column.numeric_categories
+        whole = not texts and all(float(c).is_integer() for c in column.levels)
+    else:
+        texts, whole = False, column.kind == "integer"
+    if texts or any(isinstance(x, str) for x in states):
+        return np.dtype(object)
+    if not whole or any(x is None or not float(x).is_integer() for x in states):
+        return np.dtype(float)
+    return np.dtype(np.int64)
+
+
+def _number_text(x: float) -> str:
+    """A number code as text, as :func:`as_text` reads a number (a whole number without '.0')."""
+    return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+def _decode_values(codes: np.ndarray, column: Column, rng: np.random.Generator) -> np.ndarray:
     if column.is_categorical:
         cats = column.categories
         table = np.asarray(cats, dtype=object if not column.numeric_categories else None)

@@ -40,6 +40,27 @@ integrated queries", stable transformations: an ε-DP mechanism after a c-stable
 cε-DP). A mechanism that is ε-DP (or ρ-zCDP) on the clipped data is therefore ε-DP (ρ-zCDP) for
 the original data under the same neighbouring relation, and a method's sensitivity may rely on
 the bounds.
+
+Missing values
+--------------
+``missing:`` declares the states a value may be in instead of a value (:class:`~.missing.Missing`):
+an empty cell, reserved codes such as ``-8: refused``, each with its label, or all pooled into one
+state. An encodable column of ``K`` value codes gets its ``M`` states as codes ``K … K + M − 1``
+after them (the empty state first, then the codes in the order written; pooled: one code ``K``),
+and ``size`` counts them. A declared code may be neither a category nor inside ``[lower, upper]``
+(it would match both ways), and it is matched before clipping. A numeric column without bins
+keeps no codes; its rows in a missing state are valid, and every method that reads its numbers
+refuses it (see docs/guides/domain.md, "Missing values").
+
+Privacy: the states are declared, so they are public like the categories and bounds, and a
+record's state is a function of that record alone, so encoding stays a stable transformation
+(each record on its own, as clipping). The proofs change only through the domain's sizes: a
+column of ``K`` codes has ``K + M``. Sizes enter a method only as the shape of the tables and
+marginals it counts (whose sensitivity is the same whatever the number of cells: one record
+moves one count, or two) and as the number of cells a prior or noise is spread over; a method
+whose privacy reads more of a column than its size (a bound, a bin width, the values as numbers:
+the smoothed histogram, modips' normal and mixed models, the ECDF, the pseudo-posterior) refuses
+a column with missing states, so a state enters no proof anywhere else.
 """
 
 from __future__ import annotations
@@ -51,8 +72,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DomainError
+from ..errors import DipsyError, DomainError
 from .limits import MAX_CODES, too_many_codes
+from .missing import Missing, code_key, reads_as_number
 
 KINDS = ("categorical", "ordinal", "integer", "numeric")
 ROLES = ("sensitive", "public")
@@ -60,7 +82,7 @@ ROLES = ("sensitive", "public")
 #: the pseudo-posterior: its predictors); for every other method a column's role changes nothing. A
 #: method that starts repeating columns joins here, so that what ``dipsy domain check`` says stays true.
 ROLE_READERS = frozenset({"rdt", "pseudo-posterior"})
-_FIELDS = {"kind", "categories", "labels", "lower", "upper", "bins", "clip", "role", "description"}
+_FIELDS = {"kind", "categories", "labels", "lower", "upper", "bins", "clip", "role", "description", "missing"}
 
 
 @dataclass(frozen=True)
@@ -86,6 +108,8 @@ class Column:
     description: str = ""
     #: Values outside [lower, upper] are set to the nearest bound (integer and numeric kinds).
     clip: bool = False
+    #: The declared missing states (empty cells, reserved codes), or None: a missing value is invalid.
+    missing: Missing | None = None
 
     def __post_init__(self) -> None:
         where = f"column {self.name!r}"
@@ -104,6 +128,8 @@ class Column:
             self._check_categories(where)
         else:
             self._check_bounds(where)
+        if self.missing is not None:
+            self._check_missing(where)
 
     # -- construction -------------------------------------------------------------------------
 
@@ -133,6 +159,12 @@ class Column:
             )
         if bins is not None and kind in ("integer", "numeric"):
             bins = _edges(name, kind, lower, upper, bins)
+        missing = None
+        if "missing" in spec:
+            try:
+                missing = Missing.from_dict(spec["missing"])
+            except DomainError as e:  # the declaration does not know its column: name it
+                raise DomainError(f"column {name!r}: {e.problem}", e.fix) from None
         return cls(
             name=str(name),
             kind=kind,
@@ -144,6 +176,7 @@ class Column:
             role=spec.get("role", "sensitive"),
             description=str(spec.get("description", "")),
             clip=spec.get("clip", False),
+            missing=missing,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -159,6 +192,8 @@ class Column:
                 out["bins"] = list(self.bins)
             if self.clip:  # only when set: the fingerprint of a domain without clipping is unchanged
                 out["clip"] = True
+        if self.missing is not None:  # only when set: the fingerprint of a domain without it is unchanged
+            out["missing"] = self.missing.to_dict()
         out["role"] = self.role
         if self.description:
             out["description"] = self.description
@@ -214,7 +249,19 @@ class Column:
 
     @property
     def size(self) -> int | None:
-        """Number of codes, or None for a numeric column without bins."""
+        """Number of codes (value codes and missing states), or None for a numeric column without bins.
+
+        >>> from dipsy.domain.missing import Missing
+        >>> Column("Race", "categorical", categories=(1, 2, 3), missing=Missing(codes=((-8, "refused"),))).size
+        4
+        """
+        values = self.value_size
+        return None if values is None else values + self.n_states
+
+    @property
+    def value_size(self) -> int | None:
+        """Number of value codes ``K`` (categories, integers or bins; the missing states come
+        after them), or None for a numeric column without bins."""
         if self.is_categorical:
             return len(self.levels)
         if self.bins is not None:
@@ -223,6 +270,23 @@ class Column:
             lower, upper = self.bounds
             return int(upper) - int(lower) + 1
         return None
+
+    @property
+    def n_states(self) -> int:
+        """Number of declared missing states (0 without ``missing:``)."""
+        return 0 if self.missing is None else self.missing.n_states
+
+    def refuse_missing(self, what: str, fix: str) -> None:
+        """Raise a DipsyError when the column declares missing states that ``what`` cannot handle.
+
+        >>> from dipsy.domain.missing import Missing
+        >>> Column("x", "numeric", lower=0, upper=1, missing=Missing(empty="skipped")).refuse_missing("this method", "leave it out")
+        Traceback (most recent call last):
+        ...
+        dipsy.errors.DipsyError: column 'x' declares missing values (missing:), which this method does not handle; leave it out
+        """
+        if self.missing is not None:
+            raise DipsyError(f"column {self.name!r} declares missing values (missing:), which {what} does not handle", fix)
 
     @property
     def n_codes(self) -> int:
@@ -258,6 +322,31 @@ class Column:
         return low.astype(np.int64), high.astype(np.int64)
 
     # -- checks ---------------------------------------------------------------------------------
+
+    def _check_missing(self, where: str) -> None:
+        """A code may be neither a category nor inside the bounds: a value equal to it would match twice."""
+        assert self.missing is not None, "called for columns with missing states"
+        if not isinstance(self.missing, Missing):
+            raise DomainError(f"{where} has missing: {self.missing!r}", "declare missing: with empty:, codes: or pooled:")
+        for code, _ in self.missing.codes:
+            if self.is_categorical:
+                clash = next((c for c in self.levels if _same_value(code, c)), None)
+                if clash is not None:
+                    raise DomainError(
+                        f"{where} declares {code!r} both as a category ({clash!r}) and as a missing code, so a value "
+                        f"{code} would be both",
+                        "remove it from the categories, or from missing: codes",
+                    )
+            elif not isinstance(code, str):
+                lower, upper = self.bounds
+                if lower <= code <= upper:
+                    raise DomainError(
+                        f"{where} declares the missing code {code!r}, which lies inside its bounds "
+                        f"[{_number_text(lower)}, {_number_text(upper)}], so a value {code} would be both a value and a state",
+                        "use a code outside the bounds (e.g. a negative one for counts and amounts), or narrow the bounds",
+                    )
+        if (self.value_size or 0) + self.missing.n_states > MAX_CODES:
+            raise too_many_codes(where, (self.value_size or 0) + self.missing.n_states, "codes", "declare fewer codes")
 
     def _check_categories(self, where: str) -> None:
         cats = self.categories
@@ -363,3 +452,14 @@ def _is_number(x: Any) -> bool:
 
 def _category_key(c: Any) -> Any:
     return float(c) if _is_number(c) else str(c)
+
+
+def _same_value(code: Any, category: Any) -> bool:
+    """Whether some data value would match both the missing code and the category: the same
+    number, the same text, or a number against a text category that reads as that number."""
+    if isinstance(code, str):
+        text = str(int(category)) if isinstance(category, float) and category.is_integer() else str(category)
+        return text == code
+    if _is_number(category):
+        return float(category) == code_key(code)
+    return reads_as_number(str(category)) and float(str(category)) == code_key(code)

@@ -25,6 +25,10 @@ and bins a charged DP measurement of the confidential data released; it is kept 
 :attr:`Domain.discovered` (a :class:`~dipsy.domain.discovered.Discovery`) and stated by every
 release that uses those columns.
 
+A top-level ``rules:`` list declares edit rules and structural zeros (:mod:`dipsy.domain.rules`):
+combinations of values no record may hold. They are checked against the columns when the domain
+loads, kept as :attr:`Domain.rules`, and enforced on the synthetic records of every release.
+
 A field whose value is ``TODO`` (what ``dipsy domain init`` writes for every category list,
 bound and bin) is refused with every such field named, so a skeleton is never synthesized from.
 YAML's surprises in category lists are refused with the line and the text as written (see
@@ -42,6 +46,7 @@ import re
 import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +56,7 @@ from ..errors import DomainError
 from .columns import Column
 from .discovered import Discovery
 from .limits import CELL_LIMIT, MAX_CODES, MAX_COLUMNS, MAX_DOMAIN_BYTES, too_many_codes
+from .rules import Rule, RuleCells, compiled
 
 #: What refuses a YAML anchor or alias (see :func:`load_yaml`).
 ANCHOR_FIX = "write the domain without YAML anchors (&) and aliases (*): spell each entry out"
@@ -76,6 +82,10 @@ class Domain:
     description: str = ""
     #: The DP discovery that released some of these columns' categories or bins (None: none did).
     discovered: Discovery | None = None
+    #: The edit rules (structural zeros) no record may break, in the order written.
+    rules: tuple[Rule, ...] = ()
+    #: Each rule compiled against the columns (its forbidden cells), in the same order.
+    rule_cells: tuple[RuleCells, ...] = dataclass_field(default=(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         names = [c.name for c in self.columns]
@@ -104,6 +114,23 @@ class Domain:
                     f"column is {column.kind}" + ("" if column.is_categorical else " without bins"),
                     "keep the block as 'dipsy domain discover' wrote it, with the column's discovered values",
                 )
+        self._check_rules()
+
+    def _check_rules(self) -> None:
+        """Compile every rule against the columns (its checks are :meth:`Rule.forbidden`'s), once."""
+        if not isinstance(self.rules, tuple) or not all(isinstance(r, Rule) for r in self.rules):
+            raise DomainError("the domain's rules are not a tuple of Rule", "build them with Rule.from_dict")
+        seen = [r.name for r in self.rules]
+        twice = sorted({n for n in seen if seen.count(n) > 1})
+        if twice:
+            raise DomainError(f"the domain names rule(s) {twice} twice", "give each rule a name of its own")
+        by_name = {c.name: c for c in self.columns}
+        cells = []
+        for r in self.rules:
+            if not set(r.columns) <= set(by_name):
+                r.forbidden(by_name)  # refuses the rule, naming the columns the domain does not list
+            cells.append(RuleCells(r, compiled(r, tuple(by_name[c] for c in r.columns))))
+        object.__setattr__(self, "rule_cells", tuple(cells))
 
     # -- access ---------------------------------------------------------------------------------
 
@@ -124,14 +151,31 @@ class Domain:
         return len(self.columns)
 
     def project(self, names: Iterable[str] | None) -> Domain:
-        """The domain restricted to ``names`` (in the order given); all columns when None."""
+        """The domain restricted to ``names`` (in the order given); all columns when None. A rule
+        is kept when every column it names is kept (:meth:`dropped_rules` lists the others)."""
         if names is None:
             return self
         names = list(names)
         if not names:
             raise DomainError("no columns were chosen", "name at least one column")
         discovered = None if self.discovered is None else self.discovered.project(names)
-        return Domain(tuple(self[n] for n in names), self.name, self.description, discovered)
+        kept = set(names)
+        rules = tuple(r for r in self.rules if set(r.columns) <= kept)
+        return Domain(tuple(self[n] for n in names), self.name, self.description, discovered, rules)
+
+    def dropped_rules(self, names: Iterable[str] | None) -> tuple[tuple[Rule, tuple[str, ...]], ...]:
+        """The rules :meth:`project` drops for ``names``, each with the columns of it left out.
+
+        >>> d = Domain.from_dict({"columns": {"a": {"kind": "integer", "lower": 0, "upper": 1},
+        ...     "b": {"kind": "integer", "lower": 0, "upper": 1}},
+        ...     "rules": [{"name": "r", "allowed": {"columns": ["a", "b"], "combinations": [[0, 0], [1, 1]]}}]})
+        >>> [(r.name, out) for r, out in d.dropped_rules(["a"])], d.project(["a"]).rules
+        ([('r', ('b',))], ())
+        """
+        if names is None:
+            return ()
+        kept = set(names)
+        return tuple((r, tuple(c for c in r.columns if c not in kept)) for r in self.rules if not set(r.columns) <= kept)
 
     def shape(self, names: Iterable[str] | None = None) -> tuple[int, ...]:
         """Number of codes of each column; an error names any column that cannot be encoded."""
@@ -175,10 +219,17 @@ class Domain:
             if spec and all(isinstance(v, int) and not isinstance(v, bool) for v in spec.values()):
                 return cls.from_sizes(spec)
             raise DomainError("the domain file has no 'columns:' section", "list the columns under 'columns:'")
-        unknown = set(spec) - {"name", "description", "columns", "discovered"}
+        unknown = set(spec) - {"name", "description", "columns", "discovered", "rules"}
         if unknown:
             raise DomainError(
-                f"the domain file has unknown field(s) {sorted(unknown)}", "use name, description, columns (and discovered)"
+                f"the domain file has unknown field(s) {sorted(map(str, unknown))}",
+                "use name, description, columns (and rules, discovered)",
+            )
+        rules = spec.get("rules")
+        if rules is not None and not isinstance(rules, (list, tuple)):
+            raise DomainError(
+                "'rules:' is not a list of rules",
+                "write each rule as an item: '- name: ...' (see 'Edit rules' in docs/guides/domain.md)",
             )
         columns = spec["columns"]
         if not isinstance(columns, Mapping):
@@ -197,6 +248,7 @@ class Domain:
             str(spec.get("name", "")),
             str(spec.get("description", "")),
             Discovery.from_dict(spec["discovered"]) if spec.get("discovered") is not None else None,
+            tuple(Rule.from_dict(r, i) for i, r in enumerate(rules or (), start=1)),
         )
 
     @classmethod
@@ -221,6 +273,8 @@ class Domain:
         out["columns"] = {c.name: c.to_dict() for c in self.columns}
         if self.discovered is not None:  # only when present: other domains' fingerprints are unchanged
             out["discovered"] = self.discovered.to_dict()
+        if self.rules:  # only when present: a domain without rules keeps its fingerprint
+            out["rules"] = [r.to_dict() for r in self.rules]
         return out
 
     def save(self, path: str | Path) -> None:
@@ -232,8 +286,19 @@ class Domain:
 
     def sha256(self) -> str:
         """Fingerprint of the domain (canonical JSON), recorded with every release."""
-        canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), default=str)
+        canonical = json.dumps(_text_keys(self.to_dict()), sort_keys=True, separators=(",", ":"), default=str)
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _text_keys(value: Any) -> Any:
+    """``value`` with every mapping key written as JSON writes it (``-8`` as ``"-8"``), so that keys
+    of mixed types (a column's missing codes: ``-8`` and ``".a"``) can be sorted. A domain whose
+    keys are all text (every domain without missing codes) is unchanged, and so is its fingerprint."""
+    if isinstance(value, dict):
+        return {(k if isinstance(k, str) else json.dumps(k)): _text_keys(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_text_keys(v) for v in value]
+    return value
 
 
 def read_spec(path: str | Path) -> Any:
@@ -388,7 +453,7 @@ _NUMBER_LIKE = re.compile(r"[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)(?:[eE]
 
 def _check_yaml_scalars(root: yaml.Node, path: Path) -> None:
     """Refuse what YAML 1.1 (PyYAML's) reads otherwise than it is written, where a domain holds it:
-    column names, categories and labels. Each error quotes the text as written and its line.
+    column names, categories, labels and missing codes. Each error quotes the text as written and its line.
 
     - an unquoted yes/no, on/off, true/false (any case) is a boolean, ~ or null is empty;
     - an unquoted 2020-01-31 is a date, and ``!!binary`` text is bytes (neither a number nor a text);
@@ -409,6 +474,15 @@ def _check_yaml_scalars(root: yaml.Node, path: Path) -> None:
                 continue
             column = name.value if isinstance(name, yaml.ScalarNode) else "?"
             for field, items in spec.value:
+                if field.value == "missing" and isinstance(items, yaml.MappingNode):
+                    for part, codes in items.value:  # the keys of missing: codes: are codes, read as categories are
+                        if part.value == "codes" and isinstance(codes, yaml.MappingNode):
+                            seen: dict[float, yaml.ScalarNode] = {}
+                            for code, _ in codes.value:
+                                if isinstance(code, yaml.ScalarNode):
+                                    _refuse_misread(code, "the missing code", column, path)
+                                    _refuse_same_number(code, seen, column, path)
+                    continue
                 if field.value not in ("categories", "labels") or not isinstance(items, yaml.SequenceNode):
                     continue
                 what = "the category" if field.value == "categories" else "the label"
@@ -430,9 +504,11 @@ def _refuse_misread(node: yaml.ScalarNode, what: str, column: str | None, path: 
     )
     if node.tag == _BOOL:
         read = str(yaml.safe_load(text)).lower()
-        example = {"the category": "categories: ['yes', 'no']", "the label": "labels: ['yes', 'no']"}.get(
-            what, "'yes': {kind: ...}"
-        )
+        example = {
+            "the category": "categories: ['yes', 'no']",
+            "the label": "labels: ['yes', 'no']",
+            "the missing code": "codes: {'no': refused}",
+        }.get(what, "'yes': {kind: ...}")
         raise DomainError(
             f"{subject} is read by YAML as the boolean {read}, not as the text {quoted}",
             f"quote it: {quoted} (YAML reads unquoted yes/no, on/off and true/false as booleans), e.g. {example}",
@@ -457,6 +533,22 @@ def _refuse_misread(node: yaml.ScalarNode, what: str, column: str | None, path: 
             f"{subject} is read by YAML as the number {read!r}",
             f"quote it ({quoted}) if it is a code to match as text, or write the number in plain decimal",
         )
+
+
+def _refuse_same_number(node: yaml.ScalarNode, seen: dict[float, yaml.ScalarNode], column: str, path: Path) -> None:
+    """Refuse a missing code that is the same number as an earlier one (-8 and -8.0): YAML builds
+    one key of the two (they are equal in Python) and silently keeps the last label."""
+    if node.tag not in (_INT, _FLOAT) and not (node.tag == _STR and _PLAIN_NUMBER.fullmatch(node.value)):
+        return
+    number = float(yaml.safe_load(node.value)) if node.tag != _STR else float(node.value)
+    if number in seen:
+        first = seen[number]
+        raise DomainError(
+            f"domain file {str(path)!r}: column {column!r}: the missing code {node.value} (line {node.start_mark.line + 1}) "
+            f"is the number {first.value} (line {first.start_mark.line + 1}) again: numbers match as numbers",
+            "give each code once",
+        )
+    seen[number] = node
 
 
 #: A number YAML reads as written: plain decimal, optionally with a fraction and exponent.

@@ -1,7 +1,8 @@
 """Engines: the only code that reads confidential records.
 
 :func:`engine_for` picks the backend: a DataFrame is queried in memory (NumPy), a CSV or Parquet
-path out of core (DuckDB, the default for files) or, when asked, with Spark.
+path out of core (DuckDB, the default for files) or, when asked, with Spark. A SAS, Stata or SPSS
+file is converted to a private Parquet copy first, which every backend reads (:mod:`.agency`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ import pandas as pd
 
 from ..domain import Domain
 from ..errors import DataError
+from .agency import is_agency, open_engine
 from .base import CountTable, Engine
+from .files import file_format
 from .numpy_engine import NumpyEngine
 
 #: The backends :func:`engine_for` can be asked for.
@@ -23,7 +26,9 @@ def engine_for(data: pd.DataFrame | str | Path, domain: Domain, on_invalid: str 
     """The engine for ``data``: by default NumPy for a DataFrame, DuckDB for a file path.
 
     ``engine`` forces a backend: ``"numpy"`` (a file is read with pandas, into memory),
-    ``"duckdb"`` or ``"spark"`` (files only; Spark also reads a folder of Parquet files).
+    ``"duckdb"`` or ``"spark"`` (files only; Spark also reads a folder of Parquet files). An
+    agency file (``.sas7bdat``, ``.xpt``, ``.dta``, ``.sav``, ``.zsav``) is read by each of them
+    through its private Parquet copy (:func:`.agency.open_engine`), removed when the engine is closed.
     """
     if engine is not None and engine not in ENGINES:
         raise DataError(f"there is no engine {engine!r}", f"choose one of {', '.join(map(repr, ENGINES))}")
@@ -35,6 +40,8 @@ def engine_for(data: pd.DataFrame | str | Path, domain: Domain, on_invalid: str 
             )
         return NumpyEngine(data, domain, on_invalid)
     if isinstance(data, (str, Path)):
+        if is_agency(data):
+            return open_engine(Path(data), domain, on_invalid, engine)
         if engine == "numpy":
             return NumpyEngine(_read(Path(data)), domain, on_invalid)
         if engine == "spark":
@@ -51,9 +58,7 @@ def _read(path: Path) -> pd.DataFrame:
     """A CSV or Parquet file (or folder of Parquet files) read whole, as pandas reads it."""
     name = path.name.lower()
     if not path.is_dir() and not name.endswith((".csv", ".csv.gz", ".parquet", ".pq")):
-        raise DataError(
-            f"data file {str(path)!r} is neither CSV nor Parquet", "give it one of the extensions .csv, .csv.gz, .parquet, .pq"
-        )
+        file_format(path)  # names the extensions it takes
     if not path.exists():
         raise DataError(f"data file {str(path)!r} does not exist", "check the path of the data file")
     try:

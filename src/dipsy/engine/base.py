@@ -242,7 +242,16 @@ class Engine(ABC):
         """
         names = tuple(columns)
         for name in names:
-            self.domain[name]  # an unknown column is a clear error
+            column = self.domain[name]  # an unknown column is a clear error
+            if not column.is_categorical and column.missing is not None:
+                # Its rows in a missing state are valid and have no number (or a code such as -8,
+                # which is not one): refused rather than read as values. Methods refuse it earlier,
+                # when they plan; this is the last guard, before any record is read.
+                raise DataError(
+                    f"column {name!r} declares missing values (missing:), and its values are read here as numbers",
+                    "use a method that counts codes (give the column bins), or leave the column out, or drop "
+                    "missing: and pass --on-invalid drop",
+                )
         self.ensure_valid()
         return self._values(names)
 
@@ -263,14 +272,14 @@ class Engine(ABC):
         return merge_raw_counts(column, *self._raw_counts(column))
 
     def rebinned(self, domain: Domain) -> Engine:
-        """The same data read against ``domain``: the same columns, kinds and bounds, other bins.
+        """The same data read against ``domain``: the same columns, kinds, bounds and missing states, other bins.
 
         Bins never decide which rows are valid (missing values, wrong types and values outside
         the bounds do, or clipping), so the new engine keeps exactly these rows.
         """
         if domain == self.domain:
             return self
-        same = lambda d: [(c.name, c.kind, c.lower, c.upper, c.categories, c.clip) for c in d.columns]  # noqa: E731
+        same = lambda d: [(c.name, c.kind, c.lower, c.upper, c.categories, c.clip, c.missing) for c in d.columns]  # noqa: E731
         if same(domain) != same(self.domain):
             raise ValueError("rebinned() changes bins only, never columns, kinds or bounds")
         return self._reopen(domain)

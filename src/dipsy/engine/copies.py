@@ -24,6 +24,8 @@ from pathlib import Path
 
 import duckdb
 
+from ..errors import DataError
+
 
 def copy_of(public: str | Path, data: str | Path, rows: int | None = None) -> str | None:
     """Why ``public`` is the data ``data`` (a phrase), or None when it is not (by any test above).
@@ -69,7 +71,31 @@ def _source(path: Path) -> str:
 
 def _same_rows(public: Path, data: Path, rows: int) -> bool:
     """The public file's rows, over its columns, are the data's (as multisets); False where either
-    cannot be read as a table, or the sizes or columns rule it out without comparing."""
+    cannot be read as a table, or the sizes or columns rule it out without comparing. An agency
+    file (SAS, Stata, SPSS) is compared through its private Parquet copy (:mod:`.agency`), the
+    data's made only once the public file has as many rows: a copy in another format is caught too."""
+    from .agency import ParquetCopy, is_agency
+
+    made: list[ParquetCopy] = []
+    try:
+        if is_agency(public):
+            made.append(ParquetCopy(public))
+            if made[-1].rows != rows:
+                return False
+            public = made[-1].path
+        if is_agency(data):
+            made.append(ParquetCopy(data))
+            data = made[-1].path
+        return _same_rows_of_tables(public, data, rows)
+    except DataError:  # an agency file that cannot be read is no copy of anything
+        return False
+    finally:
+        for copy in made:
+            copy.remove()
+
+
+def _same_rows_of_tables(public: Path, data: Path, rows: int) -> bool:
+    """:func:`_same_rows` for CSV and Parquet files."""
     try:
         with duckdb.connect() as con:
             con.execute("SET threads = 1")

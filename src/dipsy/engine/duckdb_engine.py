@@ -33,6 +33,7 @@ import pyarrow.parquet as pq
 from ..domain import Column, ColumnIssue, Domain, ValidationReport
 from ..domain.codec import as_text
 from ..domain.limits import check_width
+from ..domain.missing import NA_TEXTS
 from ..domain.validation import EXAMPLES, MISSING, OUTSIDE, WRONG_TYPE
 from ..errors import DataError
 from .base import PANDAS_FALSE, PANDAS_TRUE, Engine
@@ -40,10 +41,7 @@ from .files import dedup_names, error_reason, file_format, refuse_repeated, unre
 from .owner import mark, scratch_folder, sweep
 
 #: The strings :func:`pandas.read_csv` reads as missing by default (``keep_default_na=True``).
-PANDAS_NA = (
-    "", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
-    "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null",
-)  # fmt: skip
+PANDAS_NA = NA_TEXTS
 #: DuckDB's memory limit per engine: what the process holds beyond Python's own, whatever n is.
 MEMORY_LIMIT = "256MB"
 #: How many offending values the codec looks at for its examples.
@@ -410,6 +408,9 @@ class DuckDBEngine(Engine):
                     f"count(x{j})",
                     f"count(*) FILTER (WHERE {is_int})",
                     f"count(*) FILTER (WHERE x{j} IS NULL AND {is_bool})",
+                    # the empty cells themselves: with an empty state declared they are valid,
+                    # and pandas' type still depends on them
+                    f"count(*) FILTER (WHERE m{j})",
                 ]
         sql = f"SELECT {', '.join(aggs)} FROM ({self._codes_sql(columns, keep=infer)})"
         counts = [int(n) for n in self._row(sql)]
@@ -417,8 +418,7 @@ class DuckDBEngine(Engine):
         if infer:
             base = 2 + 3 * len(columns)
             for j, c in enumerate(columns):
-                numbers, ints, bools = counts[base + 3 * j : base + 3 * j + 3]
-                missing = counts[2 + 3 * j]
+                numbers, ints, bools, missing = counts[base + 4 * j : base + 4 * j + 4]
                 present = counts[0] - missing
                 self._nulls[c.name] = missing > 0
                 if present == 0:
@@ -558,13 +558,17 @@ class DuckDBEngine(Engine):
             first += [m, r, f"{self._first_number(kind, r)} AS {y}"]
             seen += [m, r, f"{self._number(kind, r, y)} AS {x}"]
             text = _text_categories(c) and kind not in ("float", "float32")
-            if text:
+            # A text missing code is matched by its text, as text categories are (a float's text
+            # never equals one: Missing refuses text codes that read as numbers).
+            texts = text or (c.missing is not None and kind not in ("float", "float32") and bool(c.missing.code_states()[1]))
+            if texts:
                 seen.append(f"{self._as_text(kind, r)} AS t{j}")
             binned = None
             if c.bins is not None and len(c.bins) - 2 > SEARCH_FROM:
                 searched.append((j, self._edges_table(c), len(c.bins) - 2))
                 binned = f"b{j}"
-            coded.append(f"CAST({self._code(c, m, f't{j}' if text else x, binned)} AS BIGINT) AS k{j}")
+            code = self._code(c, m, f"t{j}" if text else x, binned, x=x, t=f"t{j}" if texts else None)
+            coded.append(f"CAST({code} AS BIGINT) AS k{j}")
             if keep:
                 coded += [m, x, r]
         sql = source
@@ -601,6 +605,7 @@ class DuckDBEngine(Engine):
             and not column.is_categorical
             and column.bins is None
             and not column.clip
+            and column.missing is None  # a state's code is not the value less the bound
             and all(b is not None and float(b).is_integer() and abs(b) < 2.0**52 for b in (column.lower, column.upper))
         )
 
@@ -677,9 +682,28 @@ class DuckDBEngine(Engine):
             return f"CAST({r} AS VARCHAR)"
         return r
 
-    def _code(self, column: Column, m: str, v: str, binned: str | None = None) -> str:
+    def _code(self, column: Column, m: str, v: str, binned: str | None = None, x: str = "", t: str | None = None) -> str:
         """The codec's ``encode_column`` for one row, from its missing flag ``m`` and value ``v``
-        (``binned``: the bin of ``v`` found by binary search, for a column of many bins)."""
+        (``binned``: the bin of ``v`` found by binary search, for a column of many bins); with
+        declared missing states, those first (the codec's ``_states``), from the number ``x`` and
+        the text ``t`` (None: not computed, as no text code can match)."""
+        values = self._value_code(column, m, v, binned)
+        if column.missing is None:
+            return values
+        size = column.value_size
+        state = lambda s: 0 if size is None else size + s  # noqa: E731 - a numeric column without bins: valid, no cell
+        arms = []
+        empty = column.missing.empty_state
+        if empty is not None:
+            arms.append(f"WHEN {m} THEN {state(empty)}")
+        numbers, texts = column.missing.code_states()
+        arms += [f"WHEN NOT {m} AND {x} = {_double(code)} THEN {state(s)}" for s, code in numbers]
+        if t is not None:
+            arms += [f"WHEN NOT {m} AND {x} IS NULL AND {t} = {_text(code)} THEN {state(s)}" for s, code in texts]
+        return f"CASE {' '.join(arms)} ELSE {values} END" if arms else values
+
+    def _value_code(self, column: Column, m: str, v: str, binned: str | None = None) -> str:
+        """The code of the value alone (no missing state matched), or why the row is invalid."""
         if _text_categories(column):
             cats = list(column.category_texts)
             kind = self._kinds[column.name]

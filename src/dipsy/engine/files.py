@@ -1,6 +1,9 @@
 """What a data file is, from its name and header alone: its format, its column names, and the
 words for a file that cannot be read. Shared by the engines and by ``dipsy domain init``, which
 reads a file's header or schema without reading a value.
+
+Besides CSV and Parquet, the statistical agencies' formats (SAS, Stata, SPSS) are recognised by
+their extensions; the engines read them through a Parquet copy (:mod:`.agency`).
 """
 
 from __future__ import annotations
@@ -13,18 +16,38 @@ from ..errors import DataError
 
 CSV_SUFFIXES = (".csv", ".csv.gz")
 PARQUET_SUFFIXES = (".parquet", ".pq")
+#: The agencies' formats by extension: SAS data and transport files, Stata, SPSS (``.zsav``: compressed).
+AGENCY_SUFFIXES = {".sas7bdat": "sas7bdat", ".xpt": "xpt", ".dta": "dta", ".sav": "sav", ".zsav": "sav"}
+#: Each agency format's name in messages.
+AGENCY_NAMES = {"sas7bdat": "SAS (.sas7bdat)", "xpt": "SAS transport (.xpt)", "dta": "Stata (.dta)", "sav": "SPSS (.sav)"}
 
 
-def file_format(path: Path) -> str:
-    """``"csv"`` or ``"parquet"``, from the file's extension; any other is refused."""
+def file_format(path: Path, agency: bool = False) -> str:
+    """``"csv"``, ``"parquet"`` or, when ``agency``, an agency format (``"sas7bdat"``, ``"xpt"``,
+    ``"dta"``, ``"sav"`` for ``.sav`` and ``.zsav``), from the file's extension; any other is refused.
+
+    Without ``agency`` an agency file is refused too, with the way to read it: an engine opened on
+    its own reads CSV and Parquet, and :func:`dipsy.engine.engine_for` converts the others first.
+
+    >>> file_format(Path("wave1.zsav"), agency=True)
+    'sav'
+    """
     name = path.name.lower()
     if name.endswith(CSV_SUFFIXES):
         return "csv"
     if name.endswith(PARQUET_SUFFIXES):
         return "parquet"
+    found = next((fmt for suffix, fmt in AGENCY_SUFFIXES.items() if name.endswith(suffix)), None)
+    if found is not None:
+        if agency:
+            return found
+        raise DataError(
+            f"data file {str(path)!r} is a {AGENCY_NAMES[found]} file, which this engine reads only through a Parquet copy",
+            "open it with dipsy.engine.engine_for (as dipsy's commands and API do), which makes the copy",
+        )
     raise DataError(
-        f"data file {str(path)!r} is neither CSV nor Parquet",
-        f"give it one of the extensions {', '.join(CSV_SUFFIXES + PARQUET_SUFFIXES)}",
+        f"data file {str(path)!r} is neither CSV nor Parquet nor a SAS, Stata or SPSS file",
+        f"give it one of the extensions {', '.join(CSV_SUFFIXES + PARQUET_SUFFIXES + tuple(AGENCY_SUFFIXES))}",
     )
 
 

@@ -17,17 +17,20 @@ import pandas as pd
 from pyarrow import ArrowException
 
 from ..domain import Domain
-from ..domain.codec import numbers
+from ..domain.codec import numbers, states
+from ..engine.agency import is_agency, read_frame
 from ..errors import DataError, DipsyError
 from ..formula import parse
 from ..release import Release
 from ..release_sets import read_set
 from .groups import grouped_kmarginal
 from .marginals import encode_valid, kway_marginals
+from .missing import missing_shares, value_numbers, without_states
 from .numeric import numeric_summary
 from .propensity import pmse_all
 from .regressions import regression
 from .relationships import indicator_relationships, numeric_correlations
+from .rules import rule_breaks
 from .sensitive import sensitive_utility
 from .verdicts import verdicts as section_verdicts  # the name "verdicts" stays the module
 
@@ -71,7 +74,7 @@ def load_release(release: Release | str | Path) -> tuple[dict[str, Any], list[pd
             if path.is_dir():
                 tables.append(pd.concat(list(read_set(path, domain)), ignore_index=True))
             else:
-                tables.append(pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path))
+                tables.append(read_table(path))
         except (OSError, ValueError, ArrowException) as e:  # ArrowInvalid, ParserError, EmptyDataError, UnicodeDecodeError
             why = getattr(e, "strerror", None) or (str(e).splitlines() or [type(e).__name__])[0]
             raise DataError(
@@ -87,15 +90,26 @@ def load_release(release: Release | str | Path) -> tuple[dict[str, Any], list[pd
     return meta, tables, domain
 
 
+def read_table(path: Path) -> pd.DataFrame:
+    """A data file or a released set, whole: Parquet, CSV, or an agency file (SAS, Stata, SPSS),
+    read as the engines read it (:func:`dipsy.engine.agency.read_frame`: codes, not their labels;
+    SPSS's declared missing values as the codes they are)."""
+    if is_agency(path):
+        return read_frame(path)
+    return pd.read_parquet(path) if path.suffix.lower() in (".parquet", ".pq") else pd.read_csv(path)
+
+
 def read_original(data: pd.DataFrame | str | Path, domain: Domain) -> pd.DataFrame:
     """The original records of the released columns that match the domain."""
     if not isinstance(data, pd.DataFrame):
         path = Path(data)
         try:
-            data = pd.read_parquet(path) if path.suffix in (".parquet", ".pq") else pd.read_csv(path)
+            data = read_table(path)
         except (OSError, ValueError, ArrowException) as e:
             why = getattr(e, "strerror", None) or (str(e).splitlines() or [type(e).__name__])[0]
-            raise DataError(f"cannot read {str(path)!r} ({why})", "pass the original CSV or Parquet file") from None
+            raise DataError(
+                f"cannot read {str(path)!r} ({why})", "pass the original CSV, Parquet, SAS, Stata or SPSS file"
+            ) from None
         if data.columns.duplicated().any():
             dupes = sorted({str(c) for c in data.columns[data.columns.duplicated()]})
             raise DataError(
@@ -107,7 +121,11 @@ def read_original(data: pd.DataFrame | str | Path, domain: Domain) -> pd.DataFra
     kept = data.loc[valid, list(domain.names)].reset_index(drop=True)
     for column in domain.columns:
         if column.clip:  # as the release's measurements saw them: top- and bottom-coded, ±inf too
-            kept[column.name] = numbers(kept[column.name], column)
+            clipped = numbers(kept[column.name], column)
+            if column.missing is None:
+                kept[column.name] = clipped
+            else:  # a missing state (-8 below the bounds) is matched before clipping: kept as it is
+                kept[column.name] = kept[column.name].where(states(kept[column.name], column) >= 0, pd.Series(clipped))
     return kept
 
 
@@ -122,7 +140,7 @@ def _refuse_infinite(data: pd.DataFrame, domain: Domain) -> None:
     for column in domain.columns:
         if column.is_categorical or column.clip or column.name not in data.columns:
             continue
-        values = pd.to_numeric(data[column.name], errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        values = value_numbers(data[column.name], column)
         rows = np.flatnonzero(np.isinf(values)) + 1
         if rows.size:
             shown = ", ".join(map(str, rows[:ROWS_SHOWN])) + (
@@ -182,8 +200,12 @@ def evaluate(
     -------
     dict
         ``"release"``, ``"privacy"``, ``"dataset"``, one key per section (``"marginals"``,
-        ``"numeric"``, ``"propensity"``, ``"relationships"``, ``"inference"``, ``"sensitive"``)
-        and ``"verdicts"``: per section with one, ``{"level", "text"}`` (:mod:`.verdicts`).
+        ``"numeric"``, ``"propensity"``, ``"relationships"``, ``"inference"``, ``"sensitive"``,
+        ``"missing"``: the shares of each declared missing state, :func:`.missing.missing_shares`;
+        ``"rules"``: the records breaking each of the domain's edit rules, :func:`.rules.rule_breaks`)
+        and ``"verdicts"``: per section with one, ``{"level", "text"}`` (:mod:`.verdicts`). The
+        numeric metrics and the regression leave out the rows of a column in a declared missing
+        state (a code such as −8 is no number).
     """
     if formula is not None:
         parse(formula)  # a formula that cannot be read is refused before any work
@@ -211,8 +233,15 @@ def evaluate(
             "indicators": indicator_relationships(orig, tables, domain, seed=seed),
             "numeric": numeric_correlations(orig, tables, domain),
         },
-        "inference": None if formula is None else regression(formula, orig, tables, meta.get("combining_rule"), model),
+        # A declared missing state is no number and no level: the regression leaves its rows out.
+        "inference": None
+        if formula is None
+        else regression(
+            formula, without_states(orig, domain), [without_states(t, domain) for t in tables], meta.get("combining_rule"), model
+        ),
         "sensitive": _sensitive(orig, tables, domain, meta, sensitive, seed),
+        "missing": missing_shares(orig, tables, domain),
+        "rules": rule_breaks(orig, tables, domain),
     }
     # One sentence per section with its threshold (the report shows the same ones).
     out["verdicts"] = {k: v.to_dict() for k, v in section_verdicts(out).items()}

@@ -21,8 +21,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..domain import Column
 from ..errors import DipsyError
 from . import plots
+from .missing import value_numbers
 from .numeric import QUANTILES, ecdf_distances
 
 
@@ -69,7 +71,7 @@ def load_column(
             f"{column!r} is {domain[column].kind}: compare measures integer and numeric columns",
             "name an integer or numeric column; 'dipsy evaluate' compares categorical ones",
         )
-    x = _column(read_original(original, domain.project([column])), column)
+    x = _column(read_original(original, domain.project([column])), domain[column])
     out = []
     for folder, meta, tables, dom in loaded:
         if column not in dom or dom[column] != domain[column]:
@@ -77,7 +79,7 @@ def load_column(
                 f"the release {str(folder)!r} declares {column!r} differently from {str(loaded[0][0])!r} (or not at all)",
                 "compare releases made with the same domain for this column",
             )
-        out.append((folder, meta, [_column(t, column) for t in tables]))
+        out.append((folder, meta, [_column(t, domain[column]) for t in tables]))
     return x, out
 
 
@@ -109,11 +111,12 @@ def summarise(x: np.ndarray, loaded: Sequence[tuple[Path, dict, list[np.ndarray]
     return out
 
 
-def _column(frame: pd.DataFrame, name: str) -> np.ndarray:
-    values = pd.to_numeric(frame[name], errors="coerce").to_numpy(float)
+def _column(frame: pd.DataFrame, column: Column) -> np.ndarray:
+    """The finite numbers of ``column``, its declared missing states left out (a −8 is no number)."""
+    values = value_numbers(frame[column.name], column)
     values = values[np.isfinite(values)]
     if not values.size:
-        raise DipsyError(f"no value of {name!r} is a number", "check the release and the data")
+        raise DipsyError(f"no value of {column.name!r} is a number", "check the release and the data")
     return values
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import warnings
 import zlib
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -38,6 +39,7 @@ from ..domain import Column, Domain
 from ..domain.codec import decode_column, encode_column
 from ..errors import DataError
 from .marginals import encode_valid, shared_domain
+from .missing import value_numbers
 
 #: Quantile levels reported for every integer or numeric column.
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
@@ -116,6 +118,8 @@ def numeric_summary(original: pd.DataFrame, tables: Sequence[pd.DataFrame], doma
     out: dict[str, Any] = {}
     for name in numeric:
         x, ys = values[0][name], [v[name] for v in values[1:]]
+        if x.size == 0 or any(y.size == 0 for y in ys):
+            continue  # every row in a missing state somewhere: no number to compare
         ecdf = [ecdf_distances(x, y) for y in ys]
         with warnings.catch_warnings():
             # SciPy warns when the exact p-value fails and it falls back to the asymptotic one,
@@ -161,9 +165,14 @@ def redraw_in_bins(frame: pd.DataFrame, domain: Domain, seed: int = 0) -> pd.Dat
             continue
         # Its own stream, apart from the metrics' subsamples and from the other columns.
         rng = np.random.default_rng([seed, 3, zlib.crc32(column.name.encode("utf-8"))])
-        codes = encode_column(frame[column.name].reset_index(drop=True), column).codes
-        drawn = decode_column(np.maximum(codes, 0), column, rng).astype(float)
-        out[column.name] = np.where(codes >= 0, drawn, pd.to_numeric(frame[column.name], errors="coerce").to_numpy(dtype=float))
+        values = frame[column.name].reset_index(drop=True)
+        codes = encode_column(values, column).codes
+        inside = (codes >= 0) & (codes < (column.value_size or 0))  # values in a bin: not a missing state
+        drawn = decode_column(np.where(inside, codes, 0), replace(column, missing=None), rng).astype(float)
+        if column.missing is None:
+            out[column.name] = np.where(inside, drawn, pd.to_numeric(values, errors="coerce").to_numpy(dtype=float))
+        else:  # a state is kept as it is (a code such as .a is no number): the metrics leave it out
+            out[column.name] = pd.Series(drawn).where(inside, values).set_axis(frame.index)
     return out
 
 
@@ -195,8 +204,8 @@ def binning_floor(x: np.ndarray, redrawn: np.ndarray, column: Column, seed: int 
     if column.bins is None or x.size == 0:
         return None
     codes = encode_column(pd.Series(x), column).codes
-    ok = codes >= 0
     size = len(column.bins) - 1
+    ok = (codes >= 0) & (codes < size)  # x holds numbers only; a state's code would lie past the bins
     if column.kind == "integer":
         low, high = column.integer_bin_ranges()
         low, high = low.astype(float), high.astype(float)
@@ -238,8 +247,13 @@ def binning_floor(x: np.ndarray, redrawn: np.ndarray, column: Column, seed: int 
 
 
 def _values(frame: pd.DataFrame, domain: Domain, what: str) -> dict[str, np.ndarray]:
-    """Values of the columns of ``domain`` over the rows of ``frame`` that match it."""
+    """Values of the columns of ``domain`` over the rows of ``frame`` that match it, each column's
+    without its rows in a declared missing state (a state is no number: :func:`.missing.value_numbers`)."""
     _, valid = encode_valid(frame, domain, what)
     if not valid.any():
         raise DataError(f"the {what} has no row that matches the domain", "check the data against the domain")
-    return {n: pd.to_numeric(frame[n][valid]).to_numpy(dtype=float) for n in domain.names}
+    out = {}
+    for column in domain.columns:
+        v = value_numbers(frame[column.name][valid], column)
+        out[column.name] = v[~np.isnan(v)] if column.missing is not None else v
+    return out

@@ -116,7 +116,9 @@ def column_codes(values: pd.Series, column: Column, n_bins: int = 10) -> tuple[n
         # Cut before labelling: one label per value of a wide integer range would not fit in memory.
         lower, upper = _bounds(column)
         edges = np.linspace(float(lower), float(upper), (MAX_LEVELS if wide_integer else n_bins) + 1)
-        column = Column(column.name, column.kind, lower=column.lower, upper=column.upper, bins=tuple(edges))
+        column = Column(
+            column.name, column.kind, lower=column.lower, upper=column.upper, bins=tuple(edges), missing=column.missing
+        )
     codes = encode_column(values.reset_index(drop=True), column).codes
     return codes, code_labels(column)
 
@@ -128,7 +130,12 @@ def _bounds(column: Column) -> tuple[float, float]:
 
 
 def code_labels(column: Column) -> list[str]:
-    """Human-readable label of each code of an encodable column."""
+    """Human-readable label of each code of an encodable column (a missing state: its label)."""
+    states = [f"missing: {label}" for label in column.missing.labels] if column.missing is not None else []
+    return _value_labels(column) + states
+
+
+def _value_labels(column: Column) -> list[str]:
     if column.is_categorical:
         return list(column.labels) if column.labels is not None else list(column.category_texts)
     lower, upper = _bounds(column)
@@ -173,13 +180,16 @@ def cap_levels(
     else:
         if size <= MAX_ORDERED_LEVELS:
             return list(codes), labels
-        run = _nice_run(size)
+        values = size - column.n_states  # runs of values; each missing state stays a level of its own, after them
+        run = _nice_run(values)
         # An integer column with one code per value groups by value (0–9, 10–19), else by code.
         start = int(_bounds(column)[0]) if column.kind == "integer" and column.bins is None else 0
-        group = (np.arange(size) + start) // run
+        group = (np.arange(values) + start) // run
         mapping = group - group[0]
         groups = int(mapping[-1]) + 1
         new_labels = [_run_label(labels, np.flatnonzero(mapping == g), column.kind != "ordinal") for g in range(groups)]
+        mapping = np.concatenate([mapping, groups + np.arange(column.n_states)])
+        new_labels += labels[values:]
     return [np.where(c >= 0, mapping[np.clip(c, 0, None)], -1) for c in codes], new_labels
 
 
@@ -422,7 +432,7 @@ def histogram_edges(values: np.ndarray, column: Column | None) -> tuple[np.ndarr
     """
     if column is not None and column.bins is not None:
         edges = np.asarray(column.bins, dtype=float)
-        return edges, code_labels(column)
+        return edges, _value_labels(column)  # the bins only: a missing state has no place on the axis
     lo, hi = (float(values.min()), float(values.max())) if values.size else (0.0, 1.0)
     if column is not None and not column.is_categorical:
         lower, upper = _bounds(column)

@@ -61,8 +61,10 @@ from sklearn.tree import DecisionTreeClassifier
 from threadpoolctl import threadpool_limits
 
 from ..domain import Domain
+from ..domain.codec import states
 from ..errors import DataError
 from .marginals import encode_valid, shared_domain
+from .missing import value_numbers
 from .numeric import redraw_in_bins
 
 MODELS = ("logistic", "cart")
@@ -266,12 +268,25 @@ def _features(
                 features.append(
                     _Column(column.name, (inverse[:, None] == np.arange(1, len(levels))).astype(float), inverse, common[1:])
                 )
-        else:
+        elif column.missing is None:
             v = np.concatenate([pd.to_numeric(p[0][column.name]).to_numpy(dtype=float) for p in parts])
             sd = v.std()
             if sd > 0:
                 z = (v - v.mean()) / sd
                 features.append(_Column(column.name, z[:, None], None, None))
+        else:  # a state is no number: z of the values (0 in a state) and an indicator per state
+            v = np.concatenate([value_numbers(p[0][column.name], column) for p in parts])
+            state = np.concatenate([states(p[0][column.name], column) for p in parts])
+            present = ~np.isnan(v)
+            main = []
+            sd = v[present].std() if present.any() else 0.0
+            if sd > 0:
+                main.append(np.where(present, (v - v[present].mean()) / sd, 0.0))
+            for s in range(column.n_states):
+                if 0 < (state == s).sum() < len(state):
+                    main.append((state == s).astype(float))
+            if main:
+                features.append(_Column(column.name, np.column_stack(main), None, None))
     y = np.repeat(np.array([0, 1]), [n0, n1])
     return features, y, {"original": n0, "synthetic": n1}
 

@@ -32,6 +32,7 @@ import pandas as pd
 
 from ..domain import Domain
 from .marginals import encode_valid, shared_domain
+from .missing import value_numbers
 
 
 def indicator_relationships(
@@ -125,7 +126,8 @@ def indicator_relationships(
     moments = [_indicator_moments(c, cats, sizes, col_of[i], code_of[i], col_of[j], code_of[j]) for c in codes]
     corr = np.array([m[0] for m in moments])  # (1 + m, pairs); row 0 is the original
     slope = np.array([m[1] for m in moments])
-    labels = [f"{cats[c]}={domain[cats[c]].category_texts[v]}" for c, v in zip(col_of, code_of)]
+    texts = {c.name: c.category_texts + (c.missing.texts if c.missing is not None else ()) for c in domain.columns}
+    labels = [f"{cats[c]}={texts[cats[c]][v]}" for c, v in zip(col_of, code_of)]
     pairs = [
         {
             "x": labels[a],
@@ -227,8 +229,11 @@ def _indicator_moments(
 
 
 def _numeric_matrix(frame: pd.DataFrame, domain: Domain, what: str) -> np.ndarray:
+    """The valid rows' numbers, one column each; rows in a declared missing state of any column
+    left out (complete cases: a state is no number)."""
     _, valid = encode_valid(frame, domain, what)
-    return np.column_stack([pd.to_numeric(frame[n][valid]).to_numpy(dtype=float) for n in domain.names])
+    values = np.column_stack([value_numbers(frame[c.name][valid], c) for c in domain.columns])
+    return values[~np.isnan(values).any(axis=1)] if any(c.missing is not None for c in domain.columns) else values
 
 
 def _corr(values: np.ndarray) -> np.ndarray:

@@ -34,6 +34,7 @@ import pandas as pd
 from ..domain import Domain
 from . import plots
 from . import verdicts as judge
+from .missing import without_states
 from .numeric import redraw_in_bins
 from .plots import finite, nanmean
 from .verdicts import SINGLE_SET_CAVEAT, Verdict, single_set
@@ -100,8 +101,15 @@ def render(evaluation: Mapping[str, Any], original: pd.DataFrame, tables: Sequen
     builders = {
         "privacy": lambda: _privacy(privacy, release, _mapping(ev.get("dataset"))),
         "summary": lambda: _summary(ev, found, sets),
-        "marginals": lambda: _marginals(_mapping(ev.get("marginals")), original, tables, domain),
-        "numeric": lambda: _numeric(_mapping(ev.get("numeric")), original, tables, domain),
+        "marginals": lambda: (
+            _marginals(_mapping(ev.get("marginals")), original, tables, domain)
+            + _missing(_mapping(ev.get("missing")))
+            + _rules(_mapping(ev.get("rules")))
+        ),
+        # Plotted as the metrics read them: a declared missing state (−8, .a) is no number.
+        "numeric": lambda: _numeric(
+            _mapping(ev.get("numeric")), without_states(original, domain), [without_states(t, domain) for t in tables], domain
+        ),
         "propensity": lambda: _propensity(_mapping(ev.get("propensity"))),
         "relationships": lambda: _relationships(_mapping(ev.get("relationships"))),
         "sensitive": lambda: _sensitive(_mapping(ev.get("sensitive")), sets),
@@ -707,6 +715,91 @@ def _marginals(marginals: Mapping[str, Any], original: pd.DataFrame, tables: Seq
     if marginals.get("by_group"):
         out.append("<h3>Inside each group</h3>" + _by_group(_mapping(marginals.get("by_group"))))
     return "".join(out)
+
+
+def _missing(missing: Mapping[str, Any]) -> str:
+    """One small table per column with declared missing states: each state's share of the
+    original's rows and of the synthetic sets' (their mean, and the range over the sets)."""
+    columns = [c for c, v in missing.items() if isinstance(v, Mapping)]
+    if not columns:
+        return ""
+    out = [
+        "<h3>Missing values</h3>",
+        _p(
+            "The share of rows in each missing state the domain declares (an empty cell, a reserved code), "
+            "in the original and in the synthetic sets. The numeric metrics leave these rows out."
+        ),
+    ]
+    for c in columns:
+        part = _mapping(missing[c])
+        original = list(part.get("original") or [])
+        synthetic = [list(s or []) for s in part.get("synthetic") or []]
+        rows = []
+        for k, state in enumerate(part.get("states") or []):
+            state = _mapping(state)
+            code = state.get("code")
+            per_set = [s[k] for s in synthetic if k < len(s)]
+            spread = f"{_percent(min(per_set))}–{_percent(max(per_set))}" if len(per_set) > 1 else "—"
+            rows.append(
+                [
+                    str(state.get("label", "")),
+                    "empty" if code is None else str(code),
+                    _percent(original[k]) if k < len(original) else "—",
+                    _percent(nanmean(per_set)) if per_set else "—",
+                    spread,
+                ]
+            )
+        out.append(
+            html_table(
+                ["state", "code", "original", "synthetic (mean)", "synthetic (range over sets)"],
+                rows,
+                numeric=range(2, 5),
+                caption=f"{c}: share of rows in each missing state",
+                compact=True,
+            )
+        )
+    return "".join(out)
+
+
+def _rules(rules: Mapping[str, Any]) -> str:
+    """One small table of the domain's edit rules: the records breaking each, in the original and
+    in the synthetic sets (their mean, and the largest over the sets)."""
+    per_rule = [_mapping(r) for r in rules.get("rules") or [] if isinstance(r, Mapping)]
+    if not per_rule:
+        return ""
+    rows = []
+    for part in [*per_rule, {"name": "any rule", "rule": "", **_mapping(rules.get("any"))}]:
+        synthetic = [x for x in part.get("synthetic") or [] if isinstance(x, (int, float))]
+        rows.append(
+            [
+                str(part.get("name", "")),
+                str(part.get("rule", "")),
+                fmt(part.get("original")) + f" ({_percent(part.get('original_share'))})",
+                fmt(nanmean(synthetic)) if synthetic else "—",
+                fmt(max(synthetic)) if synthetic else "—",
+            ]
+        )
+    return (
+        "<h3>Edit rules</h3>"
+        + _p(
+            "Records in a combination the domain's edit rules forbid (as SDNist's inconsistency counts). A release "
+            "enforces the rules on its records, so every set should show 0; the original shows what the data break."
+        )
+        + html_table(
+            ["name", "rule", "original", "synthetic (mean)", "synthetic (most)"],
+            rows,
+            numeric=range(2, 5),
+            caption="records breaking each edit rule",
+            compact=True,
+        )
+    )
+
+
+def _percent(x: Any) -> str:
+    try:
+        return f"{100 * float(x):.1f}%" if math.isfinite(float(x)) else "—"
+    except (TypeError, ValueError):
+        return "—"
 
 
 def _by_group(g: Mapping[str, Any]) -> str:

@@ -31,6 +31,7 @@ from ..privacy.relation import ADD_REMOVE, SUBSTITUTE, Relation
 from ..privacy.relation import parse as parse_relation
 from ..privacy.rng import Randomness
 from ..privacy.session import Session
+from .enforce import Enforcement
 
 #: The relations' names on the command line and in the API.
 NEIGHBOURINGS = {"substitute": SUBSTITUTE, "add-remove": ADD_REMOVE}
@@ -413,18 +414,44 @@ class Model(ABC):
         object.__setattr__(self, "_drawn", k + 1)  # frozen dataclasses too: a counter, not part of the value
         return k
 
-    def draw(self, rand: Randomness) -> dict[str, np.ndarray] | pd.DataFrame:
-        """The next synthetic set: codes per column (decoded by the caller), or records."""
-        return self.sample(self._next(), rand)
+    def draw(self, rand: Randomness, rules: Enforcement | None = None) -> dict[str, np.ndarray] | pd.DataFrame:
+        """The next synthetic set: codes per column (decoded by the caller), or records; with
+        ``rules``, none in a forbidden cell of the domain's edit rules (:mod:`.enforce`)."""
+        k = self._next()
+        if not rules:
+            return self.sample(k, rand)
+        parts = list(rules.records(lambda: iter([self.sample(k, rand)]), rand.numpy, self.exchangeable()))
+        return parts[0]
 
-    def draw_chunks(self, rand: Randomness, rows: int | None = None) -> Iterator[dict[str, np.ndarray] | pd.DataFrame]:
+    def draw_chunks(
+        self, rand: Randomness, rows: int | None = None, rules: Enforcement | None = None
+    ) -> Iterator[dict[str, np.ndarray] | pd.DataFrame]:
         """The next synthetic set in chunks of at most ``rows`` records (default :data:`CHUNK_ROWS`);
-        the set is charged now, when called, not when the chunks are read."""
-        return self.chunks(self._next(), rand, rows or CHUNK_ROWS)
+        the set is charged now, when called, not when the chunks are read.
 
-    def draw_table(self, rand: Randomness) -> np.ndarray:
-        """The next released table of cell counts (count methods)."""
-        return self.table(self._next(), rand)
+        With ``rules`` (the released domain's edit rules), a record in a forbidden cell is rejected
+        and its place filled from fresh draws of the same set, ``chunks(k)`` again (:mod:`.enforce`):
+        post-processing, since set ``k`` is drawn from the same measurements every time. This is
+        the one place where every method's records are drawn."""
+        k, size = self._next(), rows or CHUNK_ROWS
+        if not rules:
+            return self.chunks(k, rand, size)
+        return rules.records(lambda: self.chunks(k, rand, size), rand.numpy, self.exchangeable())
+
+    def draw_table(self, rand: Randomness, rules: Enforcement | None = None) -> np.ndarray:
+        """The next released table of cell counts (count methods); with ``rules``, every cell an
+        edit rule forbids set to 0 (post-processing)."""
+        table = self.table(self._next(), rand)
+        return rules.table(table) if rules else table
+
+    def exchangeable(self) -> tuple[str, ...] | None:
+        """How the rows of a set may stand in for each other when a rejected one is replaced
+        (:mod:`.enforce`): ``()``, any row for any (the default: rows drawn alike, or a shuffled
+        set); column names, rows with equal values of them (records placed group by group, each
+        group its size); None, no row for another (row ``i`` of every draw stands for record ``i``:
+        rdt labelling the data's own public columns, the pseudo-posterior with its predictors), so a
+        rejected row is redrawn in its place."""
+        return ()
 
     @abstractmethod
     def sample(self, k: int, rand: Randomness) -> dict[str, np.ndarray] | pd.DataFrame:

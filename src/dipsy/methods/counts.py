@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..domain import Column, Domain
+from ..domain.codec import state_values
 from ..errors import DipsyError
 from ..privacy.rng import Randomness
 from .base import CHUNK_ROWS, Model
@@ -112,7 +113,17 @@ def cells_frame(counts: np.ndarray, domain: Domain) -> pd.DataFrame:
 
 
 def cell_labels(column: Column) -> np.ndarray:
-    """What each code of a column stands for: the category, the integer, or its bin ``[lo, hi)``."""
+    """What each code of a column stands for: the category, the integer, or its bin ``[lo, hi)``;
+    then each missing state's value, as records decode it (its code as written, or None: empty)."""
+    values = _value_labels(column)
+    if column.missing is None:
+        return values
+    out = np.empty(len(values) + column.n_states, dtype=object)
+    out[:] = [*values.tolist(), *state_values(column).tolist()]
+    return out
+
+
+def _value_labels(column: Column) -> np.ndarray:
     if column.is_categorical:
         return np.asarray(column.categories, dtype=None if column.numeric_categories else object)
     if column.bins is None:  # an integer column (a numeric one without bins has no codes)
@@ -124,8 +135,25 @@ def cell_labels(column: Column) -> np.ndarray:
 
 
 def describe_cells(domain: Domain) -> dict[str, Any]:
-    """The cells of a table release, for release.json: each column's categories or bins, in order."""
+    """The cells of a table release, for release.json: each column's categories or bins, in order,
+    then its missing states (``missing: LABEL (CODE)``, or ``(empty)``).
+
+    >>> from dipsy.domain.missing import Missing
+    >>> d = Domain((Column("r", "categorical", categories=(1, 2), missing=Missing(empty="skipped", codes=((-8, "refused"),))),))
+    >>> describe_cells(d)["columns"]["r"]
+    ['1', '2', 'missing: skipped (empty)', 'missing: refused (-8)']
+    """
     return {
         "order": "C order: the first column varies slowest",
-        "columns": {c.name: [str(x) for x in cell_labels(c)] for c in domain.columns},
+        "columns": {c.name: _cell_texts(c) for c in domain.columns},
     }
+
+
+def _cell_texts(column: Column) -> list[str]:
+    texts = [str(x) for x in _value_labels(column)]
+    if column.missing is not None:
+        texts += [
+            f"missing: {label} ({'empty' if value is None else value})"
+            for label, value in zip(column.missing.labels, column.missing.values)
+        ]
+    return texts

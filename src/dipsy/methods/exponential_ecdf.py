@@ -298,6 +298,11 @@ class ExponentialECDF(Synthesizer):
                 f"{self.name} synthesizes one numeric or integer column, got {', '.join(domain.names)}",
                 "choose one such column with --columns",
             )
+        domain.columns[0].refuse_missing(
+            f"{self.name} (an ECDF of numbers on a grid between the bounds)",
+            f"{self.name} does not yet synthesize missing states: give the column bins and use perturbed-histogram, "
+            "or drop missing: and pass --on-invalid drop",
+        )
         self.require_rows(n)
         if n is None:
             raise DipsyError(

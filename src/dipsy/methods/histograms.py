@@ -35,6 +35,7 @@ published method does not account for.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from functools import reduce
 from typing import Any, ClassVar
@@ -52,7 +53,7 @@ from ..privacy.relation import ADD_REMOVE, SUBSTITUTE
 from ..privacy.rng import Randomness
 from ..privacy.samplers import to_fraction
 from ..privacy.session import Session
-from .base import Option, Plan, Synthesizer, whole
+from .base import CHUNK_ROWS, Option, Plan, Synthesizer, whole
 from .counts import CountModel
 from .laplace_sanitizer import total_share_option
 
@@ -108,7 +109,7 @@ def cells_of(domain: Domain, k: int | None, sets: int = 1) -> Domain:
     """
     if k is not None and k > MAX_CODES:
         raise too_many_codes("option bins", k, "bins", "give fewer bins, e.g. --option bins=50")
-    sizes = [k if k is not None and c.kind == "numeric" else domain.shape([c.name])[0] for c in domain.columns]
+    sizes = [k + c.n_states if k is not None and c.kind == "numeric" else domain.shape([c.name])[0] for c in domain.columns]
     cells = math.prod(sizes)
     if cells > MAX_CELLS:
         raise DomainError(
@@ -140,7 +141,15 @@ def column_shares(column: Column) -> np.ndarray:
     [0.1, 0.9]
     >>> column_shares(Column("k", "integer", lower=0, upper=9, bins=(0, 2.5, 9))).tolist()
     [0.3, 0.7]
+
+    A column with missing states is refused: a state has no length or count of whole numbers,
+    and the smoothed histogram's privacy (its ``v_min``) is computed from these shares.
     """
+    column.refuse_missing(
+        "the smoothed histogram (its cells' shares of the box, from which its privacy is computed)",
+        "the smoothed histogram does not yet synthesize missing states: leave the column out (--columns), use "
+        "perturbed-histogram, or drop missing: and pass --on-invalid drop",
+    )
     if column.is_categorical:
         assert column.categories is not None, "Column checks every categorical column's categories"
         return np.full(len(column.categories), 1 / len(column.categories))
@@ -319,7 +328,12 @@ class PerturbedHistogramModel(CountModel):
         return rand.numpy.multinomial(self.totals[k], p)
 
     def sample(self, k: int, rand: Randomness) -> dict[str, np.ndarray] | pd.DataFrame:
-        return _records(super().sample(k, rand), self.decode_domain, rand)
+        return _joined(list(self.chunks(k, rand)))
+
+    def chunks(self, k: int, rand: Randomness, rows: int = CHUNK_ROWS) -> Iterator[dict[str, np.ndarray] | pd.DataFrame]:
+        # Each chunk decoded here against the bins used (the release path decodes codes against
+        # the domain's own bins, which bins=K replaced: a numeric column without bins has none).
+        return (_records(part, self.decode_domain, rand) for part in super().chunks(k, rand, rows))
 
 
 # -- smoothed histogram ---------------------------------------------------------------------------------------
@@ -544,7 +558,20 @@ class SmoothedHistogramModel(CountModel):
     decode_domain: Domain | None = None
 
     def sample(self, k: int, rand: Randomness) -> dict[str, np.ndarray] | pd.DataFrame:
-        return _records(super().sample(k, rand), self.decode_domain, rand)
+        return _joined(list(self.chunks(k, rand)))
+
+    def chunks(self, k: int, rand: Randomness, rows: int = CHUNK_ROWS) -> Iterator[dict[str, np.ndarray] | pd.DataFrame]:
+        return (_records(part, self.decode_domain, rand) for part in super().chunks(k, rand, rows))
+
+
+def _joined(parts: list[dict[str, np.ndarray] | pd.DataFrame]) -> dict[str, np.ndarray] | pd.DataFrame:
+    """A set from its chunks: codes per column, or records."""
+    if len(parts) == 1:
+        return parts[0]
+    if all(isinstance(p, pd.DataFrame) for p in parts):
+        return pd.concat(parts, ignore_index=True)
+    dicts = [p for p in parts if isinstance(p, dict)]
+    return {c: np.concatenate([p[c] for p in dicts]) for c in dicts[0]}
 
 
 __all__ = [

@@ -399,6 +399,13 @@ class DPSyn(Synthesizer):
         if not rest:
             raise DipsyError("every column is a group column; nothing is left to synthesize", "leave some columns out of groups")
         domain.shape(domain.names)  # every column needs cells (numeric columns need bins)
+        for column in domain.columns:
+            if not column.is_categorical:  # the public records are read as numbers (public_records)
+                column.refuse_missing(
+                    f"{self.name}'s public data set (whose integer and numeric columns it reads as numbers)",
+                    f"{self.name} does not yet read missing states of integer or numeric columns: use privsyn or mst, "
+                    "leave the column out, or drop missing: and pass --on-invalid drop",
+                )
         public_engine(self.settings["public"], domain)  # refused before anything is charged or read
         theta, m = self.relation.theta, self.sets
         epsilon, delta = self.share()  # one set's; the whole budget when m = 1
@@ -630,6 +637,11 @@ class DPSynModel(Model):
     settings: Settings
 
     sets = 1
+
+    def exchangeable(self) -> tuple[str, ...] | None:
+        """The group columns: the records are placed group by group, each group its noisy size, so a
+        rejected row is replaced by an allowed record of its own group (:mod:`dipsy.methods.enforce`)."""
+        return tuple(self.names[g] for g in self.group_idx)
 
     def group_sizes(self) -> np.ndarray:
         """The records each group gets: its *noisy* count raised to ``least`` and rounded (§4.4),

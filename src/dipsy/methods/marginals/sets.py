@@ -210,6 +210,9 @@ class SetsModel(Model):
     def sample(self, k: int, rand: Randomness) -> Any:
         return self._part(k).sample(0, rand)
 
+    def exchangeable(self) -> tuple[str, ...] | None:
+        return self.parts[0].exchangeable()
+
     def chunks(self, k: int, rand: Randomness, rows: int = CHUNK_ROWS) -> Any:
         return self._part(k).chunks(0, rand, rows)
 

@@ -257,6 +257,13 @@ class Modips(Synthesizer):
         categorical = tuple(c for c in cols if c.is_categorical)
         numeric = tuple(c for c in cols if not c.is_categorical)
         where = ", ".join(c.name for c in cols)
+        if model in ("normal", "mixed"):
+            for c in numeric:  # read as numbers (sums, sums of squares, bounds): a state is no number
+                c.refuse_missing(
+                    f"modips model={model} (sums of its values between the bounds)",
+                    "model=normal and model=mixed do not yet synthesize missing states: give the column bins and use "
+                    "model=multinomial or a count method, leave the column out, or drop missing: and pass --on-invalid drop",
+                )
         if model == "bernoulli":
             if len(cols) != 1 or not _is_cell_column(cols[0]) or cols[0].size != 2:
                 raise DipsyError(

@@ -141,7 +141,9 @@ class ModelFile:
             raise DipsyError(f"the model file {path.name} cannot be loaded as Python source", "pass model=path/to/file.py:NAME")
         module = importlib.util.module_from_spec(spec)
         try:
-            spec.loader.exec_module(module)
+            # Compiled here, not by the loader: the loader would write bytecode (a __pycache__ folder)
+            # beside the user's file, and a run leaves nothing in the user's folders.
+            exec(compile(path.read_bytes(), str(path), "exec"), module.__dict__)
         except SyntaxError as e:
             raise DipsyError(
                 f"the model file {path.name} does not compile: {e.msg} (line {e.lineno})",
@@ -360,6 +362,12 @@ class PseudoPosteriorSynthesizer(Synthesizer):
     def plan(self, n: int | None, domain: Domain) -> Plan:
         s = self.settings
         response, design = self.design(domain)
+        for column in domain.columns:  # the response is read as numbers or categories, predictors as dummies or values
+            column.refuse_missing(
+                f"{self.name} (a regression of the response on the predictors)",
+                f"{self.name} does not yet model missing states: leave the column out (--columns), or drop missing: and "
+                "pass --on-invalid drop",
+            )
         logged = re.fullmatch(r"log\((.+)\)", s["response"].strip())
         self.log_response_ = bool(logged)
         if "standard" in s and "range" not in s:
@@ -734,6 +742,11 @@ class PosteriorModel(Model):
     @property
     def sets(self) -> int:
         return self.m
+
+    def exchangeable(self) -> tuple[str, ...] | None:
+        """None: row ``i`` is record ``i``'s predictors with a drawn response, so a rejected row is
+        redrawn in its place (:mod:`dipsy.methods.enforce`)."""
+        return None
 
     def choices(self) -> dict[str, Any]:
         return {"warnings": self.warnings} if self.warnings else {}

@@ -591,6 +591,14 @@ class RandomDecisionTrees(Synthesizer):
     # -- the plan's parts -----------------------------------------------------------------------------
 
     def _check_numeric(self, roles: Roles, domain: Domain, random: bool) -> None:
+        for c in (*roles.public, *roles.sensitive):
+            col = domain[c]
+            if not col.is_categorical:  # read as numbers (engine.values), binned or split at thresholds
+                col.refuse_missing(
+                    f"{self.name} (which reads the numbers of integer and numeric columns)",
+                    f"{self.name} does not yet read missing states of integer or numeric columns: leave the column out, "
+                    "make it categorical (its bins as categories), or drop missing: and pass --on-invalid drop",
+                )
         for c in roles.public:
             col = domain[c]
             if not col.is_categorical and col.bins is None and not random and col.kind != "integer":
@@ -793,6 +801,11 @@ class TreesModel(Model):
     @property
     def sets(self) -> int:
         return self.charged
+
+    def exchangeable(self) -> tuple[str, ...] | None:
+        """None: row ``i`` labels record ``i`` of the targets (its public columns as they are), so a
+        rejected row is redrawn in its place (:mod:`dipsy.methods.enforce`)."""
+        return None
 
     def choices(self) -> dict[str, Any]:
         """The trees of each sensitive column, summarised for release.json.
