@@ -548,16 +548,16 @@ def write_labelled(frame: pd.DataFrame, target: Path, format: str, domain: Domai
         # Version 5: the transport format every SAS release reads (libname xport) and Stata's import sasxport5.
         pyreadstat.write_xport(frame, str(target), column_labels=variable, file_format_version=5)
         return
-    value = {c.name: _value_labels(c) for c in present if (c.is_categorical and c.labels is not None) or _number_codes(c)}
+    states = {c.name: _number_codes(c) for c in present}
+    value = {c.name: _value_labels(c) for c in present if (c.is_categorical and c.labels is not None) or states[c.name]}
     if format == "dta":
         pyreadstat.write_dta(frame, str(target), column_labels=variable, variable_value_labels=value or None)
         return
     # SPSS also keeps each variable's level of measurement, which the domain's kind says, and its
     # declared missing values: the domain's missing codes that are numbers, as in the original file.
     measure = {c.name: _MEASURES[c.kind] for c in present}
-    missing: dict[str, list[Any]] = {  # SPSS holds three discrete missing values per variable
-        c.name: [float(x) for x, _ in _number_codes(c)][:3] for c in present if _number_codes(c)
-    }
+    # SPSS holds three discrete missing values per variable
+    missing: dict[str, list[Any]] = {name: [float(x) for x, _ in codes][:3] for name, codes in states.items() if codes}
     pyreadstat.write_sav(
         frame,
         str(target),
