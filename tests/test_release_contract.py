@@ -217,10 +217,12 @@ def test_a_discovered_domain_is_released_only_where_its_discovery_was_charged(di
     assert release.statement.private
 
 
-def test_dpsyn_states_its_ex_ante_guarantee_whatever_regime_ran():
+@pytest.mark.parametrize("seed, regime", [(0, {"pure-DP"}), (161, {"pure-DP", "zCDP"})])
+def test_dpsyn_states_its_ex_ante_guarantee_whatever_regime_ran(seed, regime):
     """Finding 8: with one set dpsyn stated δ = 0 when the regime its noisy total picked had no
     Gaussian step; the regime is a function of noisy data, so the guarantee is the (ε, δ) the plan
-    declared and the ledger reserved."""
+    declared and the ledger reserved. Seeded (test releases) so that each regime is the one that runs:
+    unseeded, about 1 run in 300 takes the Gaussian step here."""
     domain = dipsy.Domain.from_sizes({"x": 2, "y": 2})
     data = pd.DataFrame({"x": [0, 1] * 20, "y": [1, 0] * 20})
     public = pd.DataFrame({"x": [0, 1, 1, 0] * 10, "y": [1, 0, 1, 1] * 10})
@@ -235,12 +237,13 @@ def test_dpsyn_states_its_ex_ante_guarantee_whatever_regime_ran():
             epsilon=2.0,
             delta=1e-6,
             accept_noise=True,
+            seed=seed,
             options={"public": str(Path(tmp) / "public.csv"), "least": 10, "multiple": 1, "pool": 200},
         )
     ran = release.statement.measurements
-    assert all(m["definition"] == "pure-DP" for m in ran)  # this run's regime had no Gaussian step ...
+    assert {m["definition"] for m in ran} == regime  # the regime this run's noisy total picked ...
     assert release.statement.total == ApproxDP(2.0, 1e-6)  # ... and the statement is still the declared (ε, δ)
-    assert release.statement.to_dict()["delta_total"] == 1e-6
+    assert release.statement.to_dict()["if_unseeded"]["delta_total"] == 1e-6
 
 
 def test_the_methods_listing_states_each_cost_and_relation(capsys):
