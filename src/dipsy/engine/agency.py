@@ -321,9 +321,9 @@ class CopiedEngine(Engine):
     def _reopen(self, domain: Domain) -> Engine:
         return CopiedEngine(self.inner._reopen(domain), self.copy, owner=False)
 
-    def _values(self, names: tuple[str, ...]) -> dict[str, np.ndarray]:
+    def _values(self, names: tuple[str, ...], codes: bool = False) -> dict[str, np.ndarray]:
         self.inner.ensure_valid()
-        return self.inner._values(names)
+        return self.inner._values(names, codes)
 
     def _cell_counts(self, names: tuple[str, ...], shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         self.inner.ensure_valid()

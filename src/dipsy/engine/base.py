@@ -255,6 +255,20 @@ class Engine(ABC):
         self.ensure_valid()
         return self._values(names)
 
+    def codes(self, columns: Iterable[str]) -> dict[str, np.ndarray]:
+        """The valid rows' cell codes of ``columns`` (int64): categories, integers, bins and missing
+        states alike, the codes the contingency tables count — for methods that read records cell by
+        cell (dpsyn's public records) where a table of every column could not be indexed.
+
+        Rows come in the backend's order, as :meth:`values` gives them.
+        """
+        names = tuple(columns)
+        for name in names:
+            if self.domain[name].size is None:
+                raise DataError(f"column {name!r} has no cells: it is numeric without bins", "give it bins in the domain file")
+        self.ensure_valid()
+        return self._values(names, codes=True)
+
     def has_column(self, name: str) -> bool:
         """Whether the data hold a column ``name`` (from the header or schema: no value is read)."""
         return self._has_column(name)
@@ -298,8 +312,8 @@ class Engine(ABC):
         """A new engine of this backend over the same source and ``domain``."""
 
     @abstractmethod
-    def _values(self, names: tuple[str, ...]) -> dict[str, np.ndarray]:
-        """Codes or numbers of the valid rows of ``names``."""
+    def _values(self, names: tuple[str, ...], codes: bool = False) -> dict[str, np.ndarray]:
+        """Codes (categorical columns, or every column when ``codes``) or numbers of the valid rows of ``names``."""
 
     @abstractmethod
     def _validate(self) -> ValidationReport:

@@ -172,19 +172,17 @@ class DuckDBEngine(Engine):
         limit = self._row("SELECT value FROM duckdb_settings() WHERE name = 'memory_limit'")[0]
         return self.report.valid_rows * width <= _bytes(limit) / 2
 
-    def _values(self, names: tuple[str, ...]) -> dict[str, np.ndarray]:
+    def _values(self, names: tuple[str, ...], codes: bool = False) -> dict[str, np.ndarray]:
         # The codec in SQL: k columns are codes (< 0 for invalid rows), x columns the numbers as
         # pandas would read them; rows invalid in any column in scope are left out.
         scope = self.domain.columns
         index = {c.name: j for j, c in enumerate(scope)}
-        select = [f"k{index[n]}" if self.domain[n].is_categorical else _clipped(self.domain[n], f"x{index[n]}") for n in names]
+        coded = [codes or self.domain[n].is_categorical for n in names]
+        select = [f"k{index[n]}" if k else _clipped(self.domain[n], f"x{index[n]}") for n, k in zip(names, coded)]
         where = " AND ".join(f"k{j} >= 0" for j in range(len(scope)))
         aliases = ", ".join(f"{s} AS v{i}" for i, s in enumerate(select))
         result = self._run(f"SELECT {aliases} FROM ({self._codes_sql(scope, keep=True)}) WHERE {where}").fetchnumpy()
-        return {
-            n: np.asarray(result[f"v{i}"], dtype=np.int64 if self.domain[n].is_categorical else float)
-            for i, n in enumerate(names)
-        }
+        return {n: np.asarray(result[f"v{i}"], dtype=np.int64 if k else float) for i, (n, k) in enumerate(zip(names, coded))}
 
     def _has_column(self, name: str) -> bool:
         return name in self._sql

@@ -68,11 +68,11 @@ class NumpyEngine(Engine):
             self._codes = {name: e.codes[self._valid] for name, e in encoded.items()}
         return report
 
-    def _values(self, names: tuple[str, ...]) -> dict[str, np.ndarray]:
+    def _values(self, names: tuple[str, ...], codes: bool = False) -> dict[str, np.ndarray]:
         assert self._codes is not None  # ensure_valid() ran
         out = {}
         for name in names:
-            if self.domain[name].is_categorical:
+            if codes or self.domain[name].is_categorical:
                 out[name] = self._codes[name].astype(np.int64)
             else:
                 out[name] = numbers(self.frame[name], self.domain[name])[self._valid]  # clipped, if the domain says so

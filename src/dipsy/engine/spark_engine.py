@@ -553,9 +553,9 @@ class SparkEngine(Engine):
         out = self._run(codes.select(cell.alias("cell")).groupBy("cell").count().toArrow)
         return out["cell"].to_numpy().astype(np.int64), out["count"].to_numpy().astype(np.int64)
 
-    def _values(self, names: tuple[str, ...]) -> dict[str, np.ndarray]:
+    def _values(self, names: tuple[str, ...], codes: bool = False) -> dict[str, np.ndarray]:
         index = {c.name: j for j, c in enumerate(self.domain.columns)}
-        picked = [f"k{index[n]}" if self.domain[n].is_categorical else f"x{index[n]}" for n in names]
+        picked = [f"k{index[n]}" if codes or self.domain[n].is_categorical else f"x{index[n]}" for n in names]
         out = self._run(self._codes().select(*picked).toArrow)
         return {n: out[p].to_numpy().astype(np.int64 if p[0] == "k" else float) for n, p in zip(names, picked)}
 

@@ -107,9 +107,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
-from ...domain import Domain, encode_column
+from ...domain import Domain
 from ...engine import Engine, engine_for
 from ...errors import DipsyError
 from ...privacy import ZCDP, ApproxDP, PureDP, Spend
@@ -294,15 +293,12 @@ def public_records(public: Engine, domain: Domain) -> tuple[np.ndarray, np.ndarr
     """The public data set's distinct records (codes, one column per domain column, in
     lexicographic order — the C order of the full table's cells) and how often each occurs.
 
-    Read record by record (:meth:`~dipsy.engine.Engine.values`), not as a cross-tabulation of
+    Read record by record (:meth:`~dipsy.engine.Engine.codes`), not as a cross-tabulation of
     every column, whose cells (10³¹ for the NIST 2020 encoding's 24 columns) cannot be indexed.
     Public data: read freely."""
     names = domain.names
-    raw = public.values(names)
-    codes = [
-        np.asarray(raw[n], dtype=np.int64) if domain[n].is_categorical else encode_column(pd.Series(raw[n]), domain[n]).codes
-        for n in names
-    ]
+    by_name = public.codes(names)  # bins and missing states of numeric columns included
+    codes = [by_name[n] for n in names]
     if not codes or len(codes[0]) == 0:
         return np.zeros((0, len(names)), dtype=np.int64), np.zeros(0, dtype=np.int64)
     rows, counts = np.unique(np.stack(codes, axis=1), axis=0, return_counts=True)
@@ -399,13 +395,6 @@ class DPSyn(Synthesizer):
         if not rest:
             raise DipsyError("every column is a group column; nothing is left to synthesize", "leave some columns out of groups")
         domain.shape(domain.names)  # every column needs cells (numeric columns need bins)
-        for column in domain.columns:
-            if not column.is_categorical:  # the public records are read as numbers (public_records)
-                column.refuse_missing(
-                    f"{self.name}'s public data set (whose integer and numeric columns it reads as numbers)",
-                    f"{self.name} does not yet read missing states of integer or numeric columns: use privsyn or mst, "
-                    "leave the column out, or drop missing: and pass --on-invalid drop",
-                )
         public_engine(self.settings["public"], domain)  # refused before anything is charged or read
         theta, m = self.relation.theta, self.sets
         epsilon, delta = self.share()  # one set's; the whole budget when m = 1

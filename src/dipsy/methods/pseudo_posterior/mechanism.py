@@ -255,14 +255,15 @@ def _nuts_program(record_model: RecordModel, settings: MCMCSettings) -> Callable
                 trajectory_length=None,
                 rng_key=k,
             )
-            state, _ = jax.lax.scan(lambda s, _: (sample_kernel(s), None), state, None, length=settings.warmup)
 
-            def keep(s: Any, _: Any) -> tuple[Any, tuple[Any, Any]]:
+            # One scan over warm-up and sampling (the kernel adapts while its step count is below
+            # ``warmup``): one copy of NUTS in the program, half the compile time of two scans.
+            def step(s: Any, _: Any) -> tuple[Any, tuple[Any, Any]]:
                 s = sample_kernel(s)
                 return s, (s.z, s.diverging)
 
-            _, (zs, diverging) = jax.lax.scan(keep, state, None, length=settings.draws)
-            return zs, diverging
+            _, (zs, diverging) = jax.lax.scan(step, state, None, length=settings.warmup + settings.draws)
+            return jax.tree.map(lambda a: a[settings.warmup :], zs), diverging[settings.warmup :]
 
         zs, diverging = jax.lax.map(lambda a: chain(*a), (z0, kernel_keys))
         constrain = functools.partial(constrain_fn, model, args, {})
