@@ -125,7 +125,8 @@ _SESSION: dict = {}
 def spark_session(master: str | None = None):
     """The process's SparkSession, started on first use (master: ``master``, else the environment
     variable ``DIPSY_SPARK_MASTER``, else ``local[2]``); a running one is refused only if another
-    master is asked for."""
+    master is asked for. ``DIPSY_SPARK_DRIVER_MEMORY`` (default 2g) and ``DIPSY_SPARK_JAVA_OPTIONS``
+    (added to the driver JVM's options) are read when the session starts."""
     requested = master or os.environ.get("DIPSY_SPARK_MASTER")
     wanted = requested or "local[2]"
     with _LOCK:
@@ -152,7 +153,8 @@ def spark_session(master: str | None = None):
             "spark.sql.warehouse.dir": str(folder / "warehouse"),
             "spark.driver.memory": os.environ.get("DIPSY_SPARK_DRIVER_MEMORY", "2g"),
             "spark.driver.extraJavaOptions":  # quiet logs; the JVM's temporary files in the private folder too
-            f'"-Dlog4j2.configurationFile={(folder / "log4j2.properties").as_uri()}" "-Djava.io.tmpdir={folder}"',
+            f'"-Dlog4j2.configurationFile={(folder / "log4j2.properties").as_uri()}" "-Djava.io.tmpdir={folder}" '
+            + os.environ.get("DIPSY_SPARK_JAVA_OPTIONS", ""),  # the operator's own, e.g. -XX:TieredStopAtLevel=1
             "spark.sql.execution.arrow.pyspark.enabled": "true",
             "spark.sql.caseSensitive": "true",  # columns 'a' and 'A' are two columns, as for pandas
             "spark.sql.sources.partitionColumnTypeInference.enabled": "false",  # partition values as written
