@@ -531,6 +531,7 @@ def _closed_port() -> int:
 
 def test_an_unreachable_master_is_named_before_spark_starts(monkeypatch):
     monkeypatch.setattr(spark_engine, "require_spark", lambda: None)  # no JVM is needed to refuse it
+    monkeypatch.setattr(spark_engine, "_SESSION", {})  # as in a new process, whatever ran on this worker before
     master = f"spark://127.0.0.1:{_closed_port()}"
     with pytest.raises(
         DataError, match=r"the Spark master 'spark://127\.0\.0\.1:\d+' is unreachable .*refused.*; start the master"

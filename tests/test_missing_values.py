@@ -568,6 +568,42 @@ def test_evaluate_leaves_states_out_of_the_numbers_and_compares_their_shares(ce_
     assert "UrbanRural" not in metrics["missing"]
     page = write_report(metrics, original, release.tables, release.domain, tmp_path / "report.html").read_text()
     assert "Missing values" in page and "Income: share of rows in each missing state" in page and "refused" in page
+    assert "Income: share of rows in a missing state, by " in page
+
+
+def test_missingness_is_shown_against_the_column_a_rule_ties_it_to():
+    """'N' exactly under 15 in the original; a set that puts 'N' anywhere (20 %) shows the gap by age,
+    which the column's overall share would hide."""
+    from dipsy.evaluation import missing_shares
+
+    domain = Domain.from_dict(
+        {
+            "columns": {
+                "AGE": {"kind": "integer", "lower": 0, "upper": 99, "bins": [0, 15, 40, 99]},
+                "INC": {
+                    "kind": "integer",
+                    "lower": 0,
+                    "upper": 1000,
+                    "bins": [0, 500, 1000],
+                    "missing": {"codes": {"N": "under 15"}},
+                },
+                "SEX": {"kind": "categorical", "categories": ["1", "2"]},
+            },
+            "rules": [{"name": "no income under 15", "if": {"AGE": {"below": 15}}, "then": {"INC": ["N"]}}],
+        }
+    )
+    rng = np.random.default_rng(0)
+    age = rng.integers(0, 99, 2000)
+    original = pd.DataFrame({"AGE": age, "INC": np.where(age < 15, "N", "100"), "SEX": rng.choice(["1", "2"], 2000)})
+    shuffled = original.assign(INC=rng.permutation(original["INC"].to_numpy()))
+    by = missing_shares(original, [shuffled], domain)["INC"]["by"]
+    assert list(by) == ["AGE"]  # the rule's column, not SEX
+    assert by["AGE"]["levels"] == ["0–14", "15–39", "40–99"]
+    assert by["AGE"]["original"] == [1.0, 0.0, 0.0]
+    assert by["AGE"]["max_abs_diff"][0] > 0.7  # about 0.85 of the young lost their 'N'
+    # without the rule, the column whose levels the share varies most across: AGE again, not SEX
+    plain = Domain(domain.columns)
+    assert list(missing_shares(original, [shuffled], plain)["INC"]["by"]) == ["AGE"]
 
 
 def test_clipped_originals_keep_their_states():

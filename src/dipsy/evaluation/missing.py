@@ -65,8 +65,11 @@ def missing_shares(original: pd.DataFrame, tables: Sequence[pd.DataFrame], domai
         One entry per column that declares missing states: ``"states"`` (each ``{"label",
         "code"}``, the code as written or None for the empty state and the pooled one),
         ``"original"`` (a share per state), ``"synthetic"`` (per set, a share per state),
-        ``"max_abs_diff"`` (per set, the largest gap between a state's two shares). Empty when no
-        column declares missing states.
+        ``"max_abs_diff"`` (per set, the largest gap between a state's two shares), and ``"by"``:
+        for each column against which the missingness is shown (:func:`_partners`), the share of
+        rows in any missing state within each of its levels (``"levels"``, ``"original"``,
+        ``"synthetic"`` per set, ``"max_abs_diff"`` per set). Empty when no column declares missing
+        states.
 
     >>> from dipsy.domain.missing import Missing
     >>> d = Domain((Column("r", "categorical", categories=(1, 2), missing=Missing(codes=((-8, "refused"),))),))
@@ -85,8 +88,58 @@ def missing_shares(original: pd.DataFrame, tables: Sequence[pd.DataFrame], domai
             "original": shares[0],
             "synthetic": shares[1:],
             "max_abs_diff": [max(abs(a - b) for a, b in zip(shares[0], s)) if shares[0] else 0.0 for s in shares[1:]],
+            "by": {other: _missing_by(original, tables, column, domain[other]) for other in _partners(original, column, domain)},
         }
     return out
+
+
+#: A level of the other column counts in :func:`_partners`'s choice when it holds this share of the rows.
+PARTNER_LEVEL_SHARE = 0.01
+
+
+def _partners(original: pd.DataFrame, column: Column, domain: Domain) -> list[str]:
+    """The columns against which ``column``'s missingness is shown: those a rule names with it (the
+    rule ties the state to them: 'N' exactly under 15), else the one across whose levels (each with
+    at least 1 % of the rows) the original's share of rows in a missing state varies most."""
+    named = [c for r in domain.rules if column.name in r.columns for c in r.columns if c != column.name and c in domain.names]
+    if named:
+        return list(dict.fromkeys(named))
+    best, spread = None, 0.0
+    missing = states(original[column.name].reset_index(drop=True), column) >= 0
+    for other in domain.columns:
+        if other.name == column.name or not other.encodable:
+            continue
+        codes = encode_column(original[other.name].reset_index(drop=True), other).codes
+        rows = np.bincount(codes[codes >= 0], minlength=other.size or 0)
+        hits = np.bincount(codes[(codes >= 0) & missing], minlength=other.size or 0)
+        kept = rows >= PARTNER_LEVEL_SHARE * len(codes)
+        if kept.sum() > 1:
+            share = hits[kept] / rows[kept]
+            if share.max() - share.min() > spread:
+                best, spread = other.name, float(share.max() - share.min())
+    return [best] if best is not None else []
+
+
+def _missing_by(original: pd.DataFrame, tables: Sequence[pd.DataFrame], column: Column, other: Column) -> dict[str, Any]:
+    """The share of rows in any missing state of ``column`` within each level of ``other`` (levels
+    grouped as the report's heat maps group them), in the original and in each set."""
+    from .plots import cap_levels, column_codes  # matplotlib, only where a column declares states
+
+    codes, labels = zip(*(column_codes(f[other.name], other) for f in (original, *tables)))
+    grouped, names = cap_levels(list(codes), labels[0], other, codes[0])
+    shares = []
+    for frame, level in zip((original, *tables), grouped):
+        missing = states(frame[column.name].reset_index(drop=True), column) >= 0
+        ok = level >= 0
+        rows = np.bincount(level[ok], minlength=len(names))
+        hits = np.bincount(level[ok & missing], minlength=len(names))
+        shares.append([float(h / r) if r else float("nan") for h, r in zip(hits, rows)])
+    return {
+        "levels": list(names),
+        "original": shares[0],
+        "synthetic": shares[1:],
+        "max_abs_diff": [float(np.nanmax(np.abs(np.subtract(s, shares[0])), initial=0.0)) for s in shares[1:]],
+    }
 
 
 def _shares(values: pd.Series, column: Column) -> list[float]:

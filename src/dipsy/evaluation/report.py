@@ -727,7 +727,9 @@ def _missing(missing: Mapping[str, Any]) -> str:
         "<h3>Missing values</h3>",
         _p(
             "The share of rows in each missing state the domain declares (an empty cell, a reserved code), "
-            "in the original and in the synthetic sets. The numeric metrics leave these rows out."
+            "in the original and in the synthetic sets, then by the column a rule ties the state to (or, "
+            "without a rule, the one across whose levels it varies most in the original). The numeric "
+            "metrics leave these rows out."
         ),
     ]
     for c in columns:
@@ -758,6 +760,27 @@ def _missing(missing: Mapping[str, Any]) -> str:
                 compact=True,
             )
         )
+        for other, by in _mapping(part.get("by")).items():
+            by = _mapping(by)
+            per_set = [list(s or []) for s in by.get("synthetic") or []]
+            levels = list(by.get("levels") or [])
+            original = list(by.get("original") or [])
+            out.append(
+                html_table(
+                    [other, "original", "synthetic (mean)"],
+                    [
+                        [
+                            str(level),
+                            _percent(original[k]) if k < len(original) else "—",
+                            _percent(nanmean([s[k] for s in per_set if k < len(s)])) if per_set else "—",
+                        ]
+                        for k, level in enumerate(levels)
+                    ],
+                    numeric=range(1, 3),
+                    caption=f"{c}: share of rows in a missing state, by {other}",
+                    compact=True,
+                )
+            )
     return "".join(out)
 
 
