@@ -57,7 +57,7 @@ def release(method: str, domain: Domain, folder: Path, seed: int):
         for year, path in ((2019, data), (2018, public)):
             frame = pd.read_csv(ACS / f"national{year}.csv", dtype=str, keep_default_na=False)
             frame[list(domain.names)].to_csv(path, index=False)
-    options = {"dpsyn": {"public": str(public), "groups": "PUMA"}, "aim": {"workload": "2-way"}}.get(method, {})
+    options = {"dpsyn": {"public": str(public), "groups": "PUMA"}, "aim": {"workload": "2"}}.get(method, {})
     start = time.perf_counter()
     out = dipsy.synthesize(
         data, domain, method=method, epsilon=EPSILON, delta=DELTA, seed=seed, accept_noise=True, options=options
