@@ -81,12 +81,17 @@ def score(out, seconds: float, data: Path, domain: Domain, shared: list[str]) ->
         "original_breaking_a_rule": breaks["any"]["original"],
         "drawn": drawn.get("examined"),
         "allowed": drawn.get("allowed"),
+        "enforcement": drawn,  # release.json's rules.records: drawn, allowed, rejected by each rule
         "missing_gap_points": {c: 100 * v["max_abs_diff"][0] for c, v in missing.items()},
         "missing_original": {c: v["original"] for c, v in missing.items()},
         "missing_release": {c: v["synthetic"][0] for c, v in missing.items()},
         "two_way_tvd": two_way["mean_tvd"],
-        "two_way_pairs": len(two_way["tvd"]) if "tvd" in two_way else None,
+        "two_way_pairs": two_way.get("count"),
         "two_way_tvd_shared_pairs": common["mean_tvd"],
+        # PINCP's 'N' is exactly the under-15s (a rule): its gap is the release's error on their share
+        "under_15_share": {
+            f: float((pd.to_numeric(t["AGEP"]) < 15).mean()) for f, t in (("original", original), ("release", table))
+        },
     }
 
 
