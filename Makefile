@@ -33,12 +33,13 @@ demo: $(STAMP)
 	$(BIN)/dipsy evaluate examples/ce/CEdata.csv $(DEMO)/ce-all \
 		--formula 'Expenditure ~ Income + C(UrbanRural)' \
 		--report $(DEMO)/ce-report.html --json $(DEMO)/ce-metrics.json
+	# ACS as CSV: its income columns hold the code 'N' among numbers, which Parquet cannot store as they are
 	$(BIN)/dipsy synth examples/acs/national2019.csv --domain examples/acs/domain.yaml \
 		--method dpsyn --epsilon 1 --delta 1e-9 \
-		--option public=examples/acs/national2018.csv --option groups=PUMA \
+		--option public=examples/acs/national2018.csv --option groups=PUMA --format csv \
 		--out $(DEMO)/acs-dpsyn --overwrite --ledger $(DEMO)/ledger.sqlite --dataset-id acs-2019-demo
 	$(BIN)/dipsy synth examples/acs/national2019.csv --domain examples/acs/domain.yaml \
-		--method privsyn --epsilon 1 --delta 1e-9 \
+		--method privsyn --epsilon 1 --delta 1e-9 --format csv \
 		--out $(DEMO)/acs-privsyn --overwrite --ledger $(DEMO)/ledger.sqlite --dataset-id acs-2019-demo
 	$(BIN)/dipsy budget show --ledger $(DEMO)/ledger.sqlite --dataset-id acs-2019-demo
 	$(BIN)/dipsy evaluate examples/acs/national2019.csv $(DEMO)/acs-dpsyn --groups PUMA --report $(DEMO)/acs-dpsyn-report.html
