@@ -549,7 +549,7 @@ def test_discovered_bins_and_categories_leave_the_states_out():
 # -- evaluation -----------------------------------------------------------------------------------
 
 
-def test_evaluate_leaves_states_out_of_the_numbers_and_compares_their_shares(ce_with_states, tmp_path):
+def test_evaluate_leaves_states_out_of_the_numbers_and_compares_their_shares(ce_with_states, tmp_path, capsys):
     from dipsy.evaluation.report import write_report
 
     data = ce_with_states / "ce.csv"
@@ -569,6 +569,13 @@ def test_evaluate_leaves_states_out_of_the_numbers_and_compares_their_shares(ce_
     page = write_report(metrics, original, release.tables, release.domain, tmp_path / "report.html").read_text()
     assert "Missing values" in page and "Income: share of rows in each missing state" in page and "refused" in page
     assert "Income: share of rows in a missing state, by " in page
+    from dipsy.cli import main
+
+    release.save(tmp_path / "release")
+    assert main(["evaluate", str(data), str(tmp_path / "release")]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("rows in a missing state"))
+    share = 100 * (income.isna().mean() + (income == -8).mean())
+    assert f"Income {share:.1f}% (sets " in line and "Race " in line
 
 
 def test_missingness_is_shown_against_the_column_a_rule_ties_it_to():

@@ -1295,6 +1295,12 @@ def evaluate_command(
             f"edit rules ({len(found['rules'])}): records breaking one, original {found['any']['original']:,}; "
             f"sets {', '.join(f'{n:,}' for n in found['any']['synthetic'])}"
         )
+    if metrics.get("missing"):
+        shares = "; ".join(
+            f"{c} {100 * sum(v['original']):.1f}% (sets {', '.join(f'{100 * sum(s):.1f}%' for s in v['synthetic'])})"
+            for c, v in metrics["missing"].items()
+        )
+        out.print(f"rows in a missing state, original (sets): {shares}")
     if metrics.get("sensitive"):
         part = metrics["sensitive"]
         tvd = ", ".join(f"{k} {v:.4f}" for k, v in part["tvd_mean"].items())
