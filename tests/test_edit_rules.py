@@ -472,22 +472,28 @@ def test_aligned_rows_are_redrawn_in_place_and_fixed_columns_refused():
 
 
 def test_rows_of_a_group_stand_in_for_each_other_only():
-    d = Domain.from_dict(
-        {
-            "columns": {"G": {"kind": "categorical", "categories": ["a", "b"]}, "HT": COLUMNS["HT"]},
-            "rules": [{"name": "b lives in 1", "if": {"G": "b"}, "then": {"HT": "1"}}],
-        }
-    )
+    """``within`` (dpsyn's groups) keeps each group's rows; so does an if/then rule's condition: a
+    rejected record is replaced by an allowed one with the same cells of the rule's ``if`` columns."""
+    allowed = {"name": "b lives in 1", "allowed": {"columns": ["G", "HT"], "combinations": [["a", "1"], ["a", "2"], ["b", "1"]]}}
+    conditional = {"name": "b lives in 1", "if": {"G": "b"}, "then": {"HT": "1"}}
     rng = np.random.default_rng(2)
     group = np.repeat([0, 1], [30, 70])
 
     def fresh():  # the groups in place; housing at random (code 1, "2", forbidden in group b)
         return iter([{"G": group.copy(), "HT": rng.integers(0, 2, 100)}])
 
-    out = list(Enforcement(d).records(fresh, rng, within=("G",)))[0]
-    assert out["G"].tolist() == group.tolist() and (out["HT"][group == 1] == 0).all()
-    pooled = list(Enforcement(d).records(fresh, rng, within=()))[0]
-    assert np.bincount(pooled["G"], minlength=2)[1] < 70  # without groups, group b loses records to group a
+    def domain(rule):
+        return Domain.from_dict(
+            {"columns": {"G": {"kind": "categorical", "categories": ["a", "b"]}, "HT": COLUMNS["HT"]}, "rules": [rule]}
+        )
+
+    for rule in (allowed, conditional):
+        out = list(Enforcement(domain(rule)).records(fresh, rng, within=("G",)))[0]
+        assert out["G"].tolist() == group.tolist() and (out["HT"][group == 1] == 0).all()
+    pooled = list(Enforcement(domain(allowed)).records(fresh, rng, within=()))[0]
+    assert np.bincount(pooled["G"], minlength=2)[1] < 70  # no group, no condition: group b loses records to group a
+    kept = list(Enforcement(domain(conditional)).records(fresh, rng, within=()))[0]
+    assert np.bincount(kept["G"], minlength=2).tolist() == [30, 70] and (kept["HT"][kept["G"] == 1] == 0).all()
 
 
 def test_without_rules_nothing_changes(survey):
@@ -576,8 +582,12 @@ def test_acs_releases_break_no_rule(acs_small, method):
     assert rules["records"]["allowed"] < rules["records"]["examined"]
     assert method == "dpsyn" or len(table) == 3000
     original = pd.read_csv(data, dtype=str, keep_default_na=False)
+    # rejected records are replaced by allowed ones of the same age: the under-15 share stays the
+    # model's (replaced by any allowed record, mst's fell from 15.6 % to 10.6 % on the whole file)
+    young = [(pd.to_numeric(t["AGEP"]) < 15).mean() for t in (original, table)]
+    assert abs(young[1] - young[0]) < 0.03, young
     for column in ("PINCP", "POVPIP"):
         share = (table[column].astype(str) == "N").mean()
-        assert abs(share - (original[column] == "N").mean()) < 0.04, (column, share)
+        assert abs(share - (original[column] == "N").mean()) < 0.03, (column, share)
         values = pd.to_numeric(table[column][table[column].astype(str) != "N"])
         assert values.between(domain[column].lower, domain[column].upper).all()

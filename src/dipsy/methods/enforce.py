@@ -8,21 +8,29 @@ Every method's records are drawn by :meth:`~dipsy.methods.base.Model.draw_chunks
 2. Their places are filled from a fresh draw of the *same* set from the same fitted model
    (``Model.chunks(k)`` again: no new set is charged), as the model's rows may stand in for each
    other (:meth:`~dipsy.methods.base.Model.exchangeable`): by default with records chosen at random
-   among the fresh draw's allowed ones; for DPSyn, whose records are placed group by group (each
-   group its noisy size), among those of the same group; and for a model whose row ``i`` stands for
-   the data's record ``i`` (rdt labelling the records' public columns, the pseudo-posterior with its
-   predictors), row ``i`` gets row ``i`` of the fresh draw when it is allowed (*aligned*), so that
-   what the row repeats is kept where it was.
+   among the fresh draw's allowed ones *with the same cells of the if/then rules' conditions*
+   (:attr:`Enforcement.conditions`: a rejected 10-year-old is replaced by an allowed 10-to-14-year-old,
+   so the release keeps the model's age distribution; after :data:`RELAX_AFTER` fresh draws, any
+   allowed record); for DPSyn, whose records are placed group by group (each group its noisy size),
+   among those of the same group too; and for a model whose row ``i`` stands for the data's record
+   ``i`` (rdt labelling the records' public columns, the pseudo-posterior with its predictors), row
+   ``i`` gets row ``i`` of the fresh draw when it is allowed (*aligned*), so that what the row
+   repeats is kept where it was.
 3. Step 2 repeats until no rejected place is left, at most :data:`MAX_REDRAWS` times; it stops
    earlier, with a :class:`~dipsy.errors.DipsyError` naming the rule that rejects most, when
    fewer than :data:`MIN_ACCEPTANCE` of the records drawn are allowed.
 
 A set keeps its number of rows. For records drawn i.i.d. from a distribution ``P`` (the marginal
-methods' graphical models, the posterior predictive draws), the records released are i.i.d. from
-``P`` conditioned on the allowed cells (GUM's records, privsyn's and dpsyn's, are not i.i.d.: a
-rejected one is replaced by an allowed record of another run of GUM on the same targets); for a
+methods' graphical models), with ``A`` the columns of the rules' conditions, the records released
+are i.i.d. from ``P(A) · P(rest | A, allowed)``: the model's distribution of ``A`` is kept, and the
+other columns are drawn given ``A`` within the allowed cells. (Conditioning all of ``P`` on the
+allowed cells instead, as replacing by any allowed record does, moves the distribution of ``A``
+where the model puts much mass in forbidden cells: on the ACS excerpt mst's releases had 10.6 %
+under 15 where the original has 15.6 %, as a record under 15 must carry 'N' in five to eight
+columns; benchmarks/survey_missing.py.) GUM's records, privsyn's and dpsyn's, are not i.i.d.: a
+rejected one is replaced by an allowed record of another run of GUM on the same targets. For a
 count method, whose set is its released counts, the rejected records are replaced by records
-drawn from the set's allowed ones.
+drawn from the set's allowed ones with the same conditions' cells.
 
 A released table (``--release table``) gets its forbidden cells set to zero (:meth:`Enforcement.table`);
 its total is then the sum of the allowed cells.
@@ -65,13 +73,17 @@ MIN_ACCEPTANCE = 0.01
 #: and for aligned rows each allowed at least one time in five (``0.8¹⁰⁰ × 10⁶ ≈ 2·10⁻⁴`` of a
 #: million rows left after 100 draws).
 MAX_REDRAWS = 100
+#: Fresh draws after which a hole takes an allowed record of any cell of the rules' conditions
+#: (:attr:`Enforcement.conditions`; still of its own group): a cell whose records the model almost
+#: never allows would otherwise use up every redraw.
+RELAX_AFTER = 20
 #: Records drawn before :data:`MIN_ACCEPTANCE` is judged (fewer say too little of the rate).
 MIN_JUDGED = 1000
 #: What enforcement does, for release.json and the statement.
 HOW_RECORDS = (
     "post-processing: each synthetic record in a forbidden cell of an edit rule was rejected and its place filled "
-    "from fresh draws of the same set from the same fitted model (no new measurement, no further privacy cost; "
-    "Dwork & Roth 2014, Prop. 2.1)"
+    "from fresh draws of the same set from the same fitted model, by an allowed record with the same values of the "
+    "rules' conditions where one was drawn (no new measurement, no further privacy cost; Dwork & Roth 2014, Prop. 2.1)"
 )
 HOW_TABLE = (
     "post-processing: every cell that an edit rule forbids was set to 0 in the released table (its total is the "
@@ -130,6 +142,9 @@ class Enforcement:
         self.dropped = tuple(dropped)
         self.fixed = tuple(fixed)
         self.columns = tuple(dict.fromkeys(c for r in self.cells for c in r.columns))
+        #: The columns of the if/then rules' conditions: a rejected record is replaced by one with the
+        #: same cells of these (its age, when a rule says what the under-15s must carry).
+        self.conditions = tuple(dict.fromkeys(c for r in domain.rules if r.kind == "if" for c, _ in r.when))
         self.sets: list[SetTally] = []
         self.zeroed: list[float] = []
 
@@ -150,6 +165,13 @@ class Enforcement:
         for c, chunk in enumerate(fresh()):
             yield self._fix(chunk, c, fresh, rng, within, tally, len(self.sets))
 
+    def _keys(self, chunk: Chunk, names: Sequence[str]) -> list[np.ndarray]:
+        """The cell codes of ``names`` in ``chunk`` (records a model decoded itself are encoded: a
+        value inside a bin matches the bin, not the value)."""
+        if isinstance(chunk, pd.DataFrame):
+            return [encode_column(chunk[n].reset_index(drop=True), self.domain[n]).codes for n in names]
+        return [np.asarray(chunk[n]) for n in names]
+
     def _fix(
         self,
         chunk: Chunk,
@@ -168,7 +190,12 @@ class Enforcement:
         self._refuse_fixed(by_rule, k)
         columns = {n: np.array(_column(chunk, n), copy=True) for n in _names(chunk)}
         aligned = within is None
-        for _ in range(MAX_REDRAWS):
+        kind = () if aligned else tuple(dict.fromkeys((*(within or ()), *self.conditions)))
+        keys = self._keys(chunk, kind)
+        for attempt in range(MAX_REDRAWS):
+            if attempt == RELAX_AFTER and not aligned:  # a cell of the conditions the model seldom allows
+                kind = tuple(within or ())
+                keys = self._keys(chunk, kind)
             self._judge(tally, k)
             tally.redraws += 1
             # Aligned rows: the fresh draw's chunk in the same place; else its first chunk (a count
@@ -184,7 +211,9 @@ class Enforcement:
                 take = source_rows = places[ok[places]]
             else:
                 tally.add(found, self._names)
-                take, source_rows = _matched(holes, columns, np.flatnonzero(ok), source, within or (), rng)
+                allowed = np.flatnonzero(ok)
+                offered = [key[allowed] for key in self._keys(source, kind)]
+                take, source_rows = _matched(holes, [key[holes] for key in keys], allowed, offered, rng)
             holes = np.setdiff1d(holes, take, assume_unique=True)
             for n, values in columns.items():
                 values[take] = np.asarray(_column(source, n))[source_rows]
@@ -325,30 +354,25 @@ class Enforcement:
 
 
 def _matched(
-    holes: np.ndarray,
-    columns: dict[str, np.ndarray],
-    allowed: np.ndarray,
-    source: Chunk,
-    within: tuple[str, ...],
-    rng: np.random.Generator,
+    holes: np.ndarray, wanted: Sequence[np.ndarray], allowed: np.ndarray, offered: Sequence[np.ndarray], rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Which holes get which allowed rows of ``source``: rows chosen at random among those with the
-    same values of ``within`` as the hole (any allowed row when ``within`` is empty), as many as
-    there are; returns (holes filled, their source rows)."""
-    allowed = rng.permutation(allowed)
-    if not within:
+    """Which holes get which allowed rows of a fresh draw: rows chosen at random among those whose
+    cells (``offered``, one array per column, aligned with ``allowed``) equal the hole's (``wanted``,
+    aligned with ``holes``), as many as there are; any allowed row when no column is matched.
+    Returns (holes filled, their source rows)."""
+    order = rng.permutation(allowed.size)
+    allowed, offered = allowed[order], [o[order] for o in offered]
+    if not wanted:
         n = min(holes.size, allowed.size)
         return holes[:n], allowed[:n]
-    mine = [np.asarray(columns[w])[holes] for w in within]
-    theirs = [np.asarray(_column(source, w))[allowed] for w in within]
-    keys = pd.MultiIndex.from_arrays([np.concatenate([a, b]) for a, b in zip(mine, theirs)]).factorize()[0]
+    keys = pd.MultiIndex.from_arrays([np.concatenate([a, b]) for a, b in zip(wanted, offered)]).factorize()[0]
     hole_keys, row_keys = keys[: holes.size], keys[holes.size :]
     filled, rows = [], []
-    for key in np.unique(hole_keys):  # one pass per group (a handful: the group columns' cells), not per record
-        wanting, offered = holes[hole_keys == key], allowed[row_keys == key]
-        n = min(wanting.size, offered.size)
+    for key in np.unique(hole_keys):  # one pass per cell of the matched columns, not per record
+        wanting, candidates = holes[hole_keys == key], allowed[row_keys == key]
+        n = min(wanting.size, candidates.size)
         filled.append(wanting[:n])
-        rows.append(offered[:n])
+        rows.append(candidates[:n])
     return np.concatenate(filled), np.concatenate(rows)
 
 
