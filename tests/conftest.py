@@ -28,7 +28,7 @@ def pytest_configure(config):
         os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.1")  # the sampler's, not mbi's many small ones
         config.stash[_JAX_CACHE] = folder
     # The tests' Spark JVMs live a minute or two and run small queries: C1 alone compiles what they run
-    # (the optimizing compiler C2 spent 40 of the Spark files' 110 CPU seconds), and one GC thread.
+    # (the optimizing compiler C2 spent 45 of test_spark_engine.py's 111 CPU seconds), and one GC thread.
     os.environ.setdefault("DIPSY_SPARK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 
 
