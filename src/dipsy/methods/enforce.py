@@ -191,12 +191,11 @@ class Enforcement:
         self._refuse_fixed(by_rule, k)
         columns = {n: np.array(_column(chunk, n), copy=True) for n in _names(chunk)}
         aligned = within is None
-        kind = () if aligned else tuple(dict.fromkeys((*(within or ()), *self.conditions)))
+        kind = () if aligned else tuple(dict.fromkeys((*(within or ()), *self.conditions)))  # ``within`` first
         keys = self._keys(chunk, kind)
         for attempt in range(MAX_REDRAWS):
             if attempt == RELAX_AFTER and not aligned:  # a cell of the conditions the model seldom allows
-                kind = tuple(within or ())
-                keys = self._keys(chunk, kind)
+                kind, keys = kind[: len(within or ())], keys[: len(within or ())]
             self._judge(tally, k)
             tally.redraws += 1
             # Aligned rows: the fresh draw's chunk in the same place; else its first chunk (a count
@@ -265,12 +264,7 @@ class Enforcement:
 
     def _breaks(self, chunk: Chunk) -> np.ndarray:
         """(rules × records): which record lies in a forbidden cell of which rule."""
-        rows = _rows(chunk)
-        if isinstance(chunk, pd.DataFrame):  # records the model decoded itself: their codes, as the codec matches them
-            codes = {n: encode_column(chunk[n].reset_index(drop=True), self.domain[n]).codes for n in self.columns}
-        else:
-            codes = {n: np.asarray(chunk[n]) for n in self.columns}
-        return breaks(self.cells, codes, rows)
+        return breaks(self.cells, dict(zip(self.columns, self._keys(chunk, self.columns))), _rows(chunk))
 
     # -- tables ---------------------------------------------------------------------------------
 
