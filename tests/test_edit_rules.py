@@ -591,3 +591,32 @@ def test_acs_releases_break_no_rule(acs_small, method):
         assert abs(share - (original[column] == "N").mean()) < 0.03, (column, share)
         values = pd.to_numeric(table[column][table[column].astype(str) != "N"])
         assert values.between(domain[column].lower, domain[column].upper).all()
+
+
+def test_the_estimation_holds_a_structural_zero_that_the_fit_alone_would_fill():
+    """Private-PGM with the rules' forbidden cells as structural zeros: exactly 0 there, and the
+    allowed cells still fitted to the measurements (without them the same fit puts mass there)."""
+    from dipsy.methods.marginals.estimation import NoisyMarginal, estimate
+
+    sizes = {"a": 3, "b": 2, "c": 2}
+    ab = np.array([[30.0, 10.0], [20.0, 20.0], [5.0, 15.0]])  # the measured (a, b) puts 5 records in a = 2, b = 0
+    measured = [NoisyMarginal(("a", "b"), ab, 1.0), NoisyMarginal(("b", "c"), np.array([[40.0, 15.0], [25.0, 20.0]]), 1.0)]
+    forbidden = np.zeros((2, 3), dtype=bool)  # over (b, a): the rule's own order
+    forbidden[0, 2] = True
+    free = estimate(sizes, measured, iterations=300).project(("a", "b"))
+    held = estimate(sizes, measured, iterations=300, zeros=[(("b", "a"), forbidden)])
+    assert free[2, 0] > 4 and held.project(("a", "b"))[2, 0] == 0.0
+    allowed = ~forbidden.T
+    assert np.abs(held.project(("a", "b"))[allowed] - ab[allowed]).max() < 2.5  # the others stay near their counts
+    assert held.project(("c",)).sum() == pytest.approx(held.total)
+    draws = held.sample(20_000, dipsy.privacy.rng.Randomness.from_seed(0))
+    assert not ((draws["a"] == 2) & (draws["b"] == 0)).any()
+
+
+def test_aim_fits_the_rules_as_structural_zeros_and_draws_no_forbidden_record(survey):
+    """AIM's model gives the rules' forbidden cells no mass, so enforcement rejects nothing."""
+    domain = Domain.load(survey / "domain.yaml")
+    release = synth(survey / "data.csv", domain, "aim", epsilon=0.3, delta=1e-6, seed=5, options={"rounds": 8, "workload": 2})
+    records = assert_none_broken(release, domain)["records"]
+    assert records["allowed"] == records["examined"] and records["fresh_draws_per_set"] == [0], records
+    assert release.metadata()["parameters"]["structural_zeros"] == [r.name for r in domain.rules]

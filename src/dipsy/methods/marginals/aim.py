@@ -70,7 +70,11 @@ most θ rows; option ``theta``), which the paper's θ = 1 generalises.
   the release, never release it).
 - *Post-processing.* Estimation, the model and the records read only noisy outputs (Bun &
   Steinke 2016, Lemma 1.8). The choices written to release.json (the marginals measured, their σ²,
-  the rounds and annealings) are such outputs.
+  the rounds and annealings) are such outputs. The domain's edit rules enter every estimation as
+  structural zeros (their forbidden cells held at 0, :func:`~.estimation.estimate`'s ``zeros``) and
+  their column sets count in the model size that filters the candidates: the rules are public
+  (the domain), so this too is a function of noisy outputs and public input, and it changes no
+  cost.
 
 The exact count tables the quality scores need are read inside the charged selection
 measurements only, through the engine the session passes to the query; they are kept, keyed by
@@ -356,6 +360,9 @@ class AIM(Synthesizer):
         limit_mb = plan.parameters["max_size_mb"]
         weights = workload_weights(d, k)
         exact = ExactTables(names, sizes, list(itertools.combinations(range(d), k)))
+        # the edit rules' forbidden cells, structural zeros of every model fitted (public: the domain)
+        zeros = tuple((c.columns, c.forbidden) for c in session.domain.rule_cells)
+        ruled = [tuple(sorted(names.index(a) for a in c.columns)) for c in session.domain.rule_cells]
 
         # initialisation: the one-way marginals at σ₀, and p̂₀
         measured: list[NoisyMarginal] = []
@@ -366,7 +373,7 @@ class AIM(Synthesizer):
             measured.append(NoisyMarginal((names[a],), out, first.sd))
             history.append({"round": 0, "marginal": [names[a]], "sigma2": str(first.sigma2)})
         session.report(f"{self.name}: estimating from the one-way marginals")
-        model = estimate(size_of, measured, iterations=iterations)
+        model = estimate(size_of, measured, iterations=iterations, zeros=zeros)
         cliques: list[tuple[int, ...]] = [(a,) for a in range(d)]
 
         rho_measure, rho_select = MEASURE_SHARE * rho / T, (1 - MEASURE_SHARE) * rho / T
@@ -385,7 +392,9 @@ class AIM(Synthesizer):
                     eps = epsilon_for(rho_select)
                 used = of_kind(session.spent, ZCDP).rho + noise.cost.rho + float(eps * eps / 8)
                 limit_cells = limit_mb * 2**20 / CELL_BYTES * min(used / rho, 1.0)
-                candidates = filter_candidates(weights, cliques, sizes, limit_cells)
+                candidates = filter_candidates(
+                    weights, cliques + ruled, sizes, limit_cells
+                )  # the rules' cliques are in the model
                 r = self._select(session, model, exact, candidates, weights, noise, eps, t)
                 columns = tuple(names[a] for a in r)
                 m = Measurement(
@@ -399,7 +408,7 @@ class AIM(Synthesizer):
                 cliques.append(r)
                 before = model.project(columns)
                 session.report(f"{self.name}: round {t}, estimating", t, T)
-                model = estimate(size_of, measured, iterations=iterations, warm=model)
+                model = estimate(size_of, measured, iterations=iterations, warm=model, zeros=zeros)
                 change = float(np.abs(model.project(columns) - before).sum())
                 history.append(
                     {
@@ -428,8 +437,15 @@ class AIM(Synthesizer):
         finally:
             exact.clear()
         session.report(f"{self.name}: final estimation")
-        model = estimate(size_of, measured, iterations=final_iterations, warm=model)
-        return AIMModel(model, self.settings.get("rows"), tuple(history), tuple(annealings), t)
+        model = estimate(size_of, measured, iterations=final_iterations, warm=model, zeros=zeros)
+        return AIMModel(
+            model,
+            self.settings.get("rows"),
+            tuple(history),
+            tuple(annealings),
+            t,
+            tuple(c.name for c in session.domain.rule_cells),
+        )
 
     def _select(
         self,
@@ -474,6 +490,8 @@ class AIMModel(Model):
     history: tuple[dict[str, Any], ...]
     annealings: tuple[int, ...]
     rounds: int
+    #: The edit rules whose forbidden cells the model holds at 0 (structural zeros of the estimation).
+    zeros: tuple[str, ...] = ()
 
     sets = 1
 
@@ -483,6 +501,7 @@ class AIMModel(Model):
             "rounds_run": self.rounds,
             "annealed_after_rounds": list(self.annealings),
             "model_cells": self.model.size(),
+            "structural_zeros": list(self.zeros),
             "estimated_total": self.model.total,
         }
 

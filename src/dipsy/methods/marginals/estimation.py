@@ -348,6 +348,7 @@ def estimate(
     known_total: float | None = None,
     iterations: int = 1000,
     warm: GraphicalModel | None = None,
+    zeros: Sequence[tuple[tuple[str, ...], np.ndarray]] = (),
 ) -> GraphicalModel:
     r"""Private-PGM: the graphical model that best fits ``measurements`` (mirror descent, mbi 2.0).
 
@@ -367,6 +368,14 @@ def estimate(
     warm
         A model fitted to a subset of these measurements: its potentials start the descent (AIM's
         warm start, McKenna et al. 2022, Algorithm 1).
+    zeros
+        Structural zeros: ``(attributes, forbidden)`` pairs, ``forbidden`` a boolean table over the
+        attributes (axes in their order) of the cells the model must give no mass (the domain's edit
+        rules, public). Each is a factor of ``0``/``−∞`` in log space over its attributes, folded into
+        the potentials at every step of the descent and in the model returned (mbi's ``Constraint``):
+        the descent minimises ``L(μ)`` over the distributions of the graphical model that are 0 on
+        those cells, and the model's junction tree gains their attribute sets as cliques. The
+        fitted potentials kept for a warm start leave them out (every fit folds them in again).
     """
     if not measurements:
         raise ValueError("estimation needs at least one measurement")
@@ -376,7 +385,9 @@ def estimate(
     from mbi.factor import Factor
 
     domain = mbi.Domain(names, [int(sizes[n]) for n in names])
+    zeros = _zeros(names, zeros)
     with _cpu64():
+        constraints = tuple(mbi.Constraint(domain.project(attrs), invalid=np.argwhere(forbidden)) for attrs, forbidden in zeros)
         lms = [
             mbi.LinearMeasurement(jax.numpy.asarray(y.ravel()), clique, stddev=sigma)
             for clique, y, sigma in _merged(names, sizes, measurements)
@@ -392,11 +403,25 @@ def estimate(
                 # model only grows) and each holds tens of megabytes; a few small ones are kept for reuse
                 step.clear_cache()
         fitted = _descent(tuple((n, int(sizes[n])) for n in names)).estimate(
-            domain, lms, known_total=known_total, iters=max(int(iterations), 1), warm_start=start
+            domain, lms, known_total=known_total, iters=max(int(iterations), 1), warm_start=start, constraints=constraints
         )
         potentials = tuple((tuple(cl), np.asarray(fitted.potentials[cl].values, dtype=float)) for cl in fitted.potentials.cliques)
         total = float(fitted.total)
-    return from_potentials(sizes, potentials, total)
+    return from_potentials(sizes, potentials, total, zeros)
+
+
+def _zeros(
+    names: tuple[str, ...], zeros: Sequence[tuple[tuple[str, ...], np.ndarray]]
+) -> tuple[tuple[tuple[str, ...], np.ndarray], ...]:
+    """The structural zeros that forbid some cell, each over its attributes in domain order."""
+    out = []
+    for attrs, forbidden in zeros:
+        mask = np.asarray(forbidden, dtype=bool)
+        if not mask.any():
+            continue
+        canon = _canonical(names, attrs)
+        out.append((canon, np.transpose(mask, [tuple(attrs).index(a) for a in canon])))
+    return tuple(out)
 
 
 def maximal(cliques: Sequence[tuple[str, ...]]) -> list[tuple[str, ...]]:
@@ -424,7 +449,8 @@ def _descent(sizes: tuple[tuple[str, int], ...]) -> Any:
         def _init(self, domain, loss_fn, known_total, *, warm_start=None, constraints=()):
             cliques = tuple(loss_fn.cliques)
             potentials = warm_start.expand(cliques) if warm_start is not None else CliqueVector.zeros(domain, cliques)
-            model = from_potentials(dict(sizes), [(cl, np.asarray(potentials[cl].values)) for cl in cliques], known_total)
+            zeros = [(tuple(c.domain.attributes), ~np.isfinite(np.asarray(c.potential.values))) for c in constraints]
+            model = from_potentials(dict(sizes), [(cl, np.asarray(potentials[cl].values)) for cl in cliques], known_total, zeros)
             mu = CliqueVector(
                 domain, cliques, {cl: Factor(domain.project(cl), jax.numpy.asarray(model.project(cl))) for cl in cliques}
             )
@@ -459,15 +485,22 @@ def _merged(
 
 
 def from_potentials(
-    sizes: Mapping[str, int], potentials: Sequence[tuple[tuple[str, ...], np.ndarray]], total: float
+    sizes: Mapping[str, int],
+    potentials: Sequence[tuple[tuple[str, ...], np.ndarray]],
+    total: float,
+    zeros: Sequence[tuple[tuple[str, ...], np.ndarray]] = (),
 ) -> GraphicalModel:
     """The :class:`GraphicalModel` of log-potentials over cliques of attribute names (axes in each
     clique's order): mbi's junction tree over them, calibrated by two-pass sum-product message
-    passing in log space (Koller & Friedman 2009, ch. 10), in NumPy.
+    passing in log space (Koller & Friedman 2009, ch. 10), in NumPy. ``zeros`` (attributes and a
+    boolean table of forbidden cells) are factors of ``−∞`` on those cells and ``0`` elsewhere,
+    whose attribute sets join the cliques; the model keeps only ``potentials`` for a warm start.
 
     >>> g = from_potentials({"a": 2, "b": 2}, [(("a", "b"), np.log([[1., 3.], [2., 2.]]))], 8.0)
     >>> g.project(("b",)).tolist()
     [3.0, 5.0]
+    >>> from_potentials({"a": 2, "b": 2}, [(("a",), np.zeros(2))], 8.0, [(("a", "b"), np.eye(2, dtype=bool))]).project(("a", "b")).tolist()
+    [[0.0, 4.0], [4.0, 0.0]]
     """
     from scipy.special import logsumexp
 
@@ -475,18 +508,15 @@ def from_potentials(
     names = tuple(sizes)
     where = {n: i for i, n in enumerate(names)}
     domain = mbi.Domain(names, [int(sizes[n]) for n in names])
-    tree = (
-        _junction_tree(domain, tuple(_canonical(names, cl) for cl, _ in potentials))
-        if potentials
-        else [((n,), None) for n in names]
-    )
+    factors = [*potentials, *((cl, np.where(np.asarray(f, dtype=bool), -np.inf, 0.0)) for cl, f in zeros)]
+    tree = _junction_tree(domain, tuple(_canonical(names, cl) for cl, _ in factors)) if factors else [((n,), None) for n in names]
     nodes = [cl for cl, _ in tree]
     index = {cl: k for k, cl in enumerate(nodes)}
     parents = [-1 if p is None else index[p] for _, p in tree]
     cliques = [tuple(where[a] for a in cl) for cl in nodes]
     shapes = [tuple(int(sizes[a]) for a in cl) for cl in nodes]
     log = [np.zeros(shape) for shape in shapes]
-    for cl, values in potentials:
+    for cl, values in factors:
         canon = _canonical(names, cl)
         k = next(j for j, node in enumerate(nodes) if set(canon) <= set(node))
         table = np.transpose(np.asarray(values, dtype=float), [cl.index(a) for a in canon])
@@ -519,7 +549,14 @@ def from_potentials(
     marginals = []
     for k in range(len(nodes)):
         b = gathered(k)
-        b = np.exp(b - logsumexp(b))
+        top = logsumexp(b)
+        if not np.isfinite(top):
+            raise DipsyError(
+                "the edit rules forbid every record of the model (every cell of a clique is a structural zero)",
+                "check the domain's rules against each other (dipsy domain check lists them); remove the rule that "
+                "contradicts the others",
+            )
+        b = np.exp(b - top)
         marginals.append(b / b.sum())
     return GraphicalModel(
         names,
