@@ -354,6 +354,10 @@ def test_no_released_record_breaks_a_rule(survey, method, budget, options):
     release = synth(survey / "data.csv", domain, method, seed=5, options=options, **budget)
     enforced = assert_none_broken(release, domain)
     records = enforced["records"]
+    if method == "mst":  # its tree holds both rules' pairs, whose forbidden cells it holds at 0: nothing to redraw
+        edges = {frozenset(e) for e in release.metadata()["parameters"]["tree_edges"]}
+        assert {frozenset(("AGE", "MSP")), frozenset(("HT", "OR"))} <= edges and records["acceptance_rate"] == 1.0, records
+        return
     # the model did put records in forbidden cells (else this test could not fail), and they were redrawn
     assert records["allowed"] < records["examined"] and sum(records["fresh_draws_per_set"]) >= 1, records
     assert 0 < records["acceptance_rate"] < 1

@@ -39,7 +39,8 @@ an *adaptive* total ``(ε − ε₀, δ)`` for what the regime then measures (th
 marginals). :meth:`DPSyn.fit` runs everything through the session, whose privacy filter admits
 each adaptive measurement only while the composed total stays within the declared one. The model
 keeps only the noisy counts and marginals, the regime (a function of Ñ and public inputs, so
-public) and the public data's statistics; :meth:`DPSynModel.sample` is post-processing.
+public) and the public data's statistics; :meth:`DPSynModel.sample` is post-processing, the
+domain's edit rules (public) held at 0 in its targets included (:func:`~.marginal.held_at_zero`).
 
 **Guarantee.** Every count has sensitivity θ under adding or removing one individual: the total,
 a group count vector and each marginal move by at most θ in L1 and L2. The discrete Laplace with
@@ -120,7 +121,7 @@ from ...privacy.session import Session
 from ..base import MAX_ROWS, Model, Option, Plan, Synthesizer, theta_option, whole
 from .consistency import make_consistent
 from .gum import MAX_ITERATIONS, initial_records, update_records
-from .marginal import Marginal, exact_counts
+from .marginal import Marginal, Zeros, exact_counts, held_at_zero, rule_zeros
 from .sets import SetsModel, SetsPlan, measure_parts
 
 logger = logging.getLogger(__name__)
@@ -602,6 +603,7 @@ class DPSyn(Synthesizer):
             public_rows,
             public_counts,
             settings,
+            rule_zeros(session.domain.rule_cells, names),
         )
 
 
@@ -624,6 +626,8 @@ class DPSynModel(Model):
     public_rows: np.ndarray
     public_counts: np.ndarray
     settings: Settings
+    #: The edit rules' forbidden cells, held at 0 in the marginals GUM and the swaps aim at.
+    zeros: Zeros = ()
 
     sets = 1
 
@@ -671,6 +675,8 @@ class DPSynModel(Model):
             targets is None or pool_targets is None
         ):  # (both or neither) public regime, or noisy marginals that say nothing: the public ones stand in
             targets = pool_targets = list(self.public_marginals)
+        # the edit rules' forbidden cells held at 0 in the targets (public rules: post-processing)
+        targets, pool_targets = held_at_zero(targets, self.zeros), held_at_zero(pool_targets, self.zeros)
         rng = rand.numpy
         pool = None
         by_size: dict[int, np.ndarray] = {}  # one set per distinct size, reused for every group of that size

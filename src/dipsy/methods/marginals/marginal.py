@@ -7,9 +7,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import numpy as np
+
+from ...domain.rules import RuleCells
+
+#: Structural zeros: ``(attributes, forbidden)``, attribute indices ascending and a boolean table
+#: over their codes (axes in that order) of the cells no record may hold.
+Zeros: TypeAlias = tuple[tuple[tuple[int, ...], np.ndarray], ...]
 
 
 @dataclass(frozen=True, eq=False)
@@ -49,6 +57,62 @@ class Marginal:
 
     def with_counts(self, counts: np.ndarray) -> Marginal:
         return Marginal(self.attributes, counts, self.rho)
+
+
+def rule_zeros(cells: Sequence[RuleCells], names: Sequence[str], maps: Sequence[np.ndarray] | None = None) -> Zeros:
+    """The edit rules' forbidden cells as structural zeros over the columns' codes, or over merged
+    codes when ``maps`` (``maps[a][v]``: the merged code of column ``a``'s value ``v``) merged rare
+    values: a merged cell is forbidden only when every combination of values it holds is.
+
+    >>> from dipsy.domain.rules import Rule
+    >>> rule = Rule.from_dict({"name": "r", "forbidden": {"columns": ["b", "a"], "combinations": [[0, 1], [1, 1]]}})
+    >>> from dipsy.domain.columns import Column
+    >>> cells = RuleCells(rule, rule.forbidden({c: Column(c, "integer", lower=0, upper=1) for c in "ab"}))
+    >>> [(attrs, f.astype(int).tolist()) for attrs, f in rule_zeros([cells], ["a", "b"])]
+    [((0, 1), [[0, 0], [1, 1]])]
+    >>> rule_zeros([cells], ["a", "b"], [np.array([0, 0]), np.array([0, 1])])  # a's values merged: nothing whole
+    ()
+    """
+    out = []
+    for rule in cells:
+        where = [list(names).index(c) for c in rule.columns]
+        order = np.argsort(where)
+        attrs = tuple(int(where[i]) for i in order)
+        forbidden = np.transpose(rule.forbidden, order)
+        if maps is not None:
+            allowed = np.zeros(tuple(int(np.max(maps[a])) + 1 for a in attrs), dtype=bool)
+            np.logical_or.at(allowed, np.ix_(*[np.asarray(maps[a], dtype=np.int64) for a in attrs]), ~forbidden)
+            forbidden = ~allowed
+        if forbidden.any():
+            out.append((attrs, forbidden))
+    return tuple(out)
+
+
+def held_at_zero(marginals: Sequence[Marginal], zeros: Zeros) -> list[Marginal]:
+    """Each marginal whose attributes hold a rule's with that rule's forbidden cells set to 0 and
+    its other cells scaled to keep its total (so the marginals keep one total); the others as
+    they are. Post-processing of noisy counts with the public rules.
+
+    >>> m = Marginal((0, 1), np.array([[4.0, 2.0], [1.0, 3.0]]))
+    >>> held_at_zero([m, Marginal((0,), np.array([6.0, 4.0]))], (((0, 1), np.array([[False, True], [False, False]])),))[0].counts.tolist()
+    [[5.0, 0.0], [1.25, 3.75]]
+    """
+    out = []
+    for m in marginals:
+        counts = None
+        for attrs, forbidden in zeros:
+            if set(attrs) <= set(m.attributes):
+                counts = np.array(m.counts, dtype=float) if counts is None else counts
+                shape = [forbidden.shape[attrs.index(a)] if a in attrs else 1 for a in m.attributes]
+                counts[np.broadcast_to(forbidden.reshape(shape), counts.shape)] = 0.0
+        if counts is None:
+            out.append(m)
+            continue
+        kept = counts.sum()
+        if kept > 0:
+            counts *= m.total / kept
+        out.append(Marginal(m.attributes, counts, m.rho))
+    return out
 
 
 def exact_counts(engine, attributes: tuple[int, ...]) -> np.ndarray:

@@ -28,7 +28,10 @@ Then, post-processing only: the noisy one- and two-ways are made consistent and 
 from the tree distribution they define (:class:`~.tree.TreeDistribution`: the closed form of the
 graphical model mbi would fit to a tree), a merged value drawn back as one of the values it merged
 in proportion to their noisy one-way counts clipped at 0 (:func:`~.privsyn.expand`; the reference
-draws uniformly: see the departures), n the consistent noisy total.
+draws uniformly: see the departures), n the consistent noisy total. The domain's edit rules
+(public) hold their forbidden cells at 0 in every consistent marginal over their columns
+(:func:`~.marginal.held_at_zero`; over merged values, a cell only when all it merged is forbidden),
+so a rule on an edge of the tree is never broken by a draw.
 
 **Sensitivity of the score** (step 3). Given the earlier noisy outputs, the estimate ``x̂_ij`` is a
 constant (post-processing of them), so ``q_ij(D) = ‖M_ij(D) − x̂_ij‖₁`` with ``M_ij`` the merged
@@ -112,7 +115,7 @@ from ...privacy.selection import ExponentialSelection
 from ...privacy.session import Session
 from ..base import MAX_ROWS, Model, Option, Plan, Synthesizer, theta_option, whole
 from .consistency import make_consistent
-from .marginal import Marginal, independent_records
+from .marginal import Marginal, Zeros, held_at_zero, independent_records, rule_zeros
 from .privsyn import MergedTable, expand, merge_rare
 from .sets import SetsModel, SetsPlan, set_slices
 from .tree import TreeDistribution
@@ -352,7 +355,9 @@ class MST(Synthesizer):
                 self.set_index(k),
             )
             measured.append(Marginal((a, b), np.asarray(session.measure(m), dtype=float), two.cost.rho))
-        return MSTModel(names, noisy_one, tuple(np.asarray(x) for x in maps), one, tuple(measured), self.settings.get("rows"))
+        maps = tuple(np.asarray(x) for x in maps)
+        zeros = rule_zeros(session.domain.rule_cells, names, maps)
+        return MSTModel(names, noisy_one, maps, one, tuple(measured), self.settings.get("rows"), zeros)
 
     def _select(
         self,
@@ -427,6 +432,8 @@ class MSTModel(Model):
     one_way: tuple[Marginal, ...]
     two_way: tuple[Marginal, ...]
     rows: int | None = None
+    #: The edit rules' forbidden cells over merged values, held at 0 in the tree's marginals.
+    zeros: Zeros = ()
 
     sets = 1
 
@@ -454,6 +461,7 @@ class MSTModel(Model):
         fitted = consistent(list(self.one_way) + list(self.two_way))
         if fitted is None:
             return None
+        fitted = held_at_zero(fitted, self.zeros)  # the edit rules' forbidden cells (public): post-processing
         d = len(self.names)
         sizes = [len(m.counts) for m in self.one_way]
         return TreeDistribution.from_marginals(sizes, fitted[d:], root_counts=fitted[0].counts), fitted[0].total

@@ -29,8 +29,9 @@ spends is at most its share: the run is ρ-zCDP, and its statement is the sum of
 
 Everything after the measurements — rare-value merging by the 3σ rule (§6.2), selection, clique
 merging, consistency (§4.3), the number of records from the noisy totals (the relation is
-add/remove, so n is not public and never read; §6.1), GUM (§5) and the expansion of merged
-values — reads only noisy values and costs nothing more; so does :func:`decorrelate`, a dipsy
+add/remove, so n is not public and never read; §6.1), the domain's edit rules held at 0 in the
+consistent marginals over their columns (:func:`~.marginal.held_at_zero`: the rules are public),
+GUM (§5) and the expansion of merged values — reads only noisy values and costs nothing more; so does :func:`decorrelate`, a dipsy
 addition that undoes associations GUM's duplication invents between attributes no marginal links.
 Only the noisy outputs and public parameters are kept (:class:`PrivSynModel`); what was selected
 (:attr:`PrivSynModel.selected`) is public, a function of the noisy scores.
@@ -90,7 +91,7 @@ from ...privacy.session import Session
 from ..base import MAX_ROWS, Model, Option, Plan, Synthesizer, theta_option, whole
 from .consistency import make_consistent
 from .gum import MAX_ITERATIONS, initial_records, update_records
-from .marginal import Marginal, independent_records
+from .marginal import Marginal, Zeros, held_at_zero, independent_records, rule_zeros
 from .selection import allocate, combine, greedy_select, score_sensitivity, score_units
 from .sets import SetsModel, SetsPlan, measure_parts, set_slices
 
@@ -394,6 +395,7 @@ class PrivSyn(Synthesizer):
             tuple(merged),
             tuple(measured),
             settings,
+            rule_zeros(session.domain.rule_cells, names, maps),
         )
 
 
@@ -413,6 +415,8 @@ class PrivSynModel(Model):
     merged: tuple[np.ndarray, ...]
     chosen: tuple[Marginal, ...]
     settings: Settings
+    #: The edit rules' forbidden cells over merged values, held at 0 in GUM's targets.
+    zeros: Zeros = ()
 
     sets = 1
 
@@ -432,7 +436,8 @@ class PrivSynModel(Model):
 
         # consistency (§4.3), n from the noisy totals (§6.1), GUM (§5)
         self.report("privsyn: consistency")
-        consistent = make_consistent(one_way + list(self.chosen))
+        # the edit rules' forbidden cells held at 0 in the targets (public rules: post-processing)
+        consistent = held_at_zero(make_consistent(one_way + list(self.chosen)), self.zeros)
         total = consistent[0].total
         if not total > 0:  # nothing measured is positive on balance: the documented fallback
             return self._independent(rng)
