@@ -32,6 +32,12 @@ rejected one is replaced by an allowed record of another run of GUM on the same 
 count method, whose set is its released counts, the rejected records are replaced by records
 drawn from the set's allowed ones with the same conditions' cells.
 
+The marginal methods also hold the rules' forbidden cells at 0 in their models, where the model
+can hold them, so that fewer records reach this step: AIM in its estimation (structural zeros of
+the graphical model, :func:`~dipsy.methods.marginals.estimation.estimate`), privsyn, dpsyn and mst
+in their consistent marginals that hold a rule's columns (:func:`~dipsy.methods.marginals.marginal.held_at_zero`).
+Enforcement here then checks every record all the same.
+
 A released table (``--release table``) gets its forbidden cells set to zero (:meth:`Enforcement.table`);
 its total is then the sum of the allowed cells.
 
