@@ -690,3 +690,28 @@ def test_compare_shows_the_local_guarantee_apart_from_dp(ce_release, tmp_path, c
         encoding="utf-8"
     )
     assert "Guarantees of different kinds" in page
+
+
+def test_a_categorical_predictor_s_missing_states_are_levels_of_their_own(tmp_path, ce_domain):
+    """UrbanRural with a refusal code: its records keep the code in the release (a repeated
+    predictor), and the design gains a dummy for it; a missing state of the response is refused."""
+    import yaml
+
+    data = pd.read_csv(CE_DATA)
+    data.loc[data.index % 7 == 0, "UrbanRural"] = -8
+    data.to_csv(tmp_path / "ce.csv", index=False)
+    spec = yaml.safe_load(ce_domain.read_text(encoding="utf-8"))
+    spec["columns"]["UrbanRural"]["missing"] = {"codes": {-8: "refused"}}
+    domain = dipsy.Domain.from_dict(spec)
+    options = {"response": "log(Expenditure)", "predictors": "log(Income),UrbanRural", "chains": 2, "warmup": 300, "draws": 300}
+    release = dipsy.synthesize(tmp_path / "ce.csv", domain, "pseudo-posterior", columns=CE_COLUMNS, options=options, seed=1)
+    table = release.tables[0]
+    assert table["UrbanRural"].tolist() == data["UrbanRural"].tolist()  # the state repeated where it was
+    from dipsy.methods.pseudo_posterior.design import terms
+
+    assert [t.label for t in terms(options["predictors"], domain)] == ["log(Income)", "UrbanRural=2", "UrbanRural=refused"]
+    spec["columns"]["Expenditure"]["missing"] = {"codes": {-8: "refused"}}
+    with pytest.raises(DipsyError, match="models no missing response"):
+        dipsy.synthesize(
+            tmp_path / "ce.csv", dipsy.Domain.from_dict(spec), "pseudo-posterior", columns=CE_COLUMNS, options=options, seed=1
+        )

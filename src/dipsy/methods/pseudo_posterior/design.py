@@ -5,7 +5,8 @@ the middle of its *public* bounds and divided by their half-width (a ``log`` ter
 the bounds, the lower one at least 1): the priors (:mod:`.models`) then mean the same on every
 data set, as the guarantee needs — scaling by the data's own mean and sd would make the prior a
 function of the confidential data. A categorical term gets a 0/1 column per category but the first
-(the baseline). An intercept comes first.
+(the baseline), and one per declared missing state (each state a level of its own, as the domain
+codes it). An intercept comes first.
 
 >>> from dipsy.domain import Domain
 >>> d = Domain.from_dict({"columns": {"u": {"kind": "categorical", "categories": [1, 2, 3]},
@@ -70,7 +71,8 @@ def terms(spec: str | list[str], domain: Domain) -> tuple[Term, ...]:
             if match:
                 raise DipsyError(f"log() of the categorical column {column!r}", f"use {column} as it is")
             assert col.categories is not None, "Column checks every categorical column's categories"
-            out += [Term(column, f"{column}={c}", level=k) for k, c in enumerate(col.categories) if k > 0]
+            levels = [*col.categories, *(col.missing.labels if col.missing is not None else ())]  # the codes' order
+            out += [Term(column, f"{column}={c}", level=k) for k, c in enumerate(levels) if k > 0]
             continue
         assert col.lower is not None and col.upper is not None, "Column checks every non-categorical column's bounds"
         lo, hi = float(col.lower), float(col.upper)
