@@ -3,8 +3,10 @@ metadata, releases written back in their formats with the domain's labels.
 
 The files are made here with pyreadstat from the CE teaching sample (``examples/ce/CEdata.csv``),
 with variable labels, value labels and (SPSS) declared missing codes. pyreadstat cannot write a
-``.sas7bdat`` file, so SAS data files are tested only as unreadable input; SAS transport
-(``.xpt``) files are tested throughout, with names of at most 8 characters as version 5 needs.
+``.sas7bdat`` file, so SAS data files are tested only as unreadable input (their lettered missing
+values, ``.A`` … ``.Z`` and ``._``, take the code path of Stata's ``.a`` … ``.z``, tested here
+with .dta files); SAS transport (``.xpt``) files are tested throughout, with names of at most 8
+characters as version 5 needs.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ import dipsy
 from dipsy.authoring import init_domain
 from dipsy.cli import main
 from dipsy.domain import Column, Domain
+from dipsy.domain.missing import Missing
+from dipsy.domain.validation import OUTSIDE, WRONG_TYPE
 from dipsy.engine import NumpyEngine, engine_for
 from dipsy.engine.agency import ParquetCopy, Variable
 from dipsy.engine.duckdb_engine import DuckDBEngine
@@ -225,6 +229,133 @@ def test_types_stay_the_same_from_chunk_to_chunk(tmp_path, monkeypatch):
     assert back.column("s").to_pylist() == ["a", "b", "", "d", "e"]
 
 
+# -- Stata's (and SAS's) lettered missing values ------------------------------------------------------
+
+#: A question with answers 1 and 2, Stata's lettered missing values .a (3 rows) and .b (2 rows) and
+#: the system missing value (1 row); its first letter comes in the second chunk of three rows.
+Q = [1.0, 2.0, 2.0, "a", "b", np.nan, "a", 1.0, "a", 2.0, "b", 1.0]
+#: Numbers with letters, some outside [0, 10] and one a fraction.
+N = [3.0, 12.0, "a", -4.0, 2.5, np.nan, 7.0, "b", 0.0, 10.0, "a", 5.0]
+Q_LABELS = {1: "yes", 2: "no", "a": "refused", "b": "not asked"}
+LETTERS = Missing(empty="system missing (.)", codes=((".a", "refused"), (".b", "not asked")))
+
+
+def lettered_file(path: Path, repeat: int = 1) -> Path:
+    """A Stata file of Q (value-labelled, its letters too), N and a column x of numbers 1, 2, 3."""
+    rows = len(Q) * repeat
+    frame = pd.DataFrame(
+        {
+            "q": pd.Series(Q * repeat, dtype=object),
+            "n": pd.Series(N * repeat, dtype=object),
+            "x": [float(1 + i % 3) for i in range(rows)],
+        }
+    )
+    pyreadstat.write_dta(
+        frame, str(path), variable_value_labels={"q": Q_LABELS}, missing_user_values={"q": ["a", "b"], "n": ["a", "b"]}
+    )
+    return path
+
+
+@pytest.mark.parametrize("clip", [False, True])
+def test_lettered_missing_values_are_states_of_their_own(tmp_path, monkeypatch, clip):
+    """Each letter is its own state, in the copy and in both engines (pooled, .a and .b would be
+    counted as the one empty state); the numbers of a column that holds letters, text in the copy,
+    are checked against the bounds as a CSV column's are."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import dipsy.engine.agency as agency
+
+    monkeypatch.setattr(agency, "CHUNK_CELLS", 9)  # three columns: three rows a chunk, the first without a letter
+    path = lettered_file(tmp_path / "q.dta")
+    copy = ParquetCopy(path)
+    back = pq.read_table(copy.path)
+    copy.remove()
+    assert back.schema.field("q").type == pa.string() and back.schema.field("x").type == pa.float64()
+    assert back.column("q").to_pylist() == ["1", "2", "2", ".a", ".b", None, ".a", "1", ".a", "2", ".b", "1"]
+    assert back.column("n").to_pylist() == ["3", "12", ".a", "-4", "2.5", None, "7", ".b", "0", "10", ".a", "5"]
+    domain = Domain(
+        (
+            Column("q", "categorical", categories=(1, 2), labels=("yes", "no"), missing=LETTERS),
+            Column("n", "integer", lower=0, upper=10, clip=clip, missing=LETTERS),
+            Column("x", "categorical", categories=(1, 2, 3)),
+        )
+    )
+    numpy = engine_for(path, domain, on_invalid="drop", engine="numpy")
+    duck = engine_for(path, domain, on_invalid="drop")
+    assert_agree(numpy, duck, domain)
+    issues = {(i.column, i.problem): i.rows for i in duck.report.issues}
+    assert issues == ({("n", WRONG_TYPE): 1} if clip else {("n", WRONG_TYPE): 1, ("n", OUTSIDE): 2})  # 2.5; 12 and -4
+    q = duck.contingency(["q"]).dense().tolist()
+    assert q == ([3, 3, 1, 3, 1] if clip else [3, 2, 1, 2, 1])  # 1, 2, then the states: empty, .a, .b
+    if clip:  # -4 and 12 top- and bottom-coded to 0 and 10
+        assert duck.contingency(["n"]).dense().tolist() == [2, 0, 0, 1, 0, 1, 0, 1, 0, 0, 2, 1, 2, 1]
+    duck.close()
+
+
+def test_a_release_in_stata_keeps_the_lettered_missing_values(tmp_path, own_temp):
+    """data.dta with .a and .b → a domain from its metadata → a release written as .dta: Stata reads
+    its letters as letters again, with their labels, where the synthetic set holds the states."""
+    path = lettered_file(tmp_path / "data.dta", repeat=25)
+    spec = yaml.safe_load(init_domain(path).text)["columns"]
+    domain = Domain.load({"columns": {"q": spec["q"]}})
+    assert domain["q"].missing == LETTERS
+    release = dipsy.synthesize(path, domain, method="perturbed-histogram", epsilon=100.0, seed=5, columns=["q"])
+    table = release.tables[0]
+    assert {".a", ".b"} <= set(table["q"].dropna())  # ε = 100: about 75 and 50 of 300 rows
+    out = release.save(tmp_path / "rel", format="dta")
+    back, meta = pyreadstat.read_dta(str(out / "synthetic_1.dta"), user_missing=True)
+    assert meta.readstat_variable_types["q"] == "double"  # numbers, not text
+    assert meta.variable_value_labels["q"] == Q_LABELS
+    assert sorted(meta.missing_user_values["q"]) == ["a", "b"]
+    expected = [None if v is None else v[1:] if isinstance(v, str) else float(v) for v in table["q"]]
+    assert [None if v != v else v for v in back["q"]] == expected  # NaN: the system missing value, the empty state
+    assert copies(own_temp) == []
+
+
+def test_a_letter_in_a_date_column_reads_as_missing(tmp_path):
+    """No kind holds a date, so a date column's letters need no state: they read as missing, and
+    the column stays a column of dates."""
+    import datetime as dt
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "d.dta"
+    days = pd.Series([dt.date(2020, 1, 2), "a", None, dt.date(2021, 3, 4)], dtype=object)
+    pyreadstat.write_dta(pd.DataFrame({"d": days}), str(path), missing_user_values={"d": ["a"]})
+    copy = ParquetCopy(path)
+    back = pq.read_table(copy.path)
+    copy.remove()
+    assert back.schema.field("d").type == pa.date32()
+    assert back.column("d").to_pylist() == [dt.date(2020, 1, 2), None, None, dt.date(2021, 3, 4)]
+
+
+def test_a_public_file_gives_bounds_without_its_letters(tmp_path):
+    """--from-public reads the numbers of a column with letters as numbers, its letters as missing:
+    a letter is a state, never a category or a bound."""
+    data, public = lettered_file(tmp_path / "data.dta"), lettered_file(tmp_path / "public.dta", repeat=2)
+    spec = yaml.safe_load(init_domain(data, public=public).text)["columns"]
+    assert spec["n"]["kind"] == "numeric" and (spec["n"]["lower"], spec["n"]["upper"]) == (-4.0, 12.0)
+
+
+@pytest.mark.parametrize(
+    "fmt, words", [("sav", "SPSS (.sav) has no lettered"), ("xpt", "SAS transport"), ("parquet", "one type")]
+)
+def test_lettered_missing_values_only_stata_writes_are_refused_elsewhere(fmt, words):
+    domain = Domain((Column("q", "categorical", categories=(1, 2), labels=("yes", "no"), missing=LETTERS),))
+    check_storable(domain, "dta")
+    check_storable(domain, "csv")
+    with pytest.raises(ReleaseError) as err:
+        check_storable(domain, fmt)
+    assert "cannot store its missing states" in err.value.problem
+    assert words in err.value.fix and "--format dta" in err.value.fix and "-1 for .a" in err.value.fix
+    sas = Domain((Column("q", "integer", lower=0, upper=9, missing=Missing(codes=((".A", "refused"),))),))
+    with pytest.raises(ReleaseError) as err:  # SAS's letters are not Stata's: its numbers would be written as text
+        check_storable(sas, "dta")
+    assert ".a to .z, and .A is none" in err.value.fix
+
+
 # -- bad input -------------------------------------------------------------------------------------
 
 
@@ -322,7 +453,7 @@ def test_init_of_stata_and_sas_files(files, tmp_path):
     )
     text = init_domain(path).text
     q = yaml.safe_load(text)["columns"]["q"]
-    assert q["categories"] == [1, 2] and q["missing"] == {"empty": "missing (.a refused)"}  # empty in the data: pooled there
+    assert q["categories"] == [1, 2] and q["missing"] == {"empty": "system missing (.)", "codes": {".a": "refused"}}
     ranged = tmp_path / "r.sav"  # an SPSS missing range cannot be listed code by code: named for the steward
     pyreadstat.write_sav(pd.DataFrame({"x": [1.0, 97.0]}), str(ranged), missing_ranges={"x": [{"lo": 90.0, "hi": 99.0}]})
     text = init_domain(ranged).text

@@ -16,8 +16,9 @@ Of an agency file (SAS, Stata, SPSS: :mod:`dipsy.engine.agency`) only the metada
 file's codebook, which init treats as public: each variable label becomes the column's
 ``description``; a column with a value-label set becomes categorical, its categories the labelled
 codes and its ``labels`` their texts; the missing codes the file declares (SPSS's missing values,
-Stata's and SAS's lettered missing values) become the column's ``missing:`` states (a missing
-range, which cannot be listed code by code, is named in a comment). A column without value labels follows its storage type, as for Parquet.
+Stata's and SAS's labelled lettered missing values ``.a``, ``.A``) become the column's ``missing:``
+states, each a state of its own (a missing range, which cannot be listed code by code, is named in
+a comment). A column without value labels follows its storage type, as for Parquet.
 
 ``--from-public FILE`` fills categories (the sorted distinct values) and bounds (least and
 greatest values) from a file the steward declares public — a previous public release, a codebook
@@ -311,7 +312,7 @@ def _public_facts(path: Path, names: list[str]) -> dict[str, dict[str, Any]]:
     fmt = _checked_format(path, "public file")
     try:  # public data: read whole, as the methods read public files
         if fmt in AGENCY_FORMATS:
-            frame = read_frame(path)  # its values as the engines read them (codes, not labels)
+            frame = _letters_missing(read_frame(path), file_metadata(path))  # codes, not labels
         else:
             frame = pd.read_csv(path) if fmt == "csv" else pd.read_parquet(path)
     except (OSError, ValueError, pa.ArrowException) as e:
@@ -323,6 +324,22 @@ def _public_facts(path: Path, names: list[str]) -> dict[str, dict[str, Any]]:
             "pass a public file whose columns are named as the data's",
         )
     return {name: _facts(frame[name]) for name in shared}
+
+
+def _letters_missing(frame: pd.DataFrame, variables: list[Variable]) -> pd.DataFrame:
+    """A public agency file's numeric columns as numbers: a column that holds Stata's or SAS's
+    lettered missing values is text in the engines' copy (``"3"``, ``".a"``:
+    :mod:`dipsy.engine.agency`), and a letter is a missing state, never a category or a bound,
+    so it reads here as missing, as an empty cell does."""
+    for v in variables:
+        if v.stored != "string" and v.name in frame.columns and _is_text(frame[v.name]):
+            frame[v.name] = pd.to_numeric(frame[v.name], errors="coerce")
+    return frame
+
+
+def _is_text(values: pd.Series | pd.DataFrame) -> bool:
+    """Whether a column's values are all text (a DataFrame: a name the file repeats, left to :func:`_facts`)."""
+    return isinstance(values, pd.Series) and pd.api.types.infer_dtype(values, skipna=True) == "string"
 
 
 def _facts(values: pd.Series) -> dict[str, Any]:
@@ -567,12 +584,15 @@ def _declared_missing(v: Variable, letters: list[str]) -> tuple[list[str], set]:
 
     SPSS's discrete missing values become ``codes:``, each with its value label (or its own text);
     a missing range cannot be listed code by code, so it is named in a comment for the steward.
-    Stata's and SAS's lettered missing values have no number and reach the data as empty cells
-    (:mod:`dipsy.engine.agency`), so they become the ``empty:`` state, its label naming the letters:
-    the reasons are pooled there."""
+    Stata's and SAS's labelled lettered missing values reach the data as their own text, ``".a"``
+    (:mod:`dipsy.engine.agency`), so each becomes a text code with its label, a state of its own;
+    such a column may also hold the system missing value ``.``, an empty cell in the data, so it
+    declares the ``empty:`` state too. (An unlabelled letter is not in the metadata, so it is
+    not declared: a row holding it is invalid, named by the check, until the steward adds it.)"""
     as_code = lambda x: x if isinstance(x, str) else _code(x)  # noqa: E731
     labels = {as_code(k): str(t) for k, t in v.value_labels.items()}
-    codes, ranges = [], []
+    codes: list[Any] = []
+    ranges = []
     for lo, hi in sorted(v.missing_ranges, key=lambda r: (str(type(r[0])), r[0], r[1])):  # the file's order varies
         lo, hi = as_code(lo), as_code(hi)
         if lo == hi and not isinstance(lo, str):
@@ -582,14 +602,23 @@ def _declared_missing(v: Variable, letters: list[str]) -> tuple[list[str], set]:
     out = []
     if ranges:
         out.append(f"    # the file declares the missing range(s) {', '.join(ranges)}: list their codes under missing: codes:")
-    if codes or letters:
+    states = [(c, labels.get(c, f"missing {c}")) for c in codes] + [(_letter(k), labels[k]) for k in letters]
+    if states:
         out.append(f"{'    missing:':<34}# declared in the file (metadata, public)")
     if letters:
-        named = ", ".join(f".{k} {labels[k]}" for k in letters)
-        out.append(f"      empty: {_scalar(f'missing ({named})')}")
-    if codes:
-        out.append("      codes: {" + ", ".join(f"{_scalar(c)}: {_scalar(labels.get(c, f'missing {c}'))}" for c in codes) + "}")
+        out.append(f"      empty: {_scalar(SYSTEM_MISSING)}")
+    if states:
+        out.append("      codes: {" + ", ".join(f"{_scalar(c)}: {_scalar(t)}" for c, t in states) + "}")
     return out, set(codes)
+
+
+#: The label of the empty state of a column with lettered missing values: Stata's and SAS's ``.``.
+SYSTEM_MISSING = "system missing (.)"
+
+
+def _letter(key: str) -> str:
+    """A lettered missing value as Stata and SAS write it, and the data hold it: ``a`` is ``.a``."""
+    return key if key.startswith(".") else f".{key}"
 
 
 def _agency_column(

@@ -457,10 +457,11 @@ _FORMAT_NAMES = {"parquet": "Parquet", "csv": "CSV", "dta": "Stata (.dta)", "sav
 
 def _check_states(domain: Domain, format: str, partition_by: tuple[str, ...]) -> None:
     """Refuse a column whose declared missing states ``format`` would not give back as themselves
-    (a text code such as ``.a`` among numbers, which Parquet and Stata cannot hold in one column),
-    or that partitions a set (an empty state names no folder). A value and every state, decoded
-    as a release decodes them, are written and read back, and must encode to the same codes.
-    Public inputs only: run before anything is charged."""
+    (a text code such as ``.a`` among numbers, which Parquet cannot hold in one column, nor Stata
+    but as its lettered missing values ``.a`` … ``.z``), or that partitions a set (an empty state
+    names no folder). A value and every state, decoded as a release decodes them, are written and
+    read back, and must encode to the same codes. Public inputs only: run before anything is
+    charged."""
     for column in domain.columns:
         if column.missing is None:
             continue
@@ -475,7 +476,7 @@ def _check_states(domain: Domain, format: str, partition_by: tuple[str, ...]) ->
         frame = pd.DataFrame({column.name: values})
         wrote = encode_column(frame[column.name], column).codes
         try:
-            back = _written_and_read(frame, format) if format not in LABELLED_FORMATS else _labelled_back(frame, format)
+            back = _written_and_read(frame, format) if format not in LABELLED_FORMATS else _labelled_back(frame, format, column)
             problem = "" if np.array_equal(encode_column(back[column.name], column).codes, wrote) else "they come back otherwise"
         except Exception as e:  # noqa: BLE001 - the writer's own refusal (pyarrow: values of mixed types)
             problem = " ".join(str(e.args[0] if e.args else e).split())[:200]
@@ -484,20 +485,56 @@ def _check_states(domain: Domain, format: str, partition_by: tuple[str, ...]) ->
             raise ReleaseError(
                 f"column {column.name!r}: {_FORMAT_NAMES[format]} cannot store its missing states ({shown}) with its "
                 f"values as themselves ({problem})",
-                "use --format csv"
-                + ("" if format in ("csv", "parquet") else " or parquet")
-                + ", or declare number codes for a column of numbers (e.g. -1 for Stata's .a)",
+                _states_fix(column, format),
             )
 
 
-def _labelled_back(frame: pd.DataFrame, format: str) -> pd.DataFrame:
-    """``frame`` written as an agency file (no labels) and read back."""
+#: Why a format cannot hold Stata's lettered missing values among a column's numbers.
+_NO_LETTERS = {
+    "parquet": "a Parquet column holds values of one type",
+    "sav": "SPSS (.sav) has no lettered missing values",
+    "xpt": "dipsy writes SAS transport (.xpt) files without lettered missing values",
+}
+
+
+def _states_fix(column: Any, format: str) -> str:
+    """The fix for a column whose missing states ``format`` cannot store (:func:`_check_states`):
+    for text codes among numbers, the formats that hold them (CSV; Stata's ``.a`` … ``.z`` in a
+    dta file) or number codes in their place."""
+    assert column.missing is not None, "called for columns with missing states"
+    texts = [code for code, _ in column.missing.codes if isinstance(code, str)]
+    if not texts or (column.is_categorical and not column.numeric_categories):
+        return "use --format csv" + ("" if format in ("csv", "parquet") else " or parquet")
+    number = f"declare number codes for them in the domain (e.g. -1 for {texts[0]}) and recode the data to match"
+    odd = [code for code in texts if not STATA_LETTER.fullmatch(code)]
+    if format == "dta" and odd:
+        return f"Stata's lettered missing values are .a to .z, and {odd[0]} is none: use --format csv, or {number}"
+    if not odd and format in _NO_LETTERS:
+        return f"{_NO_LETTERS[format]}: use --format dta (Stata's .a to .z) or csv, or {number}"
+    return f"use --format csv, or {number}"
+
+
+def _labelled_back(frame: pd.DataFrame, format: str, column: Any) -> pd.DataFrame:
+    """``frame`` (the one column ``column``) written as an agency file (no labels) and read back
+    as the engines read it: in a dta file, Stata's lettered missing values as :func:`write_labelled`
+    writes them, read back as their text ``".a"`` (:mod:`dipsy.engine.agency`)."""
     import pyreadstat
 
     read = getattr(pyreadstat, {"dta": "read_dta", "sav": "read_sav", "xpt": "read_xport"}[format])
     with tempfile.TemporaryDirectory(prefix="dipsy-probe-") as tmp:
         target = Path(tmp) / f"probe.{format}"
-        getattr(pyreadstat, {"dta": "write_dta", "sav": "write_sav", "xpt": "write_xport"}[format])(frame, str(target))
+        if format == "dta":
+            frame, letters = _with_letters(frame, [column])
+            pyreadstat.write_dta(frame, str(target), missing_user_values=letters or None)
+            back, meta = read(str(target), user_missing=bool(letters))
+            if (meta.readstat_variable_types or {}).get(column.name) == "string" and not (
+                column.is_categorical and not column.numeric_categories
+            ):  # a text code that is no Stata letter (SAS's .A): pyreadstat made the numbers text
+                raise ValueError("its numbers come back as text")
+            for name in letters:
+                back[name] = pd.Series([f".{v}" if isinstance(v, str) else v for v in back[name]], dtype=object)
+            return back
+        getattr(pyreadstat, {"sav": "write_sav", "xpt": "write_xport"}[format])(frame, str(target))
         back, _ = read(str(target))
     return back
 
@@ -539,6 +576,12 @@ def write_labelled(frame: pd.DataFrame, target: Path, format: str, domain: Domai
     show the codes with their labels as in the original file. SAS keeps value labels in a format
     catalog apart from the data, which a transport file does not hold: an xpt file has variable
     labels only. Everything written is the set's records and the public domain.
+
+    The missing states are written as the file read by ``dipsy domain init`` declared them: in
+    a sav file the number codes as SPSS's declared missing values; in a dta file Stata's
+    lettered missing values (codes ``.a`` … ``.z`` of a column of numbers) as themselves, with
+    their labels, so Stata shows the release's ``.a`` as the original's. (Other formats refuse a
+    column of numbers with text codes before anything is charged: :func:`check_storable`.)
     """
     import pyreadstat
 
@@ -549,9 +592,13 @@ def write_labelled(frame: pd.DataFrame, target: Path, format: str, domain: Domai
         pyreadstat.write_xport(frame, str(target), column_labels=variable, file_format_version=5)
         return
     states = {c.name: _number_codes(c) for c in present}
-    value = {c.name: _value_labels(c) for c in present if (c.is_categorical and c.labels is not None) or states[c.name]}
+    labelled = [c for c in present if (c.is_categorical and c.labels is not None) or states[c.name] or _stata_letters(c)]
+    value = {c.name: _value_labels(c) for c in labelled}
     if format == "dta":
-        pyreadstat.write_dta(frame, str(target), column_labels=variable, variable_value_labels=value or None)
+        frame, letters = _with_letters(frame, present)
+        pyreadstat.write_dta(
+            frame, str(target), column_labels=variable, variable_value_labels=value or None, missing_user_values=letters or None
+        )
         return
     # SPSS also keeps each variable's level of measurement, which the domain's kind says, and its
     # declared missing values: the domain's missing codes that are numbers, as in the original file.
@@ -574,18 +621,71 @@ _MEASURES = {"categorical": "nominal", "ordinal": "ordinal", "integer": "scale",
 
 def _value_labels(column: Any) -> dict[Any, str]:
     """A column's value labels, code → label (a whole-number code as an integer, as Stata needs): a
-    categorical column's categories with its ``labels``, and the missing codes that are numbers
-    with their labels (the states' labels, as the domain declares them)."""
+    categorical column's categories with its ``labels``, the missing codes that are numbers with
+    their labels (the states' labels, as the domain declares them), and Stata's lettered missing
+    values keyed by their letter (``"a"``), as pyreadstat writes and reads them (only a dta file
+    holds them: :func:`check_storable` refuses them in the other formats first)."""
     pairs = list(zip(column.levels, column.labels)) if column.is_categorical and column.labels is not None else []
-    return {int(c) if _is_whole(c) else c: label for c, label in [*pairs, *_number_codes(column)]}
+    codes = [*pairs, *_number_codes(column), *_stata_letters(column)]
+    return {int(c) if _is_whole(c) else c: label for c, label in codes}
 
 
 def _number_codes(column: Any) -> list[tuple[Any, str]]:
-    """The declared missing codes of ``column`` that are numbers, with their labels (text codes such
-    as ``.a`` have no place among a numeric column's values labels)."""
+    """The declared missing codes of ``column`` that are numbers, with their labels (for text codes
+    such as ``.a`` see :func:`_stata_letters`)."""
     if column.missing is None:
         return []
     return [(code, label) for code, label in column.missing.codes if _is_whole(code)]
+
+
+#: Stata's lettered missing values as a domain declares them (and the engines read them).
+STATA_LETTER = re.compile(r"\.[a-z]")
+
+
+def _stata_letters(column: Any) -> list[tuple[str, str]]:
+    """The declared missing codes of ``column`` that are Stata's lettered missing values ``.a`` …
+    ``.z``, each as pyreadstat names it (``a``) with its label; none in a column of text, where
+    ``.a`` is text like any other value.
+
+    >>> from dipsy.domain import Column
+    >>> from dipsy.domain.missing import Missing
+    >>> m = Missing(empty="system missing", codes=((".a", "refused"), (-8, "n/a"), (".A", "SAS's")))
+    >>> _stata_letters(Column("x", "integer", lower=0, upper=9, missing=m))
+    [('a', 'refused')]
+    >>> _stata_letters(Column("t", "categorical", categories=("y", "n"), missing=m))
+    []
+    """
+    if column.missing is None or (column.is_categorical and not column.numeric_categories):
+        return []
+    return [(code[1:], label) for code, label in column.missing.codes if isinstance(code, str) and STATA_LETTER.fullmatch(code)]
+
+
+def _with_letters(frame: pd.DataFrame, columns: list[Any]) -> tuple[pd.DataFrame, dict[str, list[str]]]:
+    """``frame`` as pyreadstat writes Stata's lettered missing values, and its ``missing_user_values``:
+    each column of ``columns`` that declares letters holds objects, its numbers as floats and
+    its text codes as letters (``.a`` as ``a``); every letter the column declares is listed
+    (pyreadstat writes a column holding an unlisted one as text). Other columns as they are."""
+    letters = {c.name: [k for k, _ in _stata_letters(c)] for c in columns if c.name in frame.columns}
+    letters = {name: listed for name, listed in letters.items() if listed}
+    if not letters:
+        return frame, {}
+    frame = frame.copy(deep=False)
+    for name in letters:
+        frame[name] = pd.Series(_stata_cells(frame[name]), index=frame.index, dtype=object)
+    return frame, letters
+
+
+def _stata_cells(values: pd.Series) -> np.ndarray:
+    """The values of a column with lettered missing values as pyreadstat writes them: numbers as
+    floats (an empty value NaN, Stata's system missing ``.``; pyreadstat writes an integer
+    column's None as 0), text codes without their dot (``.a`` as ``a``)."""
+    cells = np.array(values, dtype=object)
+    numbers = pd.to_numeric(pd.Series(cells, dtype=object), errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+    out = np.empty(len(cells), dtype=object)
+    out[:] = numbers.tolist()
+    text = np.flatnonzero(np.isnan(numbers) & pd.notna(cells))
+    out[text] = [v[1:] if isinstance(v, str) and v.startswith(".") else v for v in cells[text]]
+    return out
 
 
 def _is_whole(x: Any) -> bool:

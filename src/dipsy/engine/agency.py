@@ -15,8 +15,16 @@ What the copy holds: the values as the file stores them, read in chunks
 
 - value labels are not applied: the codes are the data, and the domain lists them;
 - SPSS user-missing values (``missing_ranges``: -8 'refused', …) stay the numbers they are, so a
-  domain can list them or, later, declare them missing; SAS and Stata special missing values
-  (``.A``, ``.a`` …) have no number and read as missing;
+  domain can list them among its ``missing:`` codes;
+- Stata's and SAS's lettered ("special") missing values (Stata's ``.a`` … ``.z``, SAS's ``.A`` …
+  ``.Z`` and ``._``) have no number: each stays its own text, ``".a"``, ``".A"``, ``"._"``, so
+  that a domain can declare each a missing state of its own (``codes: {".a": refused}``). A
+  Parquet column has one type, so a column of numbers that holds a letter anywhere in the file
+  is a column of text in the copy: its numbers written as the codec reads them back (``"100"``,
+  ``"2.5"``), its system missing values (``.``) as nulls. Finding those columns takes one pass
+  over the file's numeric columns before the conversion, so a Stata or SAS data file's numeric
+  columns are read twice. (In a column of dates or times, a letter reads as missing, as no kind
+  holds a date.) SAS transport (``.xpt``) files are read without their letters, as missing;
 - Stata's integer types become 64-bit integers, every other number a 64-bit float (SAS and SPSS
   store only those), text a string; dates, date-times and times are kept as pyreadstat gives them
   (``datetime.date``, ``datetime64``, ``datetime.time``), as Parquet dates, timestamps and times.
@@ -54,6 +62,11 @@ READERS = {"sas7bdat": "read_sas7bdat", "xpt": "read_xport", "dta": "read_dta", 
 CHUNK_CELLS = 10_000_000
 #: pyreadstat's names of Stata's integer storage types.
 INTEGER_TYPES = frozenset({"int8", "int16", "int32"})
+#: The formats whose numbers may be lettered missing values, read as letters (pyreadstat gives
+#: Stata's as ``'a'`` … ``'z'``, SAS's as ``'A'`` … ``'Z'`` and ``'_'``).
+LETTERED_FORMATS = frozenset({"dta", "sas7bdat"})
+#: What :func:`pandas.api.types.infer_dtype` calls a column of numbers only (missing values skipped).
+_NUMBERS = frozenset({"integer", "floating", "mixed-integer-float", "decimal", "empty"})
 #: The private folders of conversions, in the temporary folder or a command's run folder.
 PREFIX = "dipsy-agency-"
 
@@ -85,7 +98,9 @@ def _read_options(fmt: str) -> dict[str, Any]:
     if fmt == "sav":
         return {"apply_value_formats": False, "user_missing": True}
     if fmt == "dta":
-        return {"apply_value_formats": False}
+        return {"apply_value_formats": False, "user_missing": True}
+    if fmt == "sas7bdat":
+        return {"user_missing": True}
     return {}
 
 
@@ -132,7 +147,9 @@ def convert(source: Path, target: Path) -> int:
 
     The types are fixed by the file's metadata and its first chunk (module docstring); a column
     that the first chunk holds no value of takes the type of its first value further on (one more
-    pass over such columns only), or is a column of missing numbers if it holds none.
+    pass over such columns only), or is a column of missing numbers if it holds none. In a Stata
+    or SAS data file, the numeric columns that hold a lettered missing value are found first, by a
+    pass over those columns (:func:`_lettered`), and written as text.
     """
     fmt = _checked_source(source)
     pyreadstat = _pyreadstat()
@@ -140,16 +157,17 @@ def convert(source: Path, target: Path) -> int:
         _, meta = getattr(pyreadstat, READERS[fmt])(str(source), metadataonly=True)
         names = list(meta.column_names)
         stored = dict(meta.readstat_variable_types or {})
+        letters = _lettered(source, fmt, names, stored) if fmt in LETTERED_FORMATS else Letters()
         types: dict[str, pa.DataType] | None = None
         writer: pq.ParquetWriter | None = None
         rows = 0
         try:
-            for frame in _chunks(source, fmt, len(names)):
+            for frame in map(letters.apply, _chunks(source, fmt, len(names))):
                 if types is None:
-                    types = _first_types(frame, stored)
+                    types = {**_first_types(frame, stored), **dict.fromkeys(letters.text, pa.string())}
                     pending = [n for n, t in types.items() if pa.types.is_null(t)]
                     if pending:
-                        types.update(_later_types(source, fmt, pending, stored))
+                        types.update(_later_types(source, fmt, pending, stored, letters))
                     writer = _writing(target, pq.ParquetWriter, target, pa.schema(list(types.items())))
                 assert writer is not None  # made with the first chunk
                 _writing(target, writer.write_table, _table(frame, types))
@@ -211,11 +229,11 @@ def _temporal(t: pa.DataType) -> pa.DataType:
     return t
 
 
-def _later_types(path: Path, fmt: str, names: list[str], stored: dict[str, str]) -> dict[str, pa.DataType]:
+def _later_types(path: Path, fmt: str, names: list[str], stored: dict[str, str], letters: Letters) -> dict[str, pa.DataType]:
     """The types of the columns ``names`` that the first chunk held no value of, from their first
     values further on (float64 for a column that holds none), reading those columns only."""
     found: dict[str, pa.DataType] = {}
-    for frame in _chunks(path, fmt, len(names), usecols=names):
+    for frame in map(letters.apply, _chunks(path, fmt, len(names), usecols=names)):
         for name in names:
             if name not in found:
                 t = _value_type(frame[name], stored.get(name))
@@ -224,6 +242,98 @@ def _later_types(path: Path, fmt: str, names: list[str], stored: dict[str, str])
         if len(found) == len(names):
             break
     return {name: found.get(name, pa.float64()) for name in names}
+
+
+# -- lettered missing values ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Letters:
+    """The numeric columns of a Stata or SAS data file that hold lettered missing values:
+    ``text``, those of numbers, which the copy holds as text; ``null``, those of dates or times,
+    whose letters read as missing (see the module docstring)."""
+
+    text: frozenset[str] = frozenset()
+    null: frozenset[str] = frozenset()
+
+    def apply(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """A chunk as the copy holds it: the columns of ``text`` as :func:`_letter_texts` writes
+        them, the letters of the columns of ``null`` missing; other columns as they are."""
+        present = [n for n in (*self.text, *self.null) if n in frame.columns]
+        if not present:
+            return frame
+        frame = frame.copy(deep=False)
+        for name in present:
+            cells = np.array(frame[name], dtype=object)  # a copy: pandas may lend a read-only view
+            if name in self.text:
+                cells = _letter_texts(cells)
+            else:
+                cells[_letter_mask(cells)] = None
+            frame[name] = pd.Series(cells, index=frame.index, dtype=object)
+        return frame
+
+
+def _lettered(path: Path, fmt: str, names: list[str], stored: dict[str, str]) -> Letters:
+    """The numeric columns of ``path`` (a Stata or SAS data file) that hold a lettered missing
+    value anywhere, read in one pass over the numeric columns only: a Parquet file fixes each
+    column's type before its first chunk is written, and a letter may first come in the last."""
+    numeric = [n for n in names if stored.get(n) != "string"]
+    letters: set[str] = set()
+    other: set[str] = set()  # columns holding values that are not numbers: dates or times
+    if not numeric:
+        return Letters()
+    for frame in _chunks(path, fmt, len(numeric), usecols=numeric):
+        for name in numeric:
+            found, odd = _kinds(frame[name])
+            if found:
+                letters.add(name)
+            if odd:
+                other.add(name)
+    return Letters(text=frozenset(letters - other), null=frozenset(letters & other))
+
+
+def _kinds(values: pd.Series) -> tuple[bool, bool]:
+    """Whether a chunk of a numeric column holds a letter (pyreadstat's lettered missing value, a
+    ``str``), and whether it holds a value that is not a number (a date or time)."""
+    if pd.api.types.is_numeric_dtype(values.dtype) or pd.api.types.is_datetime64_any_dtype(values.dtype):
+        return False, pd.api.types.is_datetime64_any_dtype(values.dtype)
+    cells = values.to_numpy(dtype=object)  # pandas types a chunk of letters alone as text
+    inferred = pd.api.types.infer_dtype(cells, skipna=True)  # fast, in C; a str makes it one of these
+    if inferred not in ("string", "mixed", "mixed-integer"):
+        return False, inferred not in _NUMBERS
+    letter = _letter_mask(cells)
+    return bool(letter.any()), pd.api.types.infer_dtype(cells[~letter], skipna=True) not in _NUMBERS
+
+
+def _letter_mask(cells: np.ndarray) -> np.ndarray:
+    """Which cells of a numeric column are letters (``str``: pyreadstat's lettered missing values)."""
+    # Every cell passes here, so type() runs in numpy's loop; == compares the array of types elementwise.
+    return np.asarray(_TYPE_OF(cells) == str, dtype=bool)  # noqa: E721
+
+
+#: ``type`` over an object array, called in numpy's loop (faster than a generator in Python).
+_TYPE_OF = np.frompyfunc(type, 1, 1)
+
+
+def _letter_texts(cells: np.ndarray) -> np.ndarray:
+    """The cells of a lettered column as the copy holds them: a letter as Stata and SAS write it
+    (``".a"``, ``".A"``, ``"._"``), a number as text the codec reads as the same number (a whole
+    number without ``.0``, else its shortest repr), a system missing value as None.
+
+    >>> _letter_texts(np.array(["a", "_", 100.0, 2.5, 7, float("nan"), None, -0.0, -4], dtype=object)).tolist()
+    ['.a', '._', '100', '2.5', '7', None, None, '0', '-4']
+    """
+    letter = _letter_mask(cells)
+    out = np.full(len(cells), None, dtype=object)
+    out[letter] = [v if v.startswith(".") else f".{v}" for v in cells[letter]]
+    rest = np.flatnonzero(~letter)
+    numbers = cells[rest].astype(float)  # numbers and NaN (None too), in C: every cell of the column passes here
+    seen = ~np.isnan(numbers)
+    whole = seen & (numbers == np.floor(numbers)) & (np.abs(numbers) < 2.0**63)
+    out[rest[whole]] = pa.array(numbers[whole].astype(np.int64)).cast(pa.string()).to_numpy(zero_copy_only=False)
+    fraction = seen & ~whole
+    out[rest[fraction]] = [repr(float(x)) for x in numbers[fraction]]
+    return out
 
 
 def _table(frame: pd.DataFrame, types: dict[str, pa.DataType]) -> pa.Table:
