@@ -510,7 +510,15 @@ def test_methods_that_read_numbers_refuse_a_column_with_states(tmp_path):
     assert "model=mixed" in refused("modips", Domain((race, income)), options={"model": "mixed"})
     assert "rdt does not yet" in refused("rdt", Domain((plain, income)), options={"structure": "random", "sensitive": "Income"})
     message = refused("pseudo-posterior", Domain((plain, race)), budget=LocalDP(1.0), options={"response": "Race"})
-    assert "does not yet model missing states" in message
+    assert "models no missing response" in message
+    numeric = Column("Income", "numeric", lower=0, upper=100, missing=Missing(codes=((-8, "refused"),)), role="public")
+    message = refused(
+        "pseudo-posterior",
+        Domain((numeric, Column("y", "numeric", lower=0, upper=1))),
+        budget=LocalDP(1.0),
+        options={"response": "y"},
+    )
+    assert "reads a numeric predictor's values" in message
     # and those that count codes take them
     get("modips")(PureDP(1.0), options={"model": "multinomial"}).plan(100, Domain((race,)))
     get("perturbed-histogram")(PureDP(1.0)).plan(100, Domain((income, race)))

@@ -71,9 +71,10 @@ most θ rows; option ``theta``), which the paper's θ = 1 generalises.
 - *Post-processing.* Estimation, the model and the records read only noisy outputs (Bun &
   Steinke 2016, Lemma 1.8). The choices written to release.json (the marginals measured, their σ²,
   the rounds and annealings) are such outputs. The domain's edit rules enter every estimation as
-  structural zeros (their forbidden cells held at 0, :func:`~.estimation.estimate`'s ``zeros``)
-  once a measured marginal holds a rule's columns (:func:`held_rules`): the rules are public (the
-  domain), so this too is a function of noisy outputs and public input, and it changes no cost.
+  final estimation as structural zeros (their forbidden cells held at 0, :func:`~.estimation.estimate`'s
+  ``zeros``) where a measured marginal holds a rule's columns (:func:`held_rules`): the rules are
+  public (the domain), so this too is a function of noisy outputs and public input, and it changes
+  no cost.
 
 The exact count tables the quality scores need are read inside the charged selection
 measurements only, through the engine the session passes to the query; they are kept, keyed by
@@ -390,7 +391,7 @@ class AIM(Synthesizer):
             measured.append(NoisyMarginal((names[a],), out, first.sd))
             history.append({"round": 0, "marginal": [names[a]], "sigma2": str(first.sigma2)})
         session.report(f"{self.name}: estimating from the one-way marginals")
-        model = estimate(size_of, measured, iterations=iterations, zeros=held_rules(rules, measured))
+        model = estimate(size_of, measured, iterations=iterations)
         cliques: list[tuple[int, ...]] = [(a,) for a in range(d)]
 
         rho_measure, rho_select = MEASURE_SHARE * rho / T, (1 - MEASURE_SHARE) * rho / T
@@ -423,7 +424,7 @@ class AIM(Synthesizer):
                 cliques.append(r)
                 before = model.project(columns)
                 session.report(f"{self.name}: round {t}, estimating", t, T)
-                model = estimate(size_of, measured, iterations=iterations, warm=model, zeros=held_rules(rules, measured))
+                model = estimate(size_of, measured, iterations=iterations, warm=model)
                 change = float(np.abs(model.project(columns) - before).sum())
                 history.append(
                     {
@@ -452,6 +453,9 @@ class AIM(Synthesizer):
         finally:
             exact.clear()
         session.report(f"{self.name}: final estimation")
+        # the rules as structural zeros of the model the records are drawn from, in the final fit only:
+        # held in every round's fit they slowed the release (ACS excerpt without its income columns,
+        # 2-way workload: 695 s against 373 s)
         held = held_rules(rules, measured)
         model = estimate(size_of, measured, iterations=final_iterations, warm=model, zeros=held)
         names_held = tuple(c.name for c in rules if any(c.columns == cols for cols, _ in held))
