@@ -607,8 +607,8 @@ def test_the_estimation_holds_a_structural_zero_that_the_fit_alone_would_fill():
     measured = [NoisyMarginal(("a", "b"), ab, 1.0), NoisyMarginal(("b", "c"), np.array([[40.0, 15.0], [25.0, 20.0]]), 1.0)]
     forbidden = np.zeros((2, 3), dtype=bool)  # over (b, a): the rule's own order
     forbidden[0, 2] = True
-    free = estimate(sizes, measured, iterations=300).project(("a", "b"))
-    held = estimate(sizes, measured, iterations=300, zeros=[(("b", "a"), forbidden)])
+    free = estimate(sizes, measured, iterations=150).project(("a", "b"))
+    held = estimate(sizes, measured, iterations=150, zeros=[(("b", "a"), forbidden)])
     assert free[2, 0] > 4 and held.project(("a", "b"))[2, 0] == 0.0
     allowed = ~forbidden.T
     assert np.abs(held.project(("a", "b"))[allowed] - ab[allowed]).max() < 2.5  # the others stay near their counts
@@ -620,7 +620,15 @@ def test_the_estimation_holds_a_structural_zero_that_the_fit_alone_would_fill():
 def test_aim_fits_the_rules_as_structural_zeros_and_draws_no_forbidden_record(survey):
     """AIM's model gives the rules' forbidden cells no mass, so enforcement rejects nothing."""
     domain = Domain.load(survey / "domain.yaml")
-    release = synth(survey / "data.csv", domain, "aim", epsilon=0.3, delta=1e-6, seed=5, options={"rounds": 8, "workload": 2})
+    release = synth(
+        survey / "data.csv",
+        domain,
+        "aim",
+        epsilon=0.3,
+        delta=1e-6,
+        seed=5,
+        options={"rounds": 8, "workload": 2, "iterations": 100, "final_iterations": 300},
+    )
     records = assert_none_broken(release, domain)["records"]
     assert records["allowed"] == records["examined"] and records["fresh_draws_per_set"] == [0], records
     assert release.metadata()["parameters"]["structural_zeros"] == [r.name for r in domain.rules]

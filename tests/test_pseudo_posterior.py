@@ -703,7 +703,7 @@ def test_a_categorical_predictor_s_missing_states_are_levels_of_their_own(tmp_pa
     spec = yaml.safe_load(ce_domain.read_text(encoding="utf-8"))
     spec["columns"]["UrbanRural"]["missing"] = {"codes": {-8: "refused"}}
     domain = dipsy.Domain.from_dict(spec)
-    options = {"response": "log(Expenditure)", "predictors": "log(Income),UrbanRural", "chains": 2, "warmup": 300, "draws": 300}
+    options = {"response": "log(Expenditure)", "predictors": "log(Income),UrbanRural", "chains": 2, "warmup": 200, "draws": 200}
     release = dipsy.synthesize(tmp_path / "ce.csv", domain, "pseudo-posterior", columns=CE_COLUMNS, options=options, seed=1)
     table = release.tables[0]
     assert table["UrbanRural"].tolist() == data["UrbanRural"].tolist()  # the state repeated where it was
