@@ -632,3 +632,11 @@ def test_aim_fits_the_rules_as_structural_zeros_and_draws_no_forbidden_record(su
     records = assert_none_broken(release, domain)["records"]
     assert records["allowed"] == records["examined"] and records["fresh_draws_per_set"] == [0], records
     assert release.metadata()["parameters"]["structural_zeros"] == [r.name for r in domain.rules]
+
+
+def test_a_model_whose_every_cell_the_rules_forbid_is_refused():
+    from dipsy.methods.marginals.estimation import from_potentials
+
+    everything = np.ones((2, 2), dtype=bool)
+    with pytest.raises(DipsyError, match="forbid every record"):
+        from_potentials({"a": 2, "b": 2}, [(("a",), np.zeros(2))], 10.0, [(("a", "b"), everything)])
