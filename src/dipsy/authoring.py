@@ -51,7 +51,7 @@ from .domain import Column
 from .domain.domain import TODO
 from .domain.limits import MAX_CODES, check_width
 from .engine.agency import READERS as AGENCY_FORMATS
-from .engine.agency import Variable, file_metadata, read_frame
+from .engine.agency import Variable, file_metadata, letter_code, read_frame
 from .engine.copies import copy_of
 from .engine.files import AGENCY_NAMES, dedup_names, error_reason, file_format, unreadable_fix
 from .engine.owner import RunFolder
@@ -602,7 +602,7 @@ def _declared_missing(v: Variable, letters: list[str]) -> tuple[list[str], set]:
     out = []
     if ranges:
         out.append(f"    # the file declares the missing range(s) {', '.join(ranges)}: list their codes under missing: codes:")
-    states = [(c, labels.get(c, f"missing {c}")) for c in codes] + [(_letter(k), labels[k]) for k in letters]
+    states = [(c, labels.get(c, f"missing {c}")) for c in codes] + [(letter_code(k), labels[k]) for k in letters]
     if states:
         out.append(f"{'    missing:':<34}# declared in the file (metadata, public)")
     if letters:
@@ -614,11 +614,6 @@ def _declared_missing(v: Variable, letters: list[str]) -> tuple[list[str], set]:
 
 #: The label of the empty state of a column with lettered missing values: Stata's and SAS's ``.``.
 SYSTEM_MISSING = "system missing (.)"
-
-
-def _letter(key: str) -> str:
-    """A lettered missing value as Stata and SAS write it, and the data hold it: ``a`` is ``.a``."""
-    return key if key.startswith(".") else f".{key}"
 
 
 def _agency_column(

@@ -315,6 +315,15 @@ def _letter_mask(cells: np.ndarray) -> np.ndarray:
 _TYPE_OF = np.frompyfunc(type, 1, 1)
 
 
+def letter_code(letter: str) -> str:
+    """A lettered missing value as Stata and SAS write it, and the copy holds it: ``a`` is ``.a``.
+
+    >>> letter_code("a"), letter_code("._")
+    ('.a', '._')
+    """
+    return letter if letter.startswith(".") else f".{letter}"
+
+
 def _letter_texts(cells: np.ndarray) -> np.ndarray:
     """The cells of a lettered column as the copy holds them: a letter as Stata and SAS write it
     (``".a"``, ``".A"``, ``"._"``), a number as text the codec reads as the same number (a whole
@@ -325,7 +334,7 @@ def _letter_texts(cells: np.ndarray) -> np.ndarray:
     """
     letter = _letter_mask(cells)
     out = np.full(len(cells), None, dtype=object)
-    out[letter] = [v if v.startswith(".") else f".{v}" for v in cells[letter]]
+    out[letter] = [letter_code(v) for v in cells[letter]]
     rest = np.flatnonzero(~letter)
     numbers = cells[rest].astype(float)  # numbers and NaN (None too), in C: every cell of the column passes here
     seen = ~np.isnan(numbers)

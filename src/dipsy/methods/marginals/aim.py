@@ -70,8 +70,8 @@ most θ rows; option ``theta``), which the paper's θ = 1 generalises.
   the release, never release it).
 - *Post-processing.* Estimation, the model and the records read only noisy outputs (Bun &
   Steinke 2016, Lemma 1.8). The choices written to release.json (the marginals measured, their σ²,
-  the rounds and annealings) are such outputs. The domain's edit rules enter every estimation as
-  final estimation as structural zeros (their forbidden cells held at 0, :func:`~.estimation.estimate`'s
+  the rounds and annealings) are such outputs. The domain's edit rules enter the final
+  estimation as structural zeros (their forbidden cells held at 0, :func:`~.estimation.estimate`'s
   ``zeros``) where a measured marginal holds a rule's columns (:func:`held_rules`): the rules are
   public (the domain), so this too is a function of noisy outputs and public input, and it changes
   no cost.
@@ -189,9 +189,9 @@ def filter_candidates(
     return out
 
 
-def held_rules(rules: Sequence[RuleCells], measured: Sequence[NoisyMarginal]) -> tuple[tuple[tuple[str, ...], np.ndarray], ...]:
-    """The structural zeros of the rules whose columns a measured marginal holds (a clique of the
-    model already): ``(columns, forbidden)`` for :func:`~.estimation.estimate`.
+def held_rules(rules: Sequence[RuleCells], measured: Sequence[NoisyMarginal]) -> list[RuleCells]:
+    """The rules whose columns a measured marginal holds (a clique of the model already): their
+    forbidden cells are structural zeros of :func:`~.estimation.estimate`.
 
     A rule whose columns no measured marginal holds is left to rejection (:mod:`dipsy.methods.enforce`):
     as a clique of its own it would grow the junction tree (on the ACS excerpt, its 16 rules made
@@ -205,7 +205,7 @@ def held_rules(rules: Sequence[RuleCells], measured: Sequence[NoisyMarginal]) ->
     >>> len(held_rules([cells], one)), len(held_rules([cells], one + [NoisyMarginal(("b", "a"), np.ones((2, 2)), 1.0)]))
     (0, 1)
     """
-    return tuple((c.columns, c.forbidden) for c in rules if any(set(c.columns) <= set(m.attrs) for m in measured))
+    return [c for c in rules if any(set(c.columns) <= set(m.attrs) for m in measured)]
 
 
 # -- the exact tables, read inside charged measurements only -----------------------------------------
@@ -457,9 +457,9 @@ class AIM(Synthesizer):
         # held in every round's fit they slowed the release (ACS excerpt without its income columns,
         # 2-way workload: 695 s against 373 s)
         held = held_rules(rules, measured)
-        model = estimate(size_of, measured, iterations=final_iterations, warm=model, zeros=held)
-        names_held = tuple(c.name for c in rules if any(c.columns == cols for cols, _ in held))
-        return AIMModel(model, self.settings.get("rows"), tuple(history), tuple(annealings), t, names_held)
+        zeros = [(c.columns, c.forbidden) for c in held]
+        model = estimate(size_of, measured, iterations=final_iterations, warm=model, zeros=zeros)
+        return AIMModel(model, self.settings.get("rows"), tuple(history), tuple(annealings), t, tuple(c.name for c in held))
 
     def _select(
         self,

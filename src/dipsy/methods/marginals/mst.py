@@ -31,7 +31,7 @@ in proportion to their noisy one-way counts clipped at 0 (:func:`~.privsyn.expan
 draws uniformly: see the departures), n the consistent noisy total. The domain's edit rules
 (public) hold their forbidden cells at 0 in every consistent marginal over their columns
 (:func:`~.marginal.held_at_zero`; over merged values, a cell only when all it merged is forbidden),
-so a rule on an edge of the tree is never broken by a draw.
+so a draw never breaks a rule on an edge of the tree whose values no merge mixed.
 
 **Sensitivity of the score** (step 3). Given the earlier noisy outputs, the estimate ``x̂_ij`` is a
 constant (post-processing of them), so ``q_ij(D) = ‖M_ij(D) − x̂_ij‖₁`` with ``M_ij`` the merged

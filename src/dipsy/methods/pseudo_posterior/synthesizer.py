@@ -363,18 +363,18 @@ class PseudoPosteriorSynthesizer(Synthesizer):
         s = self.settings
         response, design = self.design(domain)
         for column in domain.columns:  # the response is read as numbers or categories, predictors as dummies or values
-            if column.name != response and column.is_categorical:
-                continue  # a categorical predictor's states are levels of its own (design.terms)
-            column.refuse_missing(
-                f"{self.name} (a regression of the response on the predictors)"
-                if column.name == response
-                else f"{self.name} (a numeric predictor, read as numbers)",
-                f"{self.name} models no missing response (it would take a two-part model): leave the column out, or drop "
-                "missing: and pass --on-invalid drop"
-                if column.name == response
-                else f"{self.name} reads a numeric predictor's values, which a state has not: make the predictor "
-                "categorical (its bins as categories), leave it out, or drop missing: and pass --on-invalid drop",
-            )
+            if column.name == response:
+                column.refuse_missing(
+                    f"{self.name} (a regression of the response on the predictors)",
+                    f"{self.name} models no missing response (it would take a two-part model): leave the column out, or "
+                    "drop missing: and pass --on-invalid drop",
+                )
+            elif not column.is_categorical:  # a categorical predictor's states are levels of its own (design.terms)
+                column.refuse_missing(
+                    f"{self.name} (a numeric predictor, read as numbers)",
+                    f"{self.name} reads a numeric predictor's values, which a state has not: make the predictor "
+                    "categorical (its bins as categories), leave it out, or drop missing: and pass --on-invalid drop",
+                )
         logged = re.fullmatch(r"log\((.+)\)", s["response"].strip())
         self.log_response_ = bool(logged)
         if "standard" in s and "range" not in s:
