@@ -692,24 +692,39 @@ def test_compare_shows_the_local_guarantee_apart_from_dp(ce_release, tmp_path, c
     assert "Guarantees of different kinds" in page
 
 
-def test_a_categorical_predictor_s_missing_states_are_levels_of_their_own(tmp_path, ce_domain):
-    """UrbanRural with a refusal code: its records keep the code in the release (a repeated
-    predictor), and the design gains a dummy for it; a missing state of the response is refused."""
+def test_a_predictor_s_missing_states_are_levels_or_indicators_of_their_own(tmp_path, ce_domain):
+    """UrbanRural with a refusal code and Income with empty cells: their records keep the code and
+    the empty cell in the release (repeated predictors); the design gains a dummy for the category's
+    state, and an indicator beside Income's value for its state, which carries that state's own mean
+    (the records without an income here spend far more than the rest, and so do their synthetic
+    responses); a missing state of the response is refused."""
     import yaml
 
     data = pd.read_csv(CE_DATA)
     data.loc[data.index % 7 == 0, "UrbanRural"] = -8
+    high = (data["Expenditure"] > data["Expenditure"].quantile(0.8)) & (data.index % 2 == 0)
+    data.loc[high, "Income"] = np.nan
     data.to_csv(tmp_path / "ce.csv", index=False)
     spec = yaml.safe_load(ce_domain.read_text(encoding="utf-8"))
     spec["columns"]["UrbanRural"]["missing"] = {"codes": {-8: "refused"}}
+    spec["columns"]["Income"]["missing"] = {"empty": "not reported"}
     domain = dipsy.Domain.from_dict(spec)
-    options = {"response": "log(Expenditure)", "predictors": "log(Income),UrbanRural", "chains": 2, "warmup": 200, "draws": 200}
+    options = {"response": "log(Expenditure)", "predictors": "log(Income),UrbanRural", "chains": 2, "warmup": 300, "draws": 300}
     release = dipsy.synthesize(tmp_path / "ce.csv", domain, "pseudo-posterior", columns=CE_COLUMNS, options=options, seed=1)
     table = release.tables[0]
     assert table["UrbanRural"].tolist() == data["UrbanRural"].tolist()  # the state repeated where it was
+    assert np.array_equal(table["Income"].to_numpy(float), data["Income"].to_numpy(float), equal_nan=True)
     from dipsy.methods.pseudo_posterior.design import terms
 
-    assert [t.label for t in terms(options["predictors"], domain)] == ["log(Income)", "UrbanRural=2", "UrbanRural=refused"]
+    assert [t.label for t in terms(options["predictors"], domain)] == [
+        "log(Income)",
+        "Income=not reported",
+        "UrbanRural=2",
+        "UrbanRural=refused",
+    ]
+    logged = np.log(data["Expenditure"]), np.log(table["Expenditure"])
+    assert logged[0][high].mean() - logged[0][~high].mean() > 1.0  # what the state's indicator has to carry
+    assert abs(logged[1][high].mean() - logged[0][high].mean()) < 0.25
     spec["columns"]["Expenditure"]["missing"] = {"codes": {-8: "refused"}}
     with pytest.raises(DipsyError, match="models no missing response"):
         dipsy.synthesize(

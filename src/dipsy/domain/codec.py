@@ -251,6 +251,28 @@ def state_values(column: Column) -> np.ndarray:
     return out
 
 
+def repeated_column(numbers: np.ndarray, states: np.ndarray | None, column: Column) -> np.ndarray:
+    """A public integer or numeric column repeated as it is: its ``numbers`` where a value is present,
+    and the value of the row's missing state (:func:`state_values`; ``states`` as :func:`states`
+    gives them, −1 for none) where it is in one; without declared states, the numbers (integers as
+    int64).
+
+    >>> from dipsy.domain.missing import Missing
+    >>> c = Column("x", "integer", lower=0, upper=9, missing=Missing(codes=((-8, "refused"),)))
+    >>> repeated_column(np.array([3.0, np.nan]), np.array([-1, 0]), c).tolist()
+    [3, -8]
+    """
+    numbers = np.asarray(numbers, dtype=float)
+    if column.missing is None:
+        return numbers.astype(np.int64) if column.kind == "integer" else numbers
+    assert states is not None, "read with the column's states"
+    out = np.empty(len(numbers), dtype=decoded_dtype(column))
+    state = np.asarray(states) >= 0
+    out[~state] = numbers[~state]
+    out[state] = state_values(column)[np.asarray(states)[state]]
+    return out
+
+
 def decoded_dtype(column: Column) -> np.dtype:
     """The type of a decoded column with missing states, from its declaration alone (never from
     the codes a set holds): text if its values or a code are text (an empty value is None); else

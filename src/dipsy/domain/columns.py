@@ -49,8 +49,9 @@ state. An encodable column of ``K`` value codes gets its ``M`` states as codes `
 after them (the empty state first, then the codes in the order written; pooled: one code ``K``),
 and ``size`` counts them. A declared code may be neither a category nor inside ``[lower, upper]``
 (it would match both ways), and it is matched before clipping. A numeric column without bins
-keeps no codes; its rows in a missing state are valid, and every method that reads its numbers
-refuses it (see docs/guides/domain.md, "Missing values").
+keeps no codes; its rows in a missing state are valid. A method that reads a column's numbers gets
+NaN and the row's state where it is in one (:meth:`Engine.records <dipsy.engine.base.Engine.records>`),
+or is refused (see docs/guides/domain.md, "Missing values").
 
 Privacy: the states are declared, so they are public like the categories and bounds, and a
 record's state is a function of that record alone, so encoding stays a stable transformation
@@ -59,8 +60,10 @@ column of ``K`` codes has ``K + M``. Sizes enter a method only as the shape of t
 marginals it counts (whose sensitivity is the same whatever the number of cells: one record
 moves one count, or two) and as the number of cells a prior or noise is spread over; a method
 whose privacy reads more of a column than its size (a bound, a bin width, the values as numbers:
-the smoothed histogram, modips' normal and mixed models, the ECDF, the pseudo-posterior) refuses
-a column with missing states, so a state enters no proof anywhere else.
+the smoothed histogram, modips' normal and mixed models, the ECDF, the pseudo-posterior's
+response) refuses a column with missing states, so a state enters no proof anywhere else. Columns
+repeated as they are (rdt's public columns, the pseudo-posterior's predictors) are public under the
+relation, states included: their states enter no proof either.
 """
 
 from __future__ import annotations

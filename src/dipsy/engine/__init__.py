@@ -14,7 +14,7 @@ import pandas as pd
 from ..domain import Domain
 from ..errors import DataError
 from .agency import is_agency, open_engine
-from .base import CountTable, Engine
+from .base import CountTable, Engine, Records
 from .files import file_format
 from .numpy_engine import NumpyEngine
 
@@ -82,4 +82,4 @@ def __getattr__(name: str):  # lazy exports of the out-of-core engines
     raise AttributeError(name)
 
 
-__all__ = ["ENGINES", "CountTable", "DuckDBEngine", "Engine", "NumpyEngine", "SparkEngine", "engine_for"]
+__all__ = ["ENGINES", "CountTable", "DuckDBEngine", "Engine", "NumpyEngine", "Records", "SparkEngine", "engine_for"]

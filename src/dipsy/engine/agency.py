@@ -51,7 +51,7 @@ import pyarrow.parquet as pq
 
 from ..domain import Domain, ValidationReport
 from ..errors import DataError
-from .base import Engine
+from .base import Engine, Pick
 from .files import AGENCY_NAMES, file_format
 from .numpy_engine import NumpyEngine
 from .owner import mark, scratch_folder, sweep
@@ -440,9 +440,9 @@ class CopiedEngine(Engine):
     def _reopen(self, domain: Domain) -> Engine:
         return CopiedEngine(self.inner._reopen(domain), self.copy, owner=False)
 
-    def _values(self, names: tuple[str, ...], codes: bool = False) -> dict[str, np.ndarray]:
+    def _values(self, picks: tuple[tuple[str, Pick], ...]) -> list[np.ndarray]:
         self.inner.ensure_valid()
-        return self.inner._values(names, codes)
+        return self.inner._values(picks)
 
     def _cell_counts(self, names: tuple[str, ...], shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         self.inner.ensure_valid()

@@ -24,6 +24,10 @@ from ..domain import CELL_LIMIT, Domain, ValidationReport
 from ..errors import DataError
 
 Form = Literal["auto", "dense", "sparse"]
+#: How a backend reads a column's valid rows (:meth:`Engine._values`): cell codes, numbers, missing states.
+Pick = Literal["code", "number", "state"]
+#: The column of the SQL backends' codes query a pick reads, its name followed by the column's place in the domain.
+PICK_FIELDS = {"code": "k", "number": "x", "state": "s"}
 ON_INVALID = ("error", "drop")
 #: ``form="auto"`` holds a table densely up to this many cells (512 MB of int64 counts).
 DENSE_LIMIT = 2**26
@@ -34,6 +38,28 @@ PANDAS_TRUE = ("True", "TRUE", "true")
 PANDAS_FALSE = ("False", "FALSE", "false")
 #: Whole numbers below this magnitude are exact in a float64 and become ``int`` values.
 EXACT_INTEGERS = 2.0**53
+
+
+@dataclass(frozen=True, eq=False)
+class Records:
+    """Columns of the valid rows, read once and row-aligned (:meth:`Engine.records`).
+
+    ``numbers``: integer and numeric columns as numbers (float64), NaN where a row is in a missing
+    state; ``states``: for those that declare missing states, each row's state (−1: a value is
+    present); ``codes``: every column that has cells, as cell codes (missing states included).
+
+    >>> r = Records({"x": np.array([1.5, np.nan])}, {}, {"x": np.array([-1, 0])})
+    >>> r.rows
+    2
+    """
+
+    numbers: dict[str, np.ndarray]
+    codes: dict[str, np.ndarray]
+    states: dict[str, np.ndarray]
+
+    @property
+    def rows(self) -> int:
+        return len(next(iter((*self.codes.values(), *self.numbers.values()))))
 
 
 @dataclass(frozen=True, eq=False)
@@ -253,7 +279,7 @@ class Engine(ABC):
                     "missing: and pass --on-invalid drop",
                 )
         self.ensure_valid()
-        return self._values(names)
+        return dict(zip(names, self._values(tuple((n, "code" if self.domain[n].is_categorical else "number") for n in names))))
 
     def codes(self, columns: Iterable[str]) -> dict[str, np.ndarray]:
         """The valid rows' cell codes of ``columns`` (int64): categories, integers, bins and missing
@@ -267,7 +293,31 @@ class Engine(ABC):
             if self.domain[name].size is None:
                 raise DataError(f"column {name!r} has no cells: it is numeric without bins", "give it bins in the domain file")
         self.ensure_valid()
-        return self._values(names, codes=True)
+        return dict(zip(names, self._values(tuple((n, "code") for n in names))))
+
+    def records(self, columns: Iterable[str]) -> Records:
+        """The valid rows of ``columns`` read once, row-aligned, as :class:`Records`: the numbers of
+        integer and numeric columns (NaN where a row is in a missing state) with each row's state,
+        and the cell codes of every column that has cells (missing states included, as
+        :meth:`codes` gives them) — for methods that repeat a public column as it is, states and all
+        (rdt's targets, the pseudo-posterior's predictors)."""
+        names = tuple(columns)
+        picks: list[tuple[str, Pick]] = []
+        for n in names:
+            column = self.domain[n]
+            if not column.is_categorical:
+                picks.append((n, "number"))
+                if column.missing is not None:
+                    picks.append((n, "state"))
+            if column.size is not None:
+                picks.append((n, "code"))
+        self.ensure_valid()
+        read = dict(zip(picks, self._values(tuple(picks))))
+        states = {n: read[(n, "state")] for n, kind in picks if kind == "state"}
+        numbers = {
+            n: np.where(states[n] >= 0, np.nan, x) if n in states else x for (n, kind), x in read.items() if kind == "number"
+        }
+        return Records(numbers, {n: read[(n, "code")] for n, kind in picks if kind == "code"}, states)
 
     def has_column(self, name: str) -> bool:
         """Whether the data hold a column ``name`` (from the header or schema: no value is read)."""
@@ -312,8 +362,11 @@ class Engine(ABC):
         """A new engine of this backend over the same source and ``domain``."""
 
     @abstractmethod
-    def _values(self, names: tuple[str, ...], codes: bool = False) -> dict[str, np.ndarray]:
-        """Codes (categorical columns, or every column when ``codes``) or numbers of the valid rows of ``names``."""
+    def _values(self, picks: tuple[tuple[str, Pick], ...]) -> list[np.ndarray]:
+        """For each ``(name, pick)`` of ``picks``, the valid rows' codes of column ``name`` (int64,
+        ``"code"``), its numbers (float64, ``"number"``: as read, a state's code included), or its
+        missing state (int64, ``"state"``: −1 where a value is present, else the state's index), all
+        from one read (row-aligned); a column may be picked several ways."""
 
     @abstractmethod
     def _validate(self) -> ValidationReport:

@@ -36,7 +36,7 @@ from ..domain.limits import check_width
 from ..domain.missing import NA_TEXTS
 from ..domain.validation import EXAMPLES, MISSING, OUTSIDE, WRONG_TYPE
 from ..errors import DataError
-from .base import PANDAS_FALSE, PANDAS_TRUE, Engine
+from .base import PANDAS_FALSE, PANDAS_TRUE, PICK_FIELDS, Engine, Pick
 from .files import dedup_names, error_reason, file_format, refuse_repeated, unreadable_fix
 from .owner import mark, scratch_folder, sweep
 
@@ -172,17 +172,20 @@ class DuckDBEngine(Engine):
         limit = self._row("SELECT value FROM duckdb_settings() WHERE name = 'memory_limit'")[0]
         return self.report.valid_rows * width <= _bytes(limit) / 2
 
-    def _values(self, names: tuple[str, ...], codes: bool = False) -> dict[str, np.ndarray]:
+    def _values(self, picks: tuple[tuple[str, Pick], ...]) -> list[np.ndarray]:
         # The codec in SQL: k columns are codes (< 0 for invalid rows), x columns the numbers as
-        # pandas would read them; rows invalid in any column in scope are left out.
+        # pandas would read them, s columns the missing states; rows invalid in any column in scope
+        # are left out.
         scope = self.domain.columns
         index = {c.name: j for j, c in enumerate(scope)}
-        coded = [codes or self.domain[n].is_categorical for n in names]
-        select = [f"k{index[n]}" if k else _clipped(self.domain[n], f"x{index[n]}") for n, k in zip(names, coded)]
+        select = [
+            _clipped(self.domain[n], f"x{index[n]}") if pick == "number" else f"{PICK_FIELDS[pick]}{index[n]}"
+            for n, pick in picks
+        ]
         where = " AND ".join(f"k{j} >= 0" for j in range(len(scope)))
         aliases = ", ".join(f"{s} AS v{i}" for i, s in enumerate(select))
         result = self._run(f"SELECT {aliases} FROM ({self._codes_sql(scope, keep=True)}) WHERE {where}").fetchnumpy()
-        return {n: np.asarray(result[f"v{i}"], dtype=np.int64 if k else float) for i, (n, k) in enumerate(zip(names, coded))}
+        return [np.asarray(result[f"v{i}"], dtype=float if pick == "number" else np.int64) for i, (_, pick) in enumerate(picks)]
 
     def _has_column(self, name: str) -> bool:
         return name in self._sql
@@ -569,6 +572,9 @@ class DuckDBEngine(Engine):
             coded.append(f"CAST({code} AS BIGINT) AS k{j}")
             if keep:
                 coded += [m, x, r]
+                if c.missing is not None and not c.is_categorical:
+                    arms = self._state_arms(c, m, x, f"t{j}" if texts else None)
+                    coded.append(f"CAST(CASE {' '.join(f'WHEN {w} THEN {s}' for w, s in arms)} ELSE -1 END AS BIGINT) AS s{j}")
         sql = source
         for level in (raw, first, seen):
             sql = f"SELECT {', '.join([*level, *carry])} FROM " + (sql if sql == "src" else f"({sql})")
@@ -690,15 +696,22 @@ class DuckDBEngine(Engine):
             return values
         size = column.value_size
         state = lambda s: 0 if size is None else size + s  # noqa: E731 - a numeric column without bins: valid, no cell
+        arms = [f"WHEN {when} THEN {state(s)}" for when, s in self._state_arms(column, m, x, t)]
+        return f"CASE {' '.join(arms)} ELSE {values} END" if arms else values
+
+    def _state_arms(self, column: Column, m: str, x: str, t: str | None) -> list[tuple[str, int]]:
+        """The codec's ``_states`` for one row: (condition, state index) pairs, tried in order, from
+        the missing flag ``m``, the number ``x`` and the text ``t`` (None: no text code can match)."""
+        assert column.missing is not None, "called for columns with missing states"
         arms = []
         empty = column.missing.empty_state
         if empty is not None:
-            arms.append(f"WHEN {m} THEN {state(empty)}")
+            arms.append((m, empty))
         numbers, texts = column.missing.code_states()
-        arms += [f"WHEN NOT {m} AND {x} = {_double(code)} THEN {state(s)}" for s, code in numbers]
+        arms += [(f"NOT {m} AND {x} = {_double(code)}", s) for s, code in numbers]
         if t is not None:
-            arms += [f"WHEN NOT {m} AND {x} IS NULL AND {t} = {_text(code)} THEN {state(s)}" for s, code in texts]
-        return f"CASE {' '.join(arms)} ELSE {values} END" if arms else values
+            arms += [(f"NOT {m} AND {x} IS NULL AND {t} = {_text(code)}", s) for s, code in texts]
+        return arms
 
     def _value_code(self, column: Column, m: str, v: str, binned: str | None = None) -> str:
         """The code of the value alone (no missing state matched), or why the row is invalid."""

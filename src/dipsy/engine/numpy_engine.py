@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 
 from ..domain import Domain, ValidationReport, encode_frame, valid_rows
-from ..domain.codec import numbers
+from ..domain.codec import numbers, states
 from ..errors import DataError
-from .base import Engine
+from .base import Engine, Pick
 
 
 class NumpyEngine(Engine):
@@ -68,14 +68,16 @@ class NumpyEngine(Engine):
             self._codes = {name: e.codes[self._valid] for name, e in encoded.items()}
         return report
 
-    def _values(self, names: tuple[str, ...], codes: bool = False) -> dict[str, np.ndarray]:
+    def _values(self, picks: tuple[tuple[str, Pick], ...]) -> list[np.ndarray]:
         assert self._codes is not None  # ensure_valid() ran
-        out = {}
-        for name in names:
-            if codes or self.domain[name].is_categorical:
-                out[name] = self._codes[name].astype(np.int64)
+        out = []
+        for name, pick in picks:
+            if pick == "code":
+                out.append(self._codes[name].astype(np.int64))
+            elif pick == "number":
+                out.append(numbers(self.frame[name], self.domain[name])[self._valid])  # clipped, if the domain says so
             else:
-                out[name] = numbers(self.frame[name], self.domain[name])[self._valid]  # clipped, if the domain says so
+                out.append(states(self.frame[name], self.domain[name])[self._valid])
         return out
 
     def _cell_counts(self, names: tuple[str, ...], shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:

@@ -68,11 +68,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..domain import ColumnIssue, Domain, ValidationReport
-from ..domain.codec import encode_column, numbers
+from ..domain.codec import encode_column, numbers, states
 from ..domain.limits import check_width
 from ..domain.validation import EXAMPLES, MISSING, OUTSIDE, WRONG_TYPE
 from ..errors import DataError, ReleaseError
-from .base import PANDAS_FALSE, PANDAS_TRUE, Engine
+from .base import PANDAS_FALSE, PANDAS_TRUE, PICK_FIELDS, Engine, Pick
 from .duckdb_engine import EXAMPLE_ROWS, NUMBER_RE, PANDAS_NA
 from .files import dedup_names, file_format, refuse_repeated, unreadable_fix
 from .numpy_engine import NumpyEngine
@@ -555,11 +555,11 @@ class SparkEngine(Engine):
         out = self._run(codes.select(cell.alias("cell")).groupBy("cell").count().toArrow)
         return out["cell"].to_numpy().astype(np.int64), out["count"].to_numpy().astype(np.int64)
 
-    def _values(self, names: tuple[str, ...], codes: bool = False) -> dict[str, np.ndarray]:
+    def _values(self, picks: tuple[tuple[str, Pick], ...]) -> list[np.ndarray]:
         index = {c.name: j for j, c in enumerate(self.domain.columns)}
-        picked = [f"k{index[n]}" if codes or self.domain[n].is_categorical else f"x{index[n]}" for n in names]
-        out = self._run(self._codes().select(*picked).toArrow)
-        return {n: out[p].to_numpy().astype(np.int64 if p[0] == "k" else float) for n, p in zip(names, picked)}
+        field = lambda n, pick: f"{PICK_FIELDS[pick]}{index[n]}"  # noqa: E731
+        out = self._run(self._codes().select(*dict.fromkeys(field(n, p) for n, p in picks)).toArrow)
+        return [out[field(n, p)].to_numpy().astype(float if p == "number" else np.int64) for n, p in picks]
 
     def _raw_counts(self, name: str) -> tuple:
         from pyspark.sql import functions as F
@@ -727,6 +727,7 @@ def _check_partition(batches, plan, columns):
         valid = ~invalid
         codes = [e.codes[valid] for c, e in zip(columns, encoded) if c.encodable]
         codes += [numbers(frame[c.name], c)[valid] for c in columns if not c.is_categorical]
+        codes += [states(frame[c.name], c)[valid] for c in columns if not c.is_categorical and c.missing is not None]
         yield _batch(schema, [None] * width + codes, int(valid.sum()))
         for unit, lo, hi in _runs(batch):
             u = units.setdefault(unit, {})
@@ -756,6 +757,7 @@ def _checked_fields(columns) -> list[tuple[str, str]]:
         *_CHECKED,
         *[(f"k{j}", "long") for j, c in enumerate(columns) if c.encodable],
         *[(f"x{j}", "double") for j, c in enumerate(columns) if not c.is_categorical],
+        *[(f"s{j}", "long") for j, c in enumerate(columns) if not c.is_categorical and c.missing is not None],
     ]
 
 

@@ -6,55 +6,65 @@ the bounds, the lower one at least 1): the priors (:mod:`.models`) then mean the
 data set, as the guarantee needs — scaling by the data's own mean and sd would make the prior a
 function of the confidential data. A categorical term gets a 0/1 column per category but the first
 (the baseline), and one per declared missing state (each state a level of its own, as the domain
-codes it). An intercept comes first.
+codes it). A numeric term with declared missing states gets a 0/1 column per state beside its
+value, which is 0 (the centre of the bounds) where a record is in a state: the missing-indicator
+design, in which the state's coefficient is the state's own mean shift. What the design holds is a
+function of each record's public predictors and the public domain only, as before. An intercept
+comes first.
 
 >>> from dipsy.domain import Domain
+>>> from dipsy.engine import Records
 >>> d = Domain.from_dict({"columns": {"u": {"kind": "categorical", "categories": [1, 2, 3]},
-...                                    "x": {"kind": "numeric", "lower": 0, "upper": 10}}})
+...                                    "x": {"kind": "numeric", "lower": 0, "upper": 10, "missing": {"empty": "not asked"}}}})
 >>> t = terms("u,log(x)", d)
 >>> [x.label for x in t]
-['u=2', 'u=3', 'log(x)']
->>> matrix(t, {"u": np.array([0, 2]), "x": np.array([1.0, 10.0])}).tolist()
-[[1.0, 0.0, 0.0, -1.0], [1.0, 0.0, 1.0, 1.0]]
+['u=2', 'u=3', 'log(x)', 'x=not asked']
+>>> matrix(t, Records({"x": np.array([1.0, 10.0, np.nan])}, {"u": np.array([0, 2, 1])}, {"x": np.array([-1, -1, 0])})).tolist()
+[[1.0, 0.0, 0.0, -1.0, 0.0], [1.0, 0.0, 1.0, 1.0, 0.0], [1.0, 1.0, 0.0, 0.0, 1.0]]
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from ...domain import Domain
+from ...engine import Records
 from ...errors import DataError, DipsyError
 
 
 @dataclass(frozen=True)
 class Term:
-    """One design column: ``column`` as a category indicator (``level``: its code), scaled, or logged."""
+    """One design column: ``column`` as a category indicator (``level``: its code), a numeric
+    column's missing-state indicator (``state``: its index), or its value, scaled or logged."""
 
     column: str
     label: str
     level: int | None = None
+    state: int | None = None
     log: bool = False
     centre: float = 0.0
     half: float = 1.0
 
-    def values(self, data: Mapping[str, np.ndarray]) -> np.ndarray:
-        x = np.asarray(data[self.column])
+    def values(self, records: Records) -> np.ndarray:
         if self.level is not None:
-            return (x == self.level).astype(float)
-        x = x.astype(float)
+            return (records.codes[self.column] == self.level).astype(float)
+        if self.state is not None:
+            return (records.states[self.column] == self.state).astype(float)
+        x = np.asarray(records.numbers[self.column], dtype=float)
+        present = ~np.isnan(x)  # NaN: the record is in a missing state, which its own terms carry
         if self.log:
-            if np.any(x <= 0):
+            if np.any(x[present] <= 0):
                 raise DataError(
                     f"the predictor log({self.column}) needs values > 0, and some records have {self.column} <= 0",
                     f"use {self.column} without log(), or give those records a positive value",
                 )
-            x = np.log(x)
-        return (x - self.centre) / self.half
+            x = np.log(np.where(present, x, 1.0))
+        return np.where(present, (x - self.centre) / self.half, 0.0)
 
 
 def terms(spec: str | list[str], domain: Domain) -> tuple[Term, ...]:
@@ -83,10 +93,11 @@ def terms(spec: str | list[str], domain: Domain) -> tuple[Term, ...]:
                 )
             lo, hi = math.log(max(lo, 1.0)), math.log(hi)
         out.append(Term(column, name, log=bool(match), centre=(lo + hi) / 2, half=max((hi - lo) / 2, 1e-12)))
+        if col.missing is not None:
+            out += [Term(column, f"{column}={label}", state=s) for s, label in enumerate(col.missing.labels)]
     return tuple(out)
 
 
-def matrix(design: Sequence[Term], data: Mapping[str, np.ndarray]) -> np.ndarray:
+def matrix(design: Sequence[Term], records: Records) -> np.ndarray:
     """The n × (1 + terms) design matrix, intercept first."""
-    n = len(next(iter(data.values())))
-    return np.column_stack([np.ones(n)] + [t.values(data) for t in design])
+    return np.column_stack([np.ones(records.rows)] + [t.values(records) for t in design])

@@ -43,7 +43,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -52,7 +52,8 @@ import numpy as np
 import pandas as pd
 
 from ...domain import Domain
-from ...domain.codec import decode_column
+from ...domain.codec import decode_column, repeated_column
+from ...engine import Records
 from ...errors import DipsyError
 from ...privacy.budget import EPSILON_RANGE, LocalDP
 from ...privacy.measurement import DeclaredPublic, Measurement, Mechanism, Statistic, Total
@@ -362,19 +363,13 @@ class PseudoPosteriorSynthesizer(Synthesizer):
     def plan(self, n: int | None, domain: Domain) -> Plan:
         s = self.settings
         response, design = self.design(domain)
-        for column in domain.columns:  # the response is read as numbers or categories, predictors as dummies or values
-            if column.name == response:
-                column.refuse_missing(
-                    f"{self.name} (a regression of the response on the predictors)",
-                    f"{self.name} models no missing response (it would take a two-part model): leave the column out, or "
-                    "drop missing: and pass --on-invalid drop",
-                )
-            elif not column.is_categorical:  # a categorical predictor's states are levels of its own (design.terms)
-                column.refuse_missing(
-                    f"{self.name} (a numeric predictor, read as numbers)",
-                    f"{self.name} reads a numeric predictor's values, which a state has not: make the predictor "
-                    "categorical (its bins as categories), leave it out, or drop missing: and pass --on-invalid drop",
-                )
+        # The response is read as numbers or categories; a predictor's states are levels of their own, or
+        # indicators beside its value (design.terms), but a response in a state has no place in the regression.
+        domain[response].refuse_missing(
+            f"{self.name} (a regression of the response on the predictors)",
+            f"{self.name} models no missing response (it would take a two-part model): leave the column out, or "
+            "drop missing: and pass --on-invalid drop",
+        )
         logged = re.fullmatch(r"log\((.+)\)", s["response"].strip())
         self.log_response_ = bool(logged)
         if "standard" in s and "range" not in s:
@@ -417,11 +412,11 @@ class PseudoPosteriorSynthesizer(Synthesizer):
         self.standard_ = standard
         read_columns = (response, *predictors)
         read = Statistic(
-            f"the values of {response} and of the predictors of every record", lambda engine: engine.values(read_columns)
+            f"the values of {response} and of the predictors of every record", lambda engine: engine.records(read_columns)
         )
         # What the release repeats as it is: the predictors of every record (with no predictors, just n).
         shown = (
-            Statistic(f"the predictors {', '.join(predictors)} of every record", lambda engine: engine.values(predictors))
+            Statistic(f"the predictors {', '.join(predictors)} of every record", lambda engine: engine.records(predictors))
             if predictors
             else Total()
         )
@@ -591,7 +586,7 @@ class PseudoPosteriorSynthesizer(Synthesizer):
             return Categorical(domain[self.response_].n_codes)
         return MODELS[spec]()
 
-    def run(self, values: Mapping[str, np.ndarray], rand: Randomness):
+    def run(self, records: Records, rand: Randomness):
         """The mechanism on the confidential values (called inside the measurement only)."""
         import jax
 
@@ -600,7 +595,8 @@ class PseudoPosteriorSynthesizer(Synthesizer):
         from .mechanism import Sampler
 
         model = self.record_model(self.domain_)
-        y = np.asarray(values[self.response_], dtype=float)
+        column = self.domain_[self.response_]
+        y = np.asarray((records.codes if column.is_categorical else records.numbers)[self.response_], dtype=float)
         _check_response(model, y, self.response_)
         if self.log_response_:
             if np.any(y <= 0):
@@ -609,7 +605,7 @@ class PseudoPosteriorSynthesizer(Synthesizer):
                     f"use response={self.response_} with model=normal",
                 )
             y = np.log(y)
-        X = matrix(self.design_, values)
+        X = matrix(self.design_, records)
         key_data = rand.numpy.integers(0, 2**32, size=2, dtype=np.uint32)
         # jax takes any array as key data; its stubs ask for a jax.Array
         key = jax.random.wrap_key_data(key_data, impl="threefry2x32")  # type: ignore[arg-type]  # stubs too narrow
@@ -662,13 +658,13 @@ class PseudoPosteriorSynthesizer(Synthesizer):
 
     def fit(self, session: Session, plan: Plan) -> PosteriorModel:
         self.domain_ = session.domain
-        predictors: dict[str, np.ndarray] = {}
+        predictors = Records({}, {}, {})
         outcome = None
         for m in plan.measurements:
             out = session.measure(m)
             if isinstance(m.mechanism, DeclaredPublic):
-                predictors = dict(out) if isinstance(out, Mapping) else {}
-                rows = len(next(iter(predictors.values()))) if predictors else int(out[0])
+                predictors = out if isinstance(out, Records) else predictors
+                rows = out.rows if isinstance(out, Records) else int(out[0])
             else:
                 outcome = out
         if outcome is None:  # plan() always ends with the pseudo-posterior's own measurement
@@ -739,7 +735,7 @@ class PosteriorModel(Model):
     response: str
     design: Sequence
     record_model: Any
-    predictors: dict[str, np.ndarray]
+    predictors: Records
     rows: int
     draws: dict[str, np.ndarray]
     m: int
@@ -762,7 +758,7 @@ class PosteriorModel(Model):
         from .design import matrix
 
         theta = {name: np.asarray(v[k]) for name, v in self.draws.items()}
-        X = matrix(self.design, self.predictors) if self.predictors else np.ones((self.rows, 1))
+        X = matrix(self.design, self.predictors) if self.design else np.ones((self.rows, 1))
         y = self.record_model.predict(theta, X, rand.numpy)
         y = np.exp(y) if self.log_response else y
         out = {}
@@ -771,8 +767,12 @@ class PosteriorModel(Model):
             if name == self.response:
                 out[name] = _response_values(y, c, rand.numpy)
             else:
-                v = self.predictors[name]
-                out[name] = decode_column(v.astype(np.int64), c, rand.numpy) if c.is_categorical else v
+                p = self.predictors
+                out[name] = (
+                    decode_column(p.codes[name], c, rand.numpy)
+                    if c.is_categorical
+                    else repeated_column(p.numbers[name], p.states.get(name), c)
+                )
         return pd.DataFrame(out, columns=list(self.domain.names))
 
 

@@ -14,22 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...domain import Column, Domain
-
-
-def codes_of(values: np.ndarray, column: Column) -> np.ndarray:
-    """Codes of a column's valid values as the engine gives them: categorical codes as they are,
-    numbers of a binned column as bin codes (the codec's rule: ``#{interior edges <= v}``).
-
-    >>> codes_of(np.array([0.0, 4.9, 5.0, 9.0]), Column("x", "numeric", lower=0, upper=9, bins=(0, 5, 9))).tolist()
-    [0, 0, 1, 1]
-    """
-    if column.is_categorical:
-        return np.asarray(values, dtype=np.int64)
-    if column.bins is None:
-        return (np.asarray(values) - column.lower).astype(np.int64)  # integer columns without bins: one code a value
-    interior = np.asarray(column.bins[1:-1], dtype=float)
-    return np.searchsorted(interior, np.asarray(values, dtype=float), side="right").astype(np.int64)
+from ...engine import Records
 
 
 def grouping(size: int, coarsen: int = 1, support: np.ndarray | None = None, least: float = 0.0) -> np.ndarray:
@@ -74,11 +59,10 @@ class Features:
             out[:, j] = codes[name] if g is None else g[codes[name]]
         return out
 
-    def inputs(self, values: Mapping[str, np.ndarray], domain: Domain) -> dict[str, np.ndarray]:
-        """What :meth:`matrix` reads, from the engine's values: codes, or raw values."""
+    def inputs(self, records: Records) -> dict[str, np.ndarray]:
+        """What :meth:`matrix` reads, from records: codes, or raw values."""
         return {
-            name: np.asarray(values[name], dtype=float) if g is None else codes_of(values[name], domain[name])
-            for name, g in zip(self.columns, self.groupings)
+            name: records.numbers[name] if g is None else records.codes[name] for name, g in zip(self.columns, self.groupings)
         }
 
     def describe(self) -> dict:

@@ -90,8 +90,8 @@ import numpy as np
 import pandas as pd
 
 from ...domain import MAX_CODES, Column, Domain
-from ...domain.codec import decode_column
-from ...engine import engine_for
+from ...domain.codec import decode_column, repeated_column
+from ...engine import Records, engine_for
 from ...errors import DipsyError
 from ...privacy.budget import PureDP
 from ...privacy.measurement import DeclaredPublic, DiscreteLaplace, Measurement, Query, Statistic, discrete_laplace_variance
@@ -100,7 +100,7 @@ from ...privacy.rng import Randomness
 from ...privacy.samplers import to_fraction
 from ...privacy.session import Session
 from ..base import MAX_ROWS, Model, Option, Plan, Synthesizer, real, whole
-from .features import Features, codes_of, grouping
+from .features import Features, grouping
 from .sequential import Earlier, draw, probabilities
 from .trees import Tree, distributions_and_sources, grow_public, grow_random
 
@@ -257,18 +257,16 @@ class LeafCounts(Query):
         domain = engine.domain
         j = self.sensitive.index(self.label) if self.earlier is not None else 0
         if j == 0:  # the first sensitive column, or condition_on=confidential: the values as they are
-            values = engine.values(tuple(dict.fromkeys((*self.features.columns, self.label))))
-            inputs = self.features.inputs(values, domain)
+            records = engine.records(tuple(dict.fromkeys((*self.features.columns, self.label))))
+            inputs = self.features.inputs(records)
         else:  # S-004 §2: the earlier sensitive columns' confidential values are never read
             assert self.earlier is not None
             public = tuple(c for c in self.features.columns if c not in self.sensitive)
-            values = engine.values(tuple(dict.fromkeys((*public, self.label))))
+            records = engine.records(tuple(dict.fromkeys((*public, self.label))))
             given = {c: g for c, g in zip(self.features.columns, self.features.groupings) if c in public}
-            inputs = Features(tuple(given), tuple(given.values())).inputs(values, domain)
-            inputs |= self.earlier.synthesize(
-                self.set_index, j, inputs, codes_of(values[self.label], domain[self.label]), domain, self.sensitive
-            )
-        labels = codes_of(values[self.label], domain[self.label])
+            inputs = Features(tuple(given), tuple(given.values())).inputs(records)
+            inputs |= self.earlier.synthesize(self.set_index, j, inputs, records.codes[self.label], domain, self.sensitive)
+        labels = records.codes[self.label]
         rows = len(labels)
         leaf = np.searchsorted(self.tree.leaves, self.tree.route(self.features.matrix(inputs, rows)))
         size = domain[self.label].size
@@ -471,7 +469,7 @@ class RandomDecisionTrees(Synthesizer):
         if own:
             values = Statistic(
                 f"the values of the public columns {', '.join(roles.public)} of every record",
-                lambda engine: engine.values(roles.public),
+                lambda engine: engine.records(roles.public),
             )
             measurements.append(
                 Measurement(
@@ -548,7 +546,7 @@ class RandomDecisionTrees(Synthesizer):
             self.features,
             shape(trees),
             shape(dists),
-            dict(targets),
+            targets,
             s.get("combine", "average"),
             self.sets,
             shape(own),
@@ -593,11 +591,10 @@ class RandomDecisionTrees(Synthesizer):
     def _check_numeric(self, roles: Roles, domain: Domain, random: bool) -> None:
         for c in (*roles.public, *roles.sensitive):
             col = domain[c]
-            if not col.is_categorical:  # read as numbers (engine.values), binned or split at thresholds
+            if col.size is None:  # numeric without bins: public, split at thresholds, a state has no cell
                 col.refuse_missing(
-                    f"{self.name} (which reads the numbers of integer and numeric columns)",
-                    f"{self.name} does not yet read missing states of integer or numeric columns: leave the column out, "
-                    "make it categorical (its bins as categories), or drop missing: and pass --on-invalid drop",
+                    f"{self.name} (which splits a numeric column without bins at thresholds of its values)",
+                    "give the column bins in the domain file (its states then split as cells of their own), or leave it out",
                 )
         for c in roles.public:
             col = domain[c]
@@ -622,14 +619,16 @@ class RandomDecisionTrees(Synthesizer):
                 "collapse= counts records in the structure file, and structure=random has none", "use coarsen= instead"
             )
 
-    def _features(self, roles: Roles, j: int, domain: Domain, structure: dict | None, random: bool) -> Features:
+    def _features(self, roles: Roles, j: int, domain: Domain, structure: Records | None, random: bool) -> Features:
         s = self.settings
         columns = _candidates(roles, j)
         groupings: list[np.ndarray | None] = []
         for c in columns:
             col = domain[c]
-            if random and not col.is_categorical and c in roles.public:  # threshold splits on the public values;
-                groupings.append(None)  # an earlier sensitive column splits by its codes (targets carry synthetic codes)
+            if random and not col.is_categorical and c in roles.public and col.missing is None:
+                # threshold splits on the public values; an earlier sensitive column splits by its codes (targets
+                # carry synthetic codes), and so does a column with missing states (a state has no value to compare)
+                groupings.append(None)
                 continue
             size = col.size
             assert size is not None, "roles and _check_numeric refuse a column without codes here"
@@ -638,11 +637,13 @@ class RandomDecisionTrees(Synthesizer):
                 assert structure is not None, (
                     "_check_numeric refuses collapse= with structure=random, the only plan without a structure"
                 )
-                support = np.bincount(codes_of(structure[c], col), minlength=size) * s.get("structure_weight", 1.0)
+                support = np.bincount(structure.codes[c], minlength=size) * s.get("structure_weight", 1.0)
             groupings.append(grouping(size, s.get("coarsen", {}).get(c, 1), support, s.get("collapse", {}).get(c, 0)))
         return Features(columns, tuple(groupings))
 
-    def _grow(self, features: Features, domain: Domain, structure: dict | None, random: bool, rand: np.random.Generator) -> Tree:
+    def _grow(
+        self, features: Features, domain: Domain, structure: Records | None, random: bool, rand: np.random.Generator
+    ) -> Tree:
         s = self.settings
         weights = [s.get("weights", {}).get(c, 1.0) for c in features.columns]
         if random:
@@ -651,8 +652,7 @@ class RandomDecisionTrees(Synthesizer):
             depth = s.get("depth", max(1, len(features.columns) // 2))
             return grow_random(features.columns, features.sizes, numeric, bounds, depth, rand, weights)
         assert structure is not None, "the plan reads a structure unless structure=random"
-        rows = len(next(iter(structure.values())))
-        matrix = features.matrix(features.inputs(structure, domain), rows)
+        matrix = features.matrix(features.inputs(structure), structure.rows)
         return grow_public(
             features.columns,
             features.sizes,
@@ -760,7 +760,7 @@ def _candidates(roles: Roles, j: int) -> tuple[str, ...]:
     return roles.public + roles.sensitive[:j]
 
 
-def _read_public(path: Path, domain: Domain, what: str, strict: bool = False) -> dict[str, np.ndarray]:
+def _read_public(path: Path, domain: Domain, what: str, strict: bool = False) -> Records:
     """A public file's values against the domain (its rows outside the domain dropped, or, for the
     targets, refused): public data, read freely and before anything is charged."""
     try:  # in memory: public files are read whole, and small ones at once (no DuckDB start-up per file)
@@ -775,7 +775,7 @@ def _read_public(path: Path, domain: Domain, what: str, strict: bool = False) ->
         rows = engine.num_rows()
         if rows < 1:
             raise DipsyError(f"the {what} file has no rows that match the domain", "check it against the domain")
-        return engine.values(domain.names)
+        return engine.records(domain.names)
     finally:
         getattr(engine, "close", lambda: None)()
 
@@ -792,7 +792,7 @@ class TreesModel(Model):
     features: tuple[Features, ...]
     trees: tuple  # [set][sensitive column][tree]
     distributions: tuple  # the same nesting: leaves × labels each
-    targets: dict[str, np.ndarray]
+    targets: Records
     combine: str
     charged: int
     #: Per tree (same nesting): how many leaves kept their own distribution (post-processing).
@@ -834,9 +834,9 @@ class TreesModel(Model):
         return {"tree_summary": summary}
 
     def sample(self, k: int, rand: Randomness) -> pd.DataFrame:
-        rows = len(next(iter(self.targets.values())))
-        codes = {c: codes_of(self.targets[c], self.domain[c]) for c in self.roles.public}
-        raw = {c: np.asarray(self.targets[c], dtype=float) for c in self.roles.public}
+        rows = self.targets.rows
+        codes = {c: self.targets.codes[c] for c in self.roles.public if c in self.targets.codes}
+        raw = self.targets.numbers
         for j, label in enumerate(self.roles.sensitive):
             self.report(f"labelling {label}", j + 1, len(self.roles.sensitive))
             f = self.features[j]
@@ -851,6 +851,6 @@ class TreesModel(Model):
             col = self.domain[c]
             if c in self.roles.sensitive or col.is_categorical:
                 out[c] = decode_column(codes[c], col, rand.numpy)
-            else:  # public numbers, as they are
-                out[c] = raw[c].astype(np.int64) if col.kind == "integer" else raw[c]
+            else:  # public numbers as they are, and their missing states
+                out[c] = repeated_column(raw[c], self.targets.states.get(c), col)
         return pd.DataFrame(out)
