@@ -5,10 +5,11 @@ The convention, by the fence's info string:
 - ``python``: executed, in the page's order, in one namespace per page, with the working
   directory a temporary folder in which ``examples`` is the repository's ``examples/``.
 - ``console``: each line that starts with ``$ `` is a command (a line ending in ``\\`` continues
-  on the next); every other line is output, shown and not checked. ``dipsy ...`` runs as
-  ``python -m dipsy ...`` and ``python ...`` with this interpreter, in the same temporary folder as
-  the page's Python blocks; each must exit with 0, or with the code its line names in a trailing
-  comment ``# exit N``. ``DIPSY_LEDGER`` and ``DIPSY_CONFIG_DIR`` point into the temporary folder,
+  on the next); every other line is output, shown and not checked. ``dipsy ...`` runs through
+  :func:`dipsy.cli.main` in the test's process (what the console script calls; a process of its
+  own would spend a second importing dipsy again for each of the pages' commands), and
+  ``python ...`` with this interpreter, in the same temporary folder as the page's Python blocks;
+  each must exit with 0, or with the code its line names in a trailing comment ``# exit N``. ``DIPSY_LEDGER`` and ``DIPSY_CONFIG_DIR`` point into the temporary folder,
   so no block can reach the user's ledger (the commands name a ``--ledger`` of their own anyway).
 - ``text``, ``json``, ``yaml``: shown, never run — output, file contents, and commands that are
   too slow for the tests or need data the repository does not hold (``make demo``, Spark, the
@@ -22,6 +23,8 @@ the whole module stays under a minute of CPU.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
 import shlex
@@ -95,10 +98,23 @@ def commands(block: Block) -> list[tuple[str, int]]:
 def argv(command: str, where: str) -> list[str]:
     words = shlex.split(command, comments=True)
     if words[0] == "dipsy":
-        return [sys.executable, "-m", "dipsy", *words[1:]]
+        return words
     if words[0] == "python":
         return [sys.executable, *words[1:]]
     raise AssertionError(f"{where}: runnable commands are 'dipsy ...' or 'python ...', not {words[0]!r}")
+
+
+def run(words: list[str], workdir: Path) -> tuple[int, str, str]:
+    """Exit code, standard output and error of a command: ``dipsy`` in this process, others in their own."""
+    if words[0] != "dipsy":
+        done = subprocess.run(words, cwd=workdir, env=os.environ.copy(), capture_output=True, text=True, timeout=300)
+        return done.returncode, done.stdout, done.stderr
+    from dipsy.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(words[1:])
+    return code, out.getvalue(), err.getvalue()
 
 
 ALL = {page: blocks(page) for page in PAGES}
@@ -158,11 +174,9 @@ def test_the_page_runs(page: Path, workdir: Path):
             exec(compile(block.code, block.where, "exec"), namespace)  # noqa: S102 - the documentation's own code
         elif block.info == "console":
             for command, code in commands(block):
-                done = subprocess.run(
-                    argv(command, block.where), cwd=workdir, env=os.environ.copy(), capture_output=True, text=True, timeout=300
-                )
-                assert done.returncode == code, (
-                    f"{block.where}: `{command}` exited {done.returncode}, not {code}\n"
-                    f"stdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-3000:]}"
+                returncode, stdout, stderr = run(argv(command, block.where), workdir)
+                assert returncode == code, (
+                    f"{block.where}: `{command}` exited {returncode}, not {code}\n"
+                    f"stdout:\n{stdout[-3000:]}\nstderr:\n{stderr[-3000:]}"
                 )
     assert not (workdir / "default-ledger.sqlite").exists(), f"{page.relative_to(ROOT)}: a command used the default ledger"
