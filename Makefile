@@ -9,11 +9,14 @@ DEMO := build/demo
 .PHONY: demo test check docs bench bench-peers bench-scale clean
 
 # uv resolves and installs the dependencies in about half of pip's time (49 s against 104 s on a
-# clean clone), and compiles no bytecode: Python writes it on first import (see test:).
+# clean clone), and compiles no bytecode: Python writes it on first import (see test:). PySpark comes
+# from PyPI as source only: its wheel, 436 MB of jars, is built here, and stored uncompressed it
+# builds in 16 s instead of 34 (the jars are compressed already).
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet 'uv>=0.5'
-	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[test,dev]'
+	$(BIN)/python -m pip install --quiet 'uv>=0.13'
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --config-settings-package 'pyspark:--build-option=--compression=stored' \
+		-e '.[test,dev]'
 	touch $(STAMP)
 
 demo: $(STAMP)

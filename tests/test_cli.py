@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import dipsy
 from dipsy.cli import main
-from dipsy.errors import DipsyError
+from dipsy.errors import DataError, DipsyError
 from dipsy.privacy import Ledger
 
 
@@ -202,6 +202,20 @@ def test_api_mirrors_the_cli(tmp_path):
     assert (tmp_path / "rel" / "synthetic_1.csv").exists()
     [row] = Ledger(tmp_path / "l.sqlite").spends(dipsy.api.fingerprint(frame))  # seeded: a test release, not counted
     assert (row["epsilon"], row["guarantee"]) == (5.0, "test")
+
+
+def test_the_api_names_its_parameters_where_the_command_line_names_flags(tmp_path, capsys):
+    """The same bad input: the command line's fix names --on-invalid drop, the API's on_invalid="drop"."""
+    bad = pd.read_csv(CE_DATA)
+    bad.loc[0, "Race"] = 99
+    bad.to_csv(tmp_path / "bad.csv", index=False)
+    with pytest.raises(DipsyError) as err:
+        dipsy.synthesize(tmp_path / "bad.csv", CE_DOMAIN, epsilon=5.0, columns=["Race"], seed=1)
+    assert 'on_invalid="drop"' in str(err.value) and "--" not in str(err.value)
+    assert 'on_invalid="drop"' in err.value.fix and isinstance(err.value, DataError)
+    code = main(["synth", str(tmp_path / "bad.csv"), "--domain", str(CE_DOMAIN), "--columns", "Race", "--epsilon", "5",
+                 "--seed", "1", "--out", str(tmp_path / "out"), "--ledger", str(tmp_path / "l.sqlite")])  # fmt: skip
+    assert code == 2 and "--on-invalid drop" in capsys.readouterr().err
 
 
 def test_console_script_runs():

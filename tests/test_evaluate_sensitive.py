@@ -201,6 +201,27 @@ def test_a_rare_level_missing_from_a_set_joins_a_kept_level():
     assert out["tables"][0]["tvd"][0] > 0  # the tables still compare every level
 
 
+def test_a_real_category_named_other_stays_apart_from_the_pooled_levels():
+    """A predictor with a real level "other" and rare levels to pool: the pooled group gets a name
+    of its own, and the model is fitted (pandas refused duplicate categories before)."""
+    domain = Domain(
+        (
+            Column("job", "categorical", categories=("clerk", "farmer", "other", "rare1", "rare2")),
+            Column("s", "categorical", categories=(0, 1)),
+        )
+    )
+    rng = np.random.default_rng(8)
+    n = 3000
+    job = rng.choice(["clerk", "farmer", "other"], n)
+    job[:10], job[10:20] = "rare1", "rare2"  # under 1 %: pooled
+    s = (rng.random(n) < np.where(job == "other", 0.7, 0.3)).astype(int)
+    original = pd.DataFrame({"job": job, "s": s})
+    logit = sensitive_utility(original, [original.copy()], domain, ["s"])["logit"]["s"]
+    assert "error" not in logit, logit.get("error")
+    terms = [c["term"] for c in logit["coefficients"]]
+    assert "job[T.other]" in terms and "job[T.(other)]" in terms and logit["pooled"] == {"job": ["rare1", "rare2"]}
+
+
 def test_a_response_absent_from_a_set_is_reported_not_comparable():
     original = records(1000, 4)
     synthetic = original.assign(s=0)

@@ -107,7 +107,7 @@ def test_the_structure_never_reads_confidential_data(files, monkeypatch):
 
 def test_splits_follow_the_structure_counts_and_weights(files):
     _, structure = files
-    _, plan = planned(records(100, 3), structure, weights="a:1000,b:0.001,h:0.001")
+    _, plan = planned(records(100, 3), structure, weights="a:1000,b:0.001,h:0.001", structure_weight=1)
     for tree in trees_of(plan):
         assert tree.attributes[tree.attribute[0]] == "a"  # the heavy attribute is drawn first
         inner = tree.attribute >= 0
@@ -116,6 +116,23 @@ def test_splits_follow_the_structure_counts_and_weights(files):
         np.testing.assert_allclose(
             np.bincount(children, weights=tree.support[1:], minlength=tree.nodes)[inner], tree.support[inner]
         )  # a split partitions its node's structure records
+
+
+def test_the_structure_weight_defaults_to_n_over_the_structure_rows_and_stumps_are_named(tmp_path, caplog):
+    """With the records' own targets n is public: a structure file of 100 rows stands for 3,000
+    records (weight 30) and the trees split; given weight 1, every tree is a single leaf, and the
+    release says that the sensitive columns are drawn independently of the others."""
+    small = tmp_path / "small.csv"
+    records(100, 1).to_csv(small, index=False)
+    data = records(3000, 2)
+    _, plan = planned(data, small)
+    assert plan.parameters["structure_weight"] == 30 and plan.parameters["structure_weight_from"] == "n / structure rows"
+    assert "warnings" not in plan.parameters and max(int(t.depth.max()) for t in trees_of(plan)) > 0
+    _, plan = planned(data, small, structure_weight=1)
+    assert all(len(t.leaves) == 1 for t in trees_of(plan))
+    [warning] = plan.parameters["warnings"]
+    assert warning.startswith("every tree of sex, race is a single leaf") and "n_b = 200" in warning
+    assert warning in caplog.text
 
 
 def test_collapsing_is_decided_on_structure_counts(files):

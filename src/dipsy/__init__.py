@@ -49,9 +49,10 @@ sys.modules[__name__].__class__ = _Package
 
 def evaluate(original, release, domain=None, **options):  # noqa: ANN001, ANN201
     """Utility metrics of a release against the original (see :func:`dipsy.evaluation.evaluate`)."""
+    from .errors import speaks_python
     from .evaluation import evaluate as run  # imported on use: scikit-learn and statsmodels are heavy
 
-    return run(original, release, domain, **options)
+    return speaks_python(run)(original, release, domain, **options)
 
 
 __all__ = ["Column", "Domain", "Release", "__version__", "discover_domain", "evaluate", "methods", "synthesize"]

@@ -30,7 +30,7 @@ from .domain import Domain, decode
 from .engine import engine_for
 from .engine.fingerprint import fingerprint
 from .engine.owner import RunFolder
-from .errors import BudgetError, DataError, DipsyError, NoiseError, PrivacyError, ReleaseError
+from .errors import BudgetError, DataError, DipsyError, NoiseError, PrivacyError, ReleaseError, speaks_python
 from .forecast import Forecast, check_declared_rows, forecast
 from .interrupts import held
 from .methods import Model, Synthesizer, get
@@ -50,6 +50,7 @@ from .request import Request
 from .version import __version__
 
 
+@speaks_python
 def synthesize(
     data: pd.DataFrame | str | Path,
     domain: Domain | str | Path,
@@ -211,6 +212,7 @@ def synthesize(
     )
 
 
+@speaks_python
 def plan_forecast(
     data: pd.DataFrame | str | Path | None,
     domain: Domain | str | Path,
@@ -631,6 +633,7 @@ class _progress:
         self.bar.stop()
 
 
+@speaks_python
 def discover_domain(
     data: pd.DataFrame | str | Path,
     domain: str | Path | Mapping[str, Any],

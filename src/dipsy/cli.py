@@ -45,7 +45,7 @@ from .api import run
 from .domain import Domain
 from .engine import ENGINES, engine_for
 from .engine.owner import RunFolder
-from .errors import DataError, DipsyError, ReleaseError
+from .errors import DataError, DipsyError, ReleaseError, on_command_line
 from .interrupts import Terminated, ignored, terminate_as_interrupt
 from .methods import NEIGHBOURINGS
 from .methods import methods as list_methods
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     _run.reset()
     code, message = 0, ""  # on a failure, _usage or _failure gives the message
     caught: BaseException | None = None
-    with terminate_as_interrupt():
+    with terminate_as_interrupt(), on_command_line():
         try:
             cli.main(args=argv, prog_name="dipsy", standalone_mode=False)
             sys.stdout.flush()  # a terminal that cannot be written fails here, not at exit

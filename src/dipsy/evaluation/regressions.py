@@ -6,6 +6,8 @@ Used by :func:`dipsy.evaluation.evaluate` (``--formula``) and by the sensitive-a
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 
@@ -19,11 +21,14 @@ def regression(formula: str, original: pd.DataFrame, tables: list[pd.DataFrame],
 
     Per term: the original estimate with its interval; the combined synthetic estimate, variance,
     degrees of freedom and interval; the interval overlap of Karr et al. (2006); and the
-    standardised difference (q̄ - β) / se(β).
+    standardised difference (q̄ - β) / se(β). What statsmodels warns of while fitting (a fit that did
+    not converge, a perfect separation) is kept under ``warnings``, one line each, not printed.
     """
-    base = fit(formula, original, model)
-    n_ratio = float(np.mean([len(t) for t in tables])) / len(original)
-    synthetic = inference.regression(tables, formula, rule or "reiter2003-partial", model, n_ratio=n_ratio)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        base = fit(formula, original, model)
+        n_ratio = float(np.mean([len(t) for t in tables])) / len(original)
+        synthetic = inference.regression(tables, formula, rule or "reiter2003-partial", model, n_ratio=n_ratio)
     combined = synthetic.combined
     terms = list(base.params.index)
     if list(synthetic.terms) != terms:
@@ -55,4 +60,7 @@ def regression(formula: str, original: pd.DataFrame, tables: list[pd.DataFrame],
                 "std_diff": float((combined.estimate[k] - base.params.iloc[k]) / base.bse.iloc[k]),
             }
         )
-    return {"formula": formula, "model": model, "rule": combined.rule, "coefficients": rows}
+    seen = sorted({str(w.message).splitlines()[0] for w in caught if str(w.message)})
+    return {"formula": formula, "model": model, "rule": combined.rule, "coefficients": rows} | (
+        {"warnings": seen} if seen else {}
+    )

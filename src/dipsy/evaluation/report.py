@@ -1413,6 +1413,8 @@ def _inference(inference: Mapping[str, Any], sets: Any = None) -> str:
     ]
     if one:
         out.append(_single_set_caveat())
+    if inference.get("warnings"):
+        out.append(_p("The fits warned: " + "; ".join(map(str, inference["warnings"])) + ".", "note"))
     shown = min(len(coefs), plots.MAX_TERMS)
     more = f" The first {shown} of {len(coefs)} terms are drawn; the table lists all." if shown < len(coefs) else ""
     synthetic = "synthetic from one set, ignoring synthesis and noise variance" if one else "synthetic"

@@ -307,28 +307,29 @@ def _logit(
         pooled, absent, merged, categories, fill = {}, {}, {}, {}, {}
         for p in public:
             order = list(view[p].category_texts)
+            other = pooled_label(p, frames)
             shares = frames[0][p].value_counts(normalize=True)
             kept = [v for v in shares.index[:LEVELS] if shares[v] >= RARE]
             gone = [v for v in kept if any(not (f[p] == v).any() for f in frames[1:])]
             kept = [v for v in kept if v not in gone]
             others = [(~f[p].isin(kept)).any() for f in frames]
-            fill[p] = OTHER
+            fill[p] = other
             if any(others) and not all(others):  # "other" would be a term of some frames only
                 if len(kept) < 2:
                     k = others.index(False)
                     raise _NotComparable(
                         f"the predictor {p} has no level present in every set but its reference "
-                        f"and {OTHER}, which {'the original' if k == 0 else f'synthetic set {k}'} lacks"
+                        f"and {other}, which {'the original' if k == 0 else f'synthetic set {k}'} lacks"
                     )
                 host = min(kept[1:], key=lambda v: (shares[v], order.index(v)))
-                fill[p] = merged[p] = f"{host}+{OTHER}"
+                fill[p] = merged[p] = f"{host}+{other}"
                 kept = [fill[p] if v == host else v for v in kept]
                 order.append(fill[p])
                 order.insert(order.index(host), order.pop())
             # the reference (most common level) first, then domain order, "other" last
-            categories[p] = kept[:1] + sorted(kept[1:], key=order.index) + ([OTHER] if all(others) else [])
+            categories[p] = kept[:1] + sorted(kept[1:], key=order.index) + ([other] if all(others) else [])
             pooled[p] = sorted(
-                set(shares.index) - set(kept) - set(gone) - {merged.get(p, "").removesuffix(f"+{OTHER}")}, key=order.index
+                set(shares.index) - set(kept) - set(gone) - {merged.get(p, "").removesuffix(f"+{other}")}, key=order.index
             )
             if gone:
                 absent[p] = sorted(gone, key=order.index)
@@ -370,6 +371,20 @@ def _logit(
         "warnings": sorted({str(w.message).splitlines()[0] for w in caught if str(w.message)}),
         **{k: v for k, v in result.items() if k != "formula"},
     }
+
+
+def pooled_label(column: str, frames: list[pd.DataFrame]) -> str:
+    """The name of the pooled rare levels of ``column``: :data:`OTHER`, in parentheses as often as
+    needed to differ from every value the frames hold (a real category may be called "other").
+
+    >>> pooled_label("job", [pd.DataFrame({"job": ["clerk", "other", "(other)"]})])
+    '((other))'
+    """
+    taken = set().union(*(set(f[column].astype(str)) for f in frames))
+    label = OTHER
+    while label in taken:
+        label = f"({label})"
+    return label
 
 
 class _NotComparable(Exception):

@@ -78,6 +78,7 @@ add/remove is refused unless ``targets=PATH`` names a separate public file.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 from collections.abc import Mapping
@@ -103,6 +104,8 @@ from ..base import MAX_ROWS, Model, Option, Plan, Synthesizer, real, whole
 from .features import Features, grouping
 from .sequential import Earlier, draw, probabilities
 from .trees import Tree, distributions_and_sources, grow_public, grow_random
+
+logger = logging.getLogger(__name__)
 
 COMBINE = ("average", "random-tree")
 #: What a later sensitive column's leaf counts route records by on the earlier sensitive columns:
@@ -458,6 +461,7 @@ class RandomDecisionTrees(Synthesizer):
             if random
             else _read_public(s["structure"], domain.project(_candidates(roles, len(roles.sensitive) - 1)), "structure")
         )
+        self.structure_weight_ = _structure_weight(s.get("structure_weight"), n, structure)
         seed = s["structure_seed"] if "structure_seed" in s else structure_seed(self.seed)
         rand = np.random.default_rng(seed)
         m, S, E = self.sets, len(roles.sensitive), s.get("trees", DEFAULTS["trees"])
@@ -637,7 +641,7 @@ class RandomDecisionTrees(Synthesizer):
                 assert structure is not None, (
                     "_check_numeric refuses collapse= with structure=random, the only plan without a structure"
                 )
-                support = np.bincount(structure.codes[c], minlength=size) * s.get("structure_weight", 1.0)
+                support = np.bincount(structure.codes[c], minlength=size) * self.structure_weight_
             groupings.append(grouping(size, s.get("coarsen", {}).get(c, 1), support, s.get("collapse", {}).get(c, 0)))
         return Features(columns, tuple(groupings))
 
@@ -658,7 +662,7 @@ class RandomDecisionTrees(Synthesizer):
             features.sizes,
             weights,
             matrix,
-            s.get("structure_weight", 1.0),
+            self.structure_weight_,
             s.get("n_b", DEFAULTS["n_b"]),
             s.get("depth", DEFAULTS["depth"]),
             rand,
@@ -748,11 +752,51 @@ class RandomDecisionTrees(Synthesizer):
             out |= {
                 "n_b": s.get("n_b", DEFAULTS["n_b"]),
                 "leaf_min": s.get("leaf_min", DEFAULTS["leaf_min"]),
-                "structure_weight": s.get("structure_weight", 1.0),
+                "structure_weight": self.structure_weight_,
+                "structure_weight_from": "given" if "structure_weight" in s else "n / structure rows" if n else "default 1",
             }
         if n is not None:
             out["n"] = n
+        stumps = [
+            label
+            for label in roles.sensitive
+            if all(
+                len(m.query.tree.leaves) == 1 for m in measurements if isinstance(m.query, LeafCounts) and m.query.label == label
+            )
+        ]
+        if stumps:
+            out["warnings"] = [stump_warning(stumps, random, out)]
+            logger.warning("rdt: %s", out["warnings"][0])
         return out
+
+
+def _structure_weight(given: float | None, n: int | None, structure: Records | None) -> float:
+    """The confidential records each structure record stands for: as given; else n over the
+    structure file's rows where n is public (the relation fixes it); else 1."""
+    if given is not None:
+        return float(given)
+    if n and structure is not None and structure.rows:
+        return n / structure.rows
+    return 1.0
+
+
+def stump_warning(stumps: list[str], random: bool, parameters: dict) -> str:
+    """What the release says when every tree of a sensitive column is a single leaf: the column is
+    drawn from its overall distribution, independently of every other column.
+
+    >>> print(stump_warning(["sex"], False, {"n_b": 1000, "structure_weight": 1.0}))
+    every tree of sex is a single leaf, so it is drawn from its overall distribution, independently of the other columns: the structure file's rows × structure_weight (1) stay below n_b = 1000 at the root; lower n_b, raise structure_weight, or give a larger structure file
+    """
+    why = (
+        "the random structure has depth 0"
+        if random
+        else f"the structure file's rows × structure_weight ({parameters['structure_weight']:g}) stay below n_b = "
+        f"{parameters['n_b']:g} at the root; lower n_b, raise structure_weight, or give a larger structure file"
+    )
+    return (
+        f"every tree of {', '.join(stumps)} is a single leaf, so it is drawn from its overall distribution, "
+        f"independently of the other columns: {why}"
+    )
 
 
 def _candidates(roles: Roles, j: int) -> tuple[str, ...]:
