@@ -431,13 +431,13 @@ def test_the_budget_splits_equally_and_nothing_found_stays_todo(tmp_path):
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"epsilon": 1}, "needs --delta"),
+        ({"epsilon": 1}, "needs delta="),
         ({"epsilon": 1, "delta": 0.01}, "delta must lie in"),
         ({"epsilon": 1, "delta": 1e-6, "categories": ["nope"]}, "does not list"),
         ({"epsilon": 1, "delta": 1e-6, "bins": {"region": 3}}, "not an integer or numeric column"),
         ({"epsilon": 1, "delta": 1e-6, "categories": []}, "TODOs that discovery does not fill"),
         ({"epsilon": 1, "delta": 1e-6, "bins": {"income": 1}}, "number of bins"),
-        ({"epsilon": 1, "delta": 1e-6, "bins": {"income": 3}, "log": ["region"]}, "not among the --bins"),
+        ({"epsilon": 1, "delta": 1e-6, "bins": {"income": 3}, "log": ["region"]}, "not among the bins="),
         ({"epsilon": 0, "delta": 1e-6, "bins": {"income": 3}}, "epsilon must be"),
     ],
 )

@@ -676,7 +676,7 @@ def test_measurements_are_used_where_private_and_public_data_differ(shifted, shi
         ({"groups": ",".join(ACS_COLUMNS)}, "every column is a group"),
         ({"groups": " , "}, "names no column"),
         ({"multiple": 0}, "whole number"),
-        ({"delta": None}, "--delta"),
+        ({"delta": None}, "delta="),  # the API names its parameter, not the flag
         ({"sets": 0}, "sets must be a whole number >= 1"),  # m > 1 is allowed: tests/test_marginal_sets.py
     ],
 )

@@ -49,6 +49,13 @@ def test_identical_data_score_perfectly(tmp_path, ce):
     assert metrics["inference"]["rule"] == "single"
 
 
+def test_the_api_writes_the_report_with_the_metrics(tmp_path, ce):
+    """dipsy.evaluate(..., report=PATH) writes the same HTML report as `dipsy evaluate --report`."""
+    metrics = dipsy.evaluate(ce, copy_release(tmp_path / "copy", ce), formula=FORMULA, report=tmp_path / "r" / "report.html")
+    page = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
+    assert metrics["release"]["method"] == "copy" and "Privacy" in page and FORMULA.split(" ~ ")[0] in page
+
+
 def test_two_identical_sets_combine_with_no_between_variance(tmp_path, ce):
     metrics = dipsy.evaluate(ce, copy_release(tmp_path / "copy2", ce, sets=2), formula=FORMULA)
     row = metrics["inference"]["coefficients"][1]

@@ -507,7 +507,9 @@ def test_candidates_are_every_multiset_once():
 
 def test_exponential_ecdf_refuses_too_many_candidates():
     data, domain = pd.read_csv(CE_DATA), Domain.load(CE_DOMAIN)
-    with pytest.raises(DipsyError, match=r"would enumerate .* candidate ECDFs .* n = 994 points on 11 grid points.*grid="):
+    with pytest.raises(
+        DipsyError, match=r'would enumerate .* candidate ECDFs .* n = 994 points on 11 grid points.*options=\{"grid": G\}'
+    ):
         dipsy.synthesize(data, domain, method="exponential-ecdf", epsilon=1.0, columns=["Income"])
     too_many = number_of_candidates(30, 10)
     assert too_many > MAX_CANDIDATES

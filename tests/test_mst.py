@@ -425,7 +425,7 @@ def test_the_end_to_end_audit_finds_no_excess_loss():
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"epsilon": 1.0}, "needs --rho, or --epsilon with --delta"),
+        ({"epsilon": 1.0}, "needs rho=, or epsilon= with delta="),
         ({"rho": 0.1, "options": {"theta": 0}}, "option theta must be a whole number >= 1"),
         ({"rho": 0.1, "options": {"gamma": 10}}, "mst has no option 'gamma'"),
         ({"rho": 0.1, "neighbouring": "substitute"}, "add-remove neighbours only"),

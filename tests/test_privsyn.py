@@ -414,8 +414,8 @@ def small():
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"epsilon": 1.0}, "--delta"),
-        ({"delta": 1e-9}, "--epsilon with --delta"),
+        ({"epsilon": 1.0}, "delta="),
+        ({"delta": 1e-9}, "epsilon= with delta="),
         ({"epsilon": 1.0, "delta": 1e-9, "rho": 0.1}, "not both"),
         ({"rho": 0.5, "sets": 0}, "sets must be a whole number >= 1"),  # m > 1 is allowed: tests/test_marginal_sets.py
         ({"rho": 0.5, "options": {"shares": "0.5,0.5,0.5"}}, "adding up to 1"),

@@ -76,6 +76,7 @@ _WORDS = {
 _PARAMETERS = (
     "epsilon", "delta", "rho", "columns", "sets", "seed", "ledger", "dataset-id", "budget-cap", "rows",
     "engine", "neighbouring", "on-invalid", "release", "formula", "sensitive", "groups", "group-k", "model",
+    "categories", "bins", "log", "grid",
 )  # fmt: skip
 _SWITCHES = ("accept-noise", "raise-cap", "stream")
 _F = TypeVar("_F", bound=Callable[..., Any])

@@ -164,6 +164,7 @@ def evaluate(
     sensitive: list[str] | str | None = None,
     groups: Sequence[str] | None = None,
     group_k: int = 3,
+    report: str | Path | None = None,
 ) -> dict[str, Any]:
     """Every utility metric of ``release`` against ``original``, as a JSON-ready dict.
 
@@ -195,6 +196,9 @@ def evaluate(
         challenge's per-PUMA view), with the worst groups.
     group_k
         The order of the marginals scored inside each group (default 3).
+    report
+        An HTML file to write the report to as well (``dipsy evaluate --report``), written
+        atomically; like the metrics, it reads the original, so keep it with the confidential data.
 
     Returns
     -------
@@ -245,6 +249,10 @@ def evaluate(
     }
     # One sentence per section with its threshold (the report shows the same ones).
     out["verdicts"] = {k: v.to_dict() for k, v in section_verdicts(out).items()}
+    if report is not None:
+        from .report import write_report  # the plots' matplotlib loads only for a report
+
+        write_report(out, orig, tables, domain, report)
     return out
 
 
