@@ -57,6 +57,17 @@ def test_each_release_is_measured_set_by_set_against_the_original(releases):
     assert smooth["U_m_mean"] > hist["U_m_mean"]
 
 
+def test_releases_under_different_relations_are_noted(releases):
+    """The perturbed histogram (add/remove) beside the smoothed one (substitute only): their budgets are
+    not on one scale, and the comparison says so; two releases under one relation get no note."""
+    mixed = compare_releases(CE_DATA, [releases["hist"], releases["smooth"]], "Expenditure")
+    same = compare_releases(CE_DATA, [releases["hist"], releases["seeded"]], "Expenditure")
+    hist, smooth = mixed["releases"]
+    assert hist["neighbouring"].startswith("add/remove") and smooth["neighbouring"].startswith("substitute")
+    assert len(hist["rows"]) == 3 and len(mixed["notes"]) == 1 and "different neighbouring relations" in mixed["notes"][0]
+    assert same["notes"] == []
+
+
 def test_a_seeded_release_is_shown_as_a_test_release(releases):
     (seeded,) = compare_releases(CE_DATA, [releases["seeded"]], "Expenditure")["releases"]
     assert seeded["kind"] == "test release" and "not private" in seeded["guarantee"]

@@ -417,6 +417,7 @@ def test_report_renders_in_chromium(ce_report, tmp_path):
             page.on("request", lambda r: requests.append(r.url))
             page.goto(ce_report.as_uri(), wait_until="load")
             state = page.evaluate("Array.from(document.images, i => [i.complete, i.naturalWidth])")
+            summary_top = page.evaluate("document.getElementById('summary').getBoundingClientRect().top")
             page.screenshot(path=str(OUT / "ce_report.png"), full_page=True)
             page.emulate_media(media="print")
             page.set_viewport_size({"width": 700, "height": 1000})  # about A4's printable width at 96 dpi
@@ -427,6 +428,7 @@ def test_report_renders_in_chromium(ce_report, tmp_path):
     assert problems == []
     assert all(u.startswith(("file:", "data:")) for u in requests), requests
     assert widest <= 700
+    assert summary_top < 900  # the summary begins on the first screen: the statement's details are folded
     assert (OUT / "ce_report.png").stat().st_size > 10_000
 
 

@@ -45,8 +45,11 @@ def compare_releases(original: pd.DataFrame | str | Path, releases: Sequence[str
     dict
         ``{"column", "quantiles", "original": {"n", "mean", "quantiles"}, "releases": [...]}``;
         each release entry holds ``folder``, ``method``, ``release_id``, ``kind`` (``"dp"``,
-        ``"local"`` or ``"test release"``), ``guarantee`` (one line), ``sets`` and, per set,
-        ``U_m``, ``U_a``, ``mean`` and ``quantiles``, with ``U_m_mean`` and ``U_a_mean``.
+        ``"local"`` or ``"test release"``), ``guarantee`` (one line), ``neighbouring`` (its
+        relation), ``rows`` (per set) and ``on_invalid`` (as its release.json records them), ``sets`` and,
+        per set, ``U_m``, ``U_a``, ``mean`` and ``quantiles``, with ``U_m_mean`` and ``U_a_mean``;
+        ``"notes"``: what differs between the releases besides their method and budget (their
+        neighbouring relations, or the rows they were made from), each a sentence.
     """
     x, loaded = load_column(original, releases, column)
     return summarise(x, loaded, column)
@@ -99,6 +102,9 @@ def summarise(x: np.ndarray, loaded: Sequence[tuple[Path, dict, list[np.ndarray]
                 "method": meta.get("method"),
                 "release_id": meta.get("release_id"),
                 **_guarantee(meta.get("privacy") or {}),
+                "neighbouring": _relation(meta.get("privacy") or {}),
+                "rows": meta.get("rows"),
+                "on_invalid": meta.get("on_invalid"),
                 "sets": len(ys),
                 "U_m": [u for u, _ in ecdf],
                 "U_a": [a for _, a in ecdf],
@@ -108,7 +114,38 @@ def summarise(x: np.ndarray, loaded: Sequence[tuple[Path, dict, list[np.ndarray]
                 "quantiles": [_quantiles(y) for y in ys],
             }
         )
+    out["notes"] = _differences(out["releases"])
     return out
+
+
+def _relation(privacy: Mapping[str, Any]) -> Any:
+    """The release's neighbouring relation (a seeded test release states the one it would have unseeded)."""
+    return privacy.get("neighbouring") or (privacy.get("if_unseeded") or {}).get("neighbouring")
+
+
+def _differences(releases: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Sentences for what the releases differ in besides method and budget: their relations (a
+    substitute ε and an add/remove ε are not on one scale) and the rows of the original they were
+    made from (one dropped the rows outside the domain, another did not). The sets' own sizes may
+    differ anyway (a noisy n under add/remove), and are not noted.
+
+    >>> _differences([{"folder": "a", "neighbouring": "add/remove", "rows": [10], "on_invalid": "stop"},
+    ...               {"folder": "b", "neighbouring": "substitute", "rows": [9], "on_invalid": "drop"}])[1]
+    'The releases were not all made from the same rows of the original: a: stop; b: drop.'
+    """
+    notes = []
+    relations = {str(r.get("neighbouring")) for r in releases}
+    if len(relations) > 1:
+        each = "; ".join(f"{Path(str(r['folder'])).name}: {r.get('neighbouring')}" for r in releases)
+        notes.append(
+            "The releases are private under different neighbouring relations, so their budgets are not on one scale "
+            f"(under substitution one record's change counts as a removal and an addition): {each}."
+        )
+    policies = {str(r.get("on_invalid")) for r in releases}
+    if len(policies) > 1:  # one dropped the rows outside the domain, another stopped on them (or read them otherwise)
+        each = "; ".join(f"{Path(str(r['folder'])).name}: {r.get('on_invalid')}" for r in releases)
+        notes.append(f"The releases were not all made from the same rows of the original: {each}.")
+    return notes
 
 
 def _column(frame: pd.DataFrame, column: Column) -> np.ndarray:
@@ -193,6 +230,8 @@ def write_comparison(
             "privacy loss for the records of this data set and its stated neighbours only; a DP ε bounds it for "
             "every data set. The numbers are not on one scale: read each release's statement before comparing.</blockquote>"
         )
+    for note in result.get("notes") or []:
+        body.append(f'<blockquote class="caveat"><strong>Not alike.</strong> {esc(note)}</blockquote>')
     body.append(
         html_table(["release", "guarantee", "sets", "U_m", "U_a", "mean", f"quantiles {levels}"], rows, numeric=range(2, 7))
     )

@@ -360,11 +360,17 @@ def _privacy(privacy: Mapping[str, Any], release: Mapping[str, Any], dataset: Ma
             + str(privacy.get("if_unseeded", {}).get("definition", "—")),
         }
     out.append(f'<p class="guarantee">{esc(_guarantee(privacy))}</p>')
-    out.append(_statement_list(privacy))
-    out.append("<h3>Release facts</h3>" + html_table(["fact", "value"], _release_facts(release, dataset), numeric=()))
+    # The claim and any caveat stay in view; the rest is folded, so the summary follows within a screen.
+    out.append(_fold("The whole statement", _statement_list(privacy)))
+    out.append(_fold("Release facts", html_table(["fact", "value"], _release_facts(release, dataset), numeric=())))
     out.append(_forecast(release.get("forecast")))
-    out.append(_parameters(release.get("parameters")))
+    out.append(_fold("What the method chose / public parameters", _parameters(release.get("parameters"))))
     return "".join(out)
+
+
+def _fold(title: str, content: str) -> str:
+    """``content`` under a heading that opens it (folded on screen; printed open)."""
+    return f'<details class="fold"><summary>{esc(title)}</summary>{content}</details>' if content else ""
 
 
 def _forecast(forecast: Any) -> str:
@@ -375,10 +381,15 @@ def _forecast(forecast: Any) -> str:
     accepted = " The operator released it anyway (--accept-noise)." if forecast.get("accepted_noise") else ""
     rows = [[str(p.get("what", "")), str(p.get("verdict", "")), str(p.get("text", ""))] for p in forecast.get("parts") or []]
     return (
-        "<h3>Forecast before any measurement</h3>"
-        f"<blockquote{cls}><strong>{esc(str(forecast.get('verdict', '')).upper())}</strong>: {esc(forecast['summary'])}.{esc(accepted)}</blockquote>"
-        + (html_table(["measurement", "verdict", "what the numbers say"], rows, numeric=()) if rows else "")
-        + _p(f"Thresholds: {forecast.get('thresholds', '')}. Public inputs: {'; '.join(forecast.get('public_inputs') or [])}.")
+        f"<blockquote{cls}><strong>Forecast before any measurement: {esc(str(forecast.get('verdict', '')).upper())}</strong>: "
+        f"{esc(forecast['summary'])}.{esc(accepted)}</blockquote>"
+        + _fold(
+            "The forecast, measurement by measurement",
+            (html_table(["measurement", "verdict", "what the numbers say"], rows, numeric=()) if rows else "")
+            + _p(
+                f"Thresholds: {forecast.get('thresholds', '')}. Public inputs: {'; '.join(forecast.get('public_inputs') or [])}."
+            ),
+        )
     )
 
 
@@ -390,10 +401,9 @@ def _parameters(parameters: Any) -> str:
         "part of the release and covered by its privacy statement. Fractions are shown as decimals (the exact "
         "value on hover)."
     )
-    head = "<h3>What the method chose / public parameters</h3>"
     if parameters is None or parameters == {} or parameters == []:
-        return head + _na("the release records no parameters")
-    return head + f'<p class="note">{intro}</p><div class="params-block">{readable(parameters)}</div>'
+        return _na("the release records no parameters")
+    return f'<p class="note">{intro}</p><div class="params-block">{readable(parameters)}</div>'
 
 
 def _statement_list(privacy: Mapping[str, Any]) -> str:
@@ -1536,6 +1546,9 @@ table.records { font-size: .82rem; }
 table.records th, table.records td:not(:last-child) { white-space: nowrap; }
 ol.params { column-width: 16rem; column-gap: 2rem; }
 .na { color: var(--muted); font-style: italic; }
+details.fold { margin: .5rem 0; }
+details.fold > summary { cursor: pointer; font-weight: 600; padding: .2rem 0; }
+details.fold[open] > summary { margin-bottom: .4rem; }
 code { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; font-size: .9em; overflow-wrap: anywhere; }
 footer { margin-top: 3rem; color: var(--muted); font-size: .85rem; }
 @media print {
@@ -1550,6 +1563,7 @@ footer { margin-top: 3rem; color: var(--muted); font-size: .85rem; }
   figure, tr, dl.statement, .caveat, .banner, .verdict, .keep { break-inside: avoid; }
   figure img { max-width: 100%; max-height: 235mm; }
   .scroll { overflow: visible; }
+  details.fold::details-content { content-visibility: visible; display: block; }  /* printed open where supported */
   a { color: inherit; text-decoration: none; }
 }
 """
