@@ -56,6 +56,27 @@ def test_the_api_writes_the_report_with_the_metrics(tmp_path, ce):
     assert metrics["release"]["method"] == "copy" and "Privacy" in page and FORMULA.split(" ~ ")[0] in page
 
 
+def test_columns_released_as_they_are_get_a_score_of_their_own(tmp_path, ce):
+    """A release that repeats Race and UrbanRural (its relation's public columns) and shuffles the
+    rest: the whole-file score counts the repeated pair at TVD 0; the synthesized score leaves it out."""
+    shuffled = ce.copy()
+    for c in ("Income", "Expenditure"):
+        shuffled[c] = shuffled[c].sample(frac=1.0, random_state=1).to_numpy()
+    folder = copy_release(tmp_path / "rel", shuffled)
+    meta = json.loads((folder / "release.json").read_text())
+    meta["privacy"]["relation"] = {"kind": "substitute-values", "public": ["Race", "UrbanRural"]}
+    (folder / "release.json").write_text(json.dumps(meta))
+    marginals = dipsy.evaluate(ce, folder, report=tmp_path / "report.html")["marginals"]
+    part = marginals["synthesized"]
+    assert "k-marginal score over the synthesized columns" in (tmp_path / "report.html").read_text(encoding="utf-8")
+    pairs = [m for m in marginals["2-way"]["marginals"] if set(m["columns"]) != {"Race", "UrbanRural"}]
+    assert part["repeated"] == ["UrbanRural", "Race"] or part["repeated"] == ["Race", "UrbanRural"]
+    assert part["pairs"] == len(pairs) == marginals["2-way"]["count"] - 1
+    assert part["score"] == pytest.approx(1000 * (1 - sum(m["tvd"][0] for m in pairs) / len(pairs)))
+    assert part["score"] < marginals["k_marginal_score"]["score"]
+    assert "synthesized" not in dipsy.evaluate(ce, copy_release(tmp_path / "plain", shuffled))["marginals"]
+
+
 def test_two_identical_sets_combine_with_no_between_variance(tmp_path, ce):
     metrics = dipsy.evaluate(ce, copy_release(tmp_path / "copy2", ce, sets=2), formula=FORMULA)
     row = metrics["inference"]["coefficients"][1]

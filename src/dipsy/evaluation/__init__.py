@@ -229,7 +229,7 @@ def evaluate(
             "rows_synthetic": [len(t) for t in tables],
             "columns": list(domain.names),
         },
-        "marginals": kway_marginals(orig, tables, domain, seed=seed)
+        "marginals": kway_marginals(orig, tables, domain, seed=seed, repeated=repeated_columns(meta))
         | ({"by_group": grouped_kmarginal(orig, tables, domain, list(groups), k=group_k, seed=seed)} if groups else {}),
         "numeric": numeric_summary(orig, tables, domain, seed=seed),
         "propensity": pmse_all(orig, tables, domain, seed=seed),
@@ -254,6 +254,18 @@ def evaluate(
 
         write_report(out, orig, tables, domain, report)
     return out
+
+
+def repeated_columns(meta: dict) -> list[str]:
+    """The columns a release repeats as they are: the public columns its relation names (rdt's
+    targets, the pseudo-posterior's predictors); none for a relation that leaves no column public.
+
+    >>> repeated_columns({"privacy": {"relation": {"kind": "substitute-values", "public": ["age"]}}})
+    ['age']
+    """
+    privacy = meta.get("privacy") or {}
+    relation = privacy.get("relation") or (privacy.get("if_unseeded") or {}).get("relation") or {}
+    return [str(c) for c in relation.get("public") or []] if isinstance(relation, dict) else []
 
 
 def _sensitive(

@@ -91,6 +91,7 @@ def kway_marginals(
     domain: Domain,
     three_way: int = 64,
     seed: int = 0,
+    repeated: Sequence[str] = (),
 ) -> dict[str, Any]:
     """TVD of every 1-way and 2-way marginal and of a seeded sample of 3-way marginals.
 
@@ -109,6 +110,9 @@ def kway_marginals(
         column triples (domain order). The same generator then draws the baseline subsamples.
     seed
         Seed of those draws.
+    repeated
+        Columns the release repeats as they are (its relation's public columns): a pair of two of
+        them is the original's own, and lifts the whole-file score without anything synthesized.
 
     Returns
     -------
@@ -121,7 +125,9 @@ def kway_marginals(
         ``1000 * (1 - mean 2-way TVD)`` (mean over sets, and per set), and for each fraction in
         :data:`BASELINE_FRACTIONS` ``{"fraction", "rows", "score"}`` of a random subsample of the
         original scored against the full original. Undefined values (fewer than 2 or 3 columns)
-        are NaN.
+        are NaN. With ``repeated`` columns among the scored ones and some synthesized ones,
+        ``"synthesized"``: ``{"repeated", "pairs", "score", "per_set", "baselines"}``, the same
+        score over the pairs that hold a synthesized column.
 
     Notes
     -----
@@ -183,6 +189,19 @@ def kway_marginals(
             {"fraction": f, "rows": int(len(s)), "score": float(v)} for f, s, v in zip(BASELINE_FRACTIONS, subs, score[m:])
         ],
     }
+    kept = [c for c in names if c in set(repeated)]
+    synthesized = [k for k, p in enumerate(pairs) if not set(p) <= set(kept)]
+    if kept and synthesized:
+        part = 1000.0 * (1.0 - pair_tvd[synthesized].mean(axis=0))
+        out["synthesized"] = {
+            "repeated": kept,
+            "pairs": len(synthesized),
+            "score": float(part[:m].mean()),
+            "per_set": [float(v) for v in part[:m]],
+            "baselines": [
+                {"fraction": f, "rows": int(len(s)), "score": float(v)} for f, s, v in zip(BASELINE_FRACTIONS, subs, part[m:])
+            ],
+        }
     return out
 
 

@@ -722,6 +722,17 @@ def _marginals(marginals: Mapping[str, Any], original: pd.DataFrame, tables: Seq
     )
     out.append("<h3>Worst two-way marginals</h3>" + _heatmaps(_mapping(marginals.get("2-way")), original, tables, domain))
     out.append("<h3>k-marginal score</h3>" + _kscore(_mapping(marginals.get("k_marginal_score"))))
+    part = _mapping(marginals.get("synthesized"))
+    if part:
+        out.append(
+            "<h3>k-marginal score over the synthesized columns</h3>"
+            + _p(
+                f"The release repeats {esc(', '.join(map(str, part.get('repeated') or [])))} as they are, so the pairs of "
+                f"those columns are the original's own. Over the {fmt(part.get('pairs'))} pairs that hold a synthesized "
+                f"column the score is {fmt(part.get('score'), 4)}{_baseline_phrase(part)}, against "
+                f"{fmt(_mapping(marginals.get('k_marginal_score')).get('score'), 4)} over every pair."
+            )
+        )
     if marginals.get("by_group"):
         out.append("<h3>Inside each group</h3>" + _by_group(_mapping(marginals.get("by_group"))))
     return "".join(out)
