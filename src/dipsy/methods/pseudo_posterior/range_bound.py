@@ -151,11 +151,14 @@ def _cell_right(shape: Shape, ends: Any) -> Any:
     return ends[..., 1:] - 1.0 if shape.scale == "integer" else ends[..., 1:]
 
 
-def _neighbour_range(shape: Shape, u: Any, a: float, b: float) -> tuple[Any, Any]:
-    """The range ``[a·y', b·y']`` a record moved to u has, as the sampler's response (both ends rise with u)."""
+def _neighbour_range(shape: Shape, u: Any, a: float, b: float, xp: Any = jnp) -> tuple[Any, Any]:
+    """The range ``[a·y', b·y']`` a record moved to u has, as the sampler's response (both ends rise with u).
+
+    ``xp`` is the array module: ``jnp`` inside compiled functions, NumPy outside them (JAX would
+    compile each operation anew for every data shape)."""
     if shape.window:
-        return (u + jnp.log(a), u + jnp.log(b)) if shape.scale == "additive" else (a * jnp.exp(u), b * jnp.exp(u))
-    return jnp.minimum(a * u, b * u), jnp.maximum(a * u, b * u)
+        return (u + xp.log(a), u + xp.log(b)) if shape.scale == "additive" else (a * xp.exp(u), b * xp.exp(u))
+    return xp.minimum(a * u, b * u), xp.maximum(a * u, b * u)
 
 
 def _quadratic_extremes(c0: Any, c1: Any, c2: Any, zl: Any, zr: Any) -> tuple[Any, Any]:
@@ -277,22 +280,22 @@ def _d_extremes(shape: Shape, theta: dict[str, Any], X: Any, l: Any, r: Any, u: 
     return _curved_extremes(d(l), d(r), slope(l), slope(r), l, r, xp.broadcast_to(phi < phi_ref, eta.shape), xp)
 
 
-def _abs_extremes(lo: Any, hi: Any) -> tuple[Any, Any]:
-    """Bounds of ``|v|`` for v in ``[lo, hi]``."""
-    return (jnp.where((lo <= 0) & (hi >= 0), 0.0, jnp.minimum(jnp.abs(lo), jnp.abs(hi))), jnp.maximum(jnp.abs(lo), jnp.abs(hi)))
+def _abs_extremes(lo: Any, hi: Any, xp: Any = jnp) -> tuple[Any, Any]:
+    """Bounds of ``|v|`` for v in ``[lo, hi]`` (``xp``: the array module, as in :func:`_neighbour_range`)."""
+    return (xp.where((lo <= 0) & (hi >= 0), 0.0, xp.minimum(xp.abs(lo), xp.abs(hi))), xp.maximum(xp.abs(lo), xp.abs(hi)))
 
 
-def _risk_from(standard: str, f_lo: Any, f_hi: Any, m_lo: Any, m_hi: Any) -> tuple[Any, Any, Any, Any]:
+def _risk_from(standard: str, f_lo: Any, f_hi: Any, m_lo: Any, m_hi: Any, xp: Any = jnp) -> tuple[Any, Any, Any, Any]:
     """Bounds on the moved record's risk and λ from per-draw bounds of f and of ``log P(R)`` over a cell
-    (for ``truncated``, ``m_lo``/``m_hi`` bound ``f − log P(R)`` itself)."""
+    (for ``truncated``, ``m_lo``/``m_hi`` bound ``f − log P(R)`` itself; ``xp`` as in :func:`_neighbour_range`)."""
     if standard == "truncated":  # ρ = max_s |f_s(y') − log P_s(R(y'))|
-        t_lo, t_hi = _abs_extremes(m_lo, m_hi)
-        zero = jnp.zeros(t_lo.shape[1:])
+        t_lo, t_hi = _abs_extremes(m_lo, m_hi, xp)
+        zero = xp.zeros(t_lo.shape[1:])
         return t_lo.max(0), t_hi.max(0), zero, zero
     # averaged: ρ = (1 − λ) max_s |f_s(y')|, 1 − λ = mean_s P_s(R(y')), clipped to [0, 1] as the mechanism does
-    a_lo, a_hi = _abs_extremes(f_lo, f_hi)
-    p_lo = jnp.clip(jnp.exp(m_lo).mean(0), 0.0, 1.0)
-    p_hi = jnp.clip(jnp.exp(jnp.minimum(m_hi, 0.0)).mean(0), 0.0, 1.0)
+    a_lo, a_hi = _abs_extremes(f_lo, f_hi, xp)
+    p_lo = xp.clip(xp.exp(m_lo).mean(0), 0.0, 1.0)
+    p_hi = xp.clip(xp.exp(xp.minimum(m_hi, 0.0)).mean(0), 0.0, 1.0)
     return p_lo * a_lo.max(0), p_hi * a_hi.max(0), 1.0 - p_hi, 1.0 - p_lo
 
 
@@ -418,8 +421,9 @@ def _risk_cells(
     the range a value in ``[l, r]`` has holds the cell's intersection ``[lo(r), hi(l)]`` and lies in
     its union ``[lo(l), hi(r)]`` (both ends of the range rise with the value, also as rounded floats),
     so its mass lies between theirs; f's extremes from :func:`_f_extremes`."""
-    lo_l, hi_l = (np.asarray(v) for v in _neighbour_range(shape, l, a, b))
-    lo_r, hi_r = (np.asarray(v) for v in _neighbour_range(shape, r, a, b))
+    with np.errstate(all="ignore"):  # in NumPy as JAX computes it: an overflow is inf, 0 · inf is NaN, silently
+        lo_l, hi_l = _neighbour_range(shape, np.asarray(l), a, b, np)
+        lo_r, hi_r = _neighbour_range(shape, np.asarray(r), a, b, np)
     empty = lo_r > hi_l
     if shape.scale == "integer":
         union = _count_log_mass(shape, theta, X, lo_l, hi_r)
@@ -434,9 +438,10 @@ def _risk_cells(
             f_lo, f_hi = _f_extremes(shape, {k: np.asarray(v) for k, v in theta.items()}, X, l, r, np)
     else:
         f_lo, f_hi = (np.asarray(v) for v in _f_cells(shape, theta, jnp.asarray(X), jnp.asarray(l), jnp.asarray(r)))
-    if standard == "truncated":
-        return _risk_from(standard, f_lo, f_hi, f_lo - union, f_hi - inner)
-    return _risk_from(standard, f_lo, f_hi, inner, union)
+    with np.errstate(all="ignore"):
+        if standard == "truncated":
+            return _risk_from(standard, f_lo, f_hi, f_lo - union, f_hi - inner, np)
+        return _risk_from(standard, f_lo, f_hi, inner, union, np)
 
 
 @functools.lru_cache(maxsize=8)
