@@ -159,6 +159,20 @@ def test_inference(coefs, level, stated):
     assert "one synthetic set" not in got.text
 
 
+def test_every_failing_term_is_named():
+    """Two slopes reversed and a third far off: the verdict names all three, the farthest first."""
+    coefs = [
+        coefficient("Intercept", 10, 1, 10.2),
+        coefficient("age", 2, 0.5, -1.0),
+        coefficient("C(sex)[T.M]", -1.13, 0.1, 0.02),
+        coefficient("income", 1.0, 0.25, 1.8),  # 3.2 SE away, not lost (under twice the original)
+    ]
+    got = v.inference({"coefficients": coefs, "rule": "reiter2003-partial"})
+    assert got.level == "poor" and got.text.startswith("2 slopes significant in the original are halved")
+    assert got.text.index("age") < got.text.index("C(sex)[T.M]")  # the larger change first (reversed: 1.5 against 1.02)
+    assert got.text.index("Also more than") < got.text.index("income (1 → 1.8, 3.2 SE)")
+
+
 def test_one_set_intervals_say_what_they_ignore():
     got = v.inference({"coefficients": [coefficient("x", 2, 0.5, 1.9)], "rule": "single"})
     assert "one synthetic set" in got.text and "variance of synthesis and of the privacy noise" in got.text

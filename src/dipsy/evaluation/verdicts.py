@@ -356,32 +356,45 @@ def inference(part: Mapping[str, Any], sets: Any = None) -> Verdict | None:
     coefs = [c for c in part.get("coefficients") or [] if isinstance(c, Mapping)]
     if not coefs:
         return None
-    far, halved = [], []
+    far, halved = [], []  # (how far, term, text)
     for c in coefs:
         term = str(c.get("term", ""))
         o, s = _mapping(c.get("original")), _mapping(c.get("synthetic"))
         est, se, syn = _num(o.get("estimate")), _num(o.get("se")), _num(s.get("estimate"))
         d = _num(c.get("std_diff"))
         if abs(d) > STD_DIFF_FLAG:
-            far.append((abs(d), f"{term} ({_g(est)} → {_g(syn)}, {_g(d)} SE)"))
+            far.append((abs(d), term, f"{term} ({_g(est)} → {_g(syn)}, {_g(d)} SE)"))
         if term != "Intercept" and se > 0 and abs(est / se) >= STD_DIFF_FLAG and _lost(est, syn):
-            halved.append((abs(syn - est) / abs(est), f"{term} {_g(est)} → {_g(syn)}"))
+            halved.append((abs(syn - est) / abs(est), term, f"{term} {_g(est)} → {_g(syn)}"))
     one = f" {SINGLE_SET_CAVEAT}" if single_set(part.get("rule"), sets) else ""
     rule = f"(flagged when the synthetic estimate lies more than {STD_DIFF_FLAG} original SEs away, outside the original's 95 % interval)"
     if halved:
-        worst = sorted(halved, key=lambda t: -t[0])[0][1]
+        lost = {t for _, t, _ in halved}
+        others = [x for x in far if x[1] not in lost]
+        also = f" Also more than {STD_DIFF_FLAG} original SEs away: {_every(others)}." if others else ""
         return Verdict(
             "poor",
-            f"A slope significant in the original is halved, doubled or reversed in the synthetic data: {worst} "
-            f"(under {SLOPE_KEPT:g}× or over {1 / SLOPE_KEPT:g}× the original, or of the other sign).{one}",
+            f"{len(halved)} slope{'s' if len(halved) > 1 else ''} significant in the original "
+            f"{'are' if len(halved) > 1 else 'is'} halved, doubled or reversed in the synthetic data: {_every(halved)} "
+            f"(under {SLOPE_KEPT:g}× or over {1 / SLOPE_KEPT:g}× the original, or of the other sign).{also}{one}",
         )
     if far:
-        worst = sorted(far, key=lambda t: -t[0])[0][1]
         return Verdict(
             "caution",
-            f"{len(far)} of {len(coefs)} coefficients move more than {STD_DIFF_FLAG} original SEs; worst {worst} {rule}.{one}",
+            f"{len(far)} of {len(coefs)} coefficients move more than {STD_DIFF_FLAG} original SEs: {_every(far)} {rule}.{one}",
         )
     return Verdict("good", f"Every coefficient within {STD_DIFF_FLAG} original SEs of the original's {rule}.{one}")
+
+
+def _every(found: list[tuple[float, str, str]], most: int = 8) -> str:
+    """Every flagged term's text, the farthest first (past ``most``, how many more).
+
+    >>> _every([(1.0, "a", "a 1 → 0"), (3.0, "b", "b 2 → -2")])
+    'b 2 → -2; a 1 → 0'
+    """
+    ranked = [text for _, _, text in sorted(found, key=lambda t: -t[0])]
+    more = f"; and {len(ranked) - most} more" if len(ranked) > most else ""
+    return "; ".join(ranked[:most]) + more
 
 
 SECTIONS: dict[str, Callable[[Mapping[str, Any]], Verdict | None]] = {
