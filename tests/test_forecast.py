@@ -160,6 +160,22 @@ def test_modips_noise_is_the_sanitizers_own_under_either_post_processing():
     assert seen == {"threshold", "truncation"}
 
 
+def test_privsyn_chosen_marginals_are_weak_when_even_the_smallest_pair_is_mostly_noise():
+    """At ρ = 0.01 over 100 rows, the smallest of these pairs (400 cells) at the least noise would gain
+    far more spurious records than n: weak, whatever the run chooses; at 10⁶ rows, no verdict."""
+    from dipsy.privacy import ZCDP
+
+    domain = Domain.from_sizes({"a": 20, "b": 20, "c": 30})
+    plan = get("privsyn")(ZCDP(0.01)).plan(None, domain)
+    chosen = lambda rows: next(p for p in forecast(plan, domain, rows=rows).parts if "chosen marginals" in p["what"])  # noqa: E731
+    small, large = chosen(100), chosen(10**6)
+    f = small["figures"]
+    best = 400 * f["spurious_per_empty_cell_at_least_noise"] / (100 + 400 * f["spurious_per_empty_cell_at_least_noise"])
+    assert small["verdict"] == "weak" and f["noise_share_at_least"] == pytest.approx(best) and best >= 0.3
+    assert "mostly lost" in small["text"]
+    assert large["verdict"] == "unknown" and large["figures"]["noise_share_at_least"] < 0.3
+
+
 @pytest.mark.parametrize("sets", [1, 3])
 def test_privsyn_chosen_marginals_get_their_least_noise_and_no_verdict(sets):
     """Whatever the run chooses shares one set's ρ₃: each chosen marginal's noise variance is at

@@ -227,8 +227,12 @@ def _chosen_marginals(plan: Any, domain: Domain, n: int | None) -> dict | None:
     Whichever marginals the run chooses share ρ₃ (one set's, with m sets), so each has discrete
     Gaussian noise of σ² ≥ θ²/(2ρ₃) per cell — the bound is reached when one marginal takes all
     of it. Figures for the pairs of the domain at that least noise: the spurious records a pair of
-    c cells may gain, c·E⁺. No verdict: the selection weighs each pair's noise against its
-    dependency score, which is data (a noisy measurement of the run).
+    c cells may gain, c·E⁺. The selection weighs each pair's noise against its dependency score,
+    which is data (a noisy measurement of the run), so no verdict can say the pairs will be good;
+    but with n known, when even the smallest pair at that least noise would be
+    :data:`SHARE_WEAK` or more noise, every pair the run could choose is at least that bad:
+    "weak" (never "noise": the run may choose no pair and release its one-way marginals, which
+    are judged on their own).
     """
     from .privacy import ZCDP
 
@@ -256,12 +260,21 @@ def _chosen_marginals(plan: Any, domain: Domain, n: int | None) -> dict | None:
         f"{middle:,} cells (the median pair) may gain {middle * positive:,.0f} spurious records, the largest "
         f"({largest:,} cells) {largest * positive:,.0f}"
     )
+    verdict = "unknown"
     if n is not None:
         figures["n"] = n
         text += f", against n = {n:,}"
+        best = smallest * positive / (n + smallest * positive)  # the least noise share any chosen pair can have
+        figures["noise_share_at_least"] = best
+        if best >= SHARE_WEAK:
+            verdict = "weak"
+            text += (
+                f"; even the smallest pair ({smallest:,} cells) would be {_ratio(best)} noise at the least noise, so any "
+                "relationship between two columns is mostly lost"
+            )
     return {
         "what": plan.adaptive_label,
-        "verdict": "unknown",
+        "verdict": verdict,
         "share": None,
         "figures": figures,
         "text": text + "; which marginals the run chooses, and so their noise, depends on its noisy scores",
