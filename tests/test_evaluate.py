@@ -54,6 +54,12 @@ def test_the_api_writes_the_report_with_the_metrics(tmp_path, ce):
     metrics = dipsy.evaluate(ce, copy_release(tmp_path / "copy", ce), formula=FORMULA, report=tmp_path / "r" / "report.html")
     page = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
     assert metrics["release"]["method"] == "copy" and "Privacy" in page and FORMULA.split(" ~ ")[0] in page
+    folder = tmp_path / "copy"
+    for target in (folder / "release.json", tmp_path / "ledger.sqlite"):  # a file of the release; the test's $DIPSY_LEDGER
+        before = target.read_bytes() if target.exists() else None
+        with pytest.raises(DipsyError, match="report= names"):
+            dipsy.evaluate(ce, folder, report=target)
+        assert (target.read_bytes() if target.exists() else None) == before
 
 
 def test_columns_released_as_they_are_get_a_score_of_their_own(tmp_path, ce):

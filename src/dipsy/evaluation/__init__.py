@@ -199,6 +199,8 @@ def evaluate(
     report
         An HTML file to write the report to as well (``dipsy evaluate --report``), written
         atomically; like the metrics, it reads the original, so keep it with the confidential data.
+        Refused before any work where it would overwrite the original, the domain file, a file of
+        the release or a budget ledger (:func:`dipsy.paths.check_outputs`).
 
     Returns
     -------
@@ -213,6 +215,17 @@ def evaluate(
     """
     if formula is not None:
         parse(formula)  # a formula that cannot be read is refused before any work
+    if report is not None:  # as `dipsy evaluate --report`: never over an input, the release or a ledger
+        from ..paths import check_outputs
+        from ..privacy.known import protected_ledgers
+
+        file = lambda x: x if isinstance(x, (str, Path)) else None  # noqa: E731 - a DataFrame or Release has no path
+        check_outputs(
+            {"report=": report},
+            {"the original data": file(original), "the domain file": file(domain)},
+            folders={"the release": file(release)},
+            ledgers=protected_ledgers(),
+        )
     meta, tables, release_domain = load_release(release)
     if domain is None:
         domain = release_domain
