@@ -683,7 +683,8 @@ class RandomDecisionTrees(Synthesizer):
             "the trees' structure: from the domain and the recorded structure_seed only"
             if random
             else "the structure file (public records that decide the splits; recorded by name and SHA-256 under options), "
-            "and the trees' structure grown from it with the recorded structure_seed"
+            "and the trees' structure grown from it, its rows weighted by the recorded structure_weight (given, or n "
+            "over its rows where n is public), with the recorded structure_seed"
         )
         return tuple(out)
 
