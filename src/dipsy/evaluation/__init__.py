@@ -276,9 +276,14 @@ def repeated_columns(meta: dict) -> list[str]:
     >>> repeated_columns({"privacy": {"relation": {"kind": "substitute-values", "public": ["age"]}}})
     ['age']
     """
-    privacy = meta.get("privacy") or {}
-    relation = privacy.get("relation") or (privacy.get("if_unseeded") or {}).get("relation") or {}
+    relation = stated(meta.get("privacy") or {}, "relation") or {}
     return [str(c) for c in relation.get("public") or []] if isinstance(relation, dict) else []
+
+
+def stated(privacy: dict, key: str) -> Any:
+    """A field of a release's privacy statement; a seeded test release's from the statement it
+    would have unseeded (``if_unseeded``)."""
+    return privacy.get(key) or (privacy.get("if_unseeded") or {}).get(key)
 
 
 def _sensitive(

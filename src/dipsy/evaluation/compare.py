@@ -88,6 +88,8 @@ def load_column(
 
 def summarise(x: np.ndarray, loaded: Sequence[tuple[Path, dict, list[np.ndarray]]], column: str) -> dict[str, Any]:
     """The comparison's numbers from :func:`load_column`'s values."""
+    from . import stated  # the package imports this module: read at call time
+
     out: dict[str, Any] = {
         "column": column,
         "quantiles": list(QUANTILES),
@@ -102,7 +104,7 @@ def summarise(x: np.ndarray, loaded: Sequence[tuple[Path, dict, list[np.ndarray]
                 "method": meta.get("method"),
                 "release_id": meta.get("release_id"),
                 **_guarantee(meta.get("privacy") or {}),
-                "neighbouring": _relation(meta.get("privacy") or {}),
+                "neighbouring": stated(meta.get("privacy") or {}, "neighbouring"),
                 "rows": meta.get("rows"),
                 "on_invalid": meta.get("on_invalid"),
                 "sets": len(ys),
@@ -116,11 +118,6 @@ def summarise(x: np.ndarray, loaded: Sequence[tuple[Path, dict, list[np.ndarray]
         )
     out["notes"] = _differences(out["releases"])
     return out
-
-
-def _relation(privacy: Mapping[str, Any]) -> Any:
-    """The release's neighbouring relation (a seeded test release states the one it would have unseeded)."""
-    return privacy.get("neighbouring") or (privacy.get("if_unseeded") or {}).get("neighbouring")
 
 
 def _differences(releases: Sequence[Mapping[str, Any]]) -> list[str]:
