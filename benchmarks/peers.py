@@ -88,7 +88,11 @@ TOOLS = {
 }
 #: what pip installs into each peer's environment: the published package, its own pins doing the rest;
 #: opendp[mbi] leaves out pandas, which mbi 1.1.0 imports to turn its model into records
-ENVS = {"smartnoise": ["smartnoise-synth==1.0.8"], "opendp": ["opendp[mbi]==0.16.0", "pandas"]}
+ENVS = {
+    "smartnoise": ["smartnoise-synth==1.0.8"],
+    "opendp": ["opendp[mbi]==0.16.0", "pandas"],
+    "sdnist": ["sdnist==2.4"],  # benchmarks/sdnist_check.py: SDNist's own k-marginal score
+}
 #: one core means one thread: the libraries underneath would otherwise size their pools to the machine
 ONE_THREAD = {
     "OMP_NUM_THREADS": "1",
@@ -117,6 +121,7 @@ def ensure_env(name: str) -> Path:
     if stamp.exists() and stamp.read_text() == wanted and python.exists():
         return python
     log.info("installing %s into %s (once)", " ".join(ENVS[name]), folder)
+    VENVS.mkdir(parents=True, exist_ok=True)
     install_log = VENVS / f"{name}-install.log"
     steps = [[str(python), "-m", "pip", "install", *ENVS[name]]]
     if not python.exists():

@@ -74,7 +74,7 @@ def test_columns_released_as_they_are_get_a_score_of_their_own(tmp_path, ce):
     (folder / "release.json").write_text(json.dumps(meta))
     marginals = dipsy.evaluate(ce, folder, report=tmp_path / "report.html")["marginals"]
     part = marginals["synthesized"]
-    assert "k-marginal score over the synthesized columns" in (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "All-pairs score over the synthesized columns" in (tmp_path / "report.html").read_text(encoding="utf-8")
     pairs = [m for m in marginals["2-way"]["marginals"] if set(m["columns"]) != {"Race", "UrbanRural"}]
     assert part["repeated"] == ["UrbanRural", "Race"] or part["repeated"] == ["Race", "UrbanRural"]
     assert part["pairs"] == len(pairs) == marginals["2-way"]["count"] - 1
@@ -126,7 +126,7 @@ def test_cli_writes_metrics_and_report(tmp_path, capsys):
     )
     out = capsys.readouterr()
     assert code == 0, out.err
-    assert "k-marginal score" in out.out
+    assert "all-pairs score (dipsy's)" in out.out
     assert json.loads((tmp_path / "m.json").read_text())["inference"]["formula"] == FORMULA
     assert (tmp_path / "r.html").read_text().count("data:image/png;base64") >= 3
     assert main(["evaluate", str(CE_DATA), str(tmp_path / "missing")]) == 2

@@ -121,10 +121,17 @@ def test_evaluate_and_the_report_show_the_worst_groups(tmp_path, capsys):
             str(tmp_path / "m.json"),
         ]
     )
-    assert code == 0 and "2-way score inside 3 groups of g" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert code == 0 and "2-way score inside 3 groups of g" in printed
+    assert "SDNist's k-marginal score (pairs with g)" in printed and "all-pairs score (dipsy's)" in printed
     html = (tmp_path / "r.html").read_text()
     assert "Inside each group" in html and "worst groups" in html and "g = " in html
+    assert "SDNist&#x27;s k-marginal score" in html or "SDNist's k-marginal score" in html
     import json
 
-    by_group = json.loads((tmp_path / "m.json").read_text())["marginals"]["by_group"]
+    marginals = json.loads((tmp_path / "m.json").read_text())["marginals"]
+    by_group = marginals["by_group"]
     assert by_group["groups_scored"] == 3 and len(by_group["worst"]) == 3 and 0 < by_group["score"] <= 1000
+    sdnist = marginals["sdnist"]  # SDNist's score: pairs of the other columns jointly with g, per group beside 40 %
+    assert sdnist["groups"] == ["g"] and sdnist["by_group"]["groups_scored"] == 3 and 0 < sdnist["score"] <= 1000
+    assert all(0 <= w["baseline"] <= 1000 for w in sdnist["by_group"]["worst_groups"])

@@ -1229,7 +1229,7 @@ def rdt_leaf_size(
     "--groups",
     metavar="COL[,COL]",
     default=None,
-    help="Score the marginals inside each group of these columns too (the NIST challenge's per-PUMA view), e.g. PUMA or PUMA,YEAR.",
+    help="Score the marginals inside each group of these columns too, SDNist's k-marginal score among them (the NIST per-PUMA view), e.g. PUMA or PUMA,YEAR.",
 )
 @click.option(
     "--group-k", type=click.IntRange(1, 3), default=3, show_default=True, help="Order of the marginals scored inside each group."
@@ -1276,7 +1276,15 @@ def evaluate_command(
     )
     km = marg["k_marginal_score"]
     baselines = ", ".join(f"{b['fraction']:.0%} {b['score']:.0f}" for b in km["baselines"])
-    out.print(f"k-marginal score {km['score']:.0f} of 1000 (subsamples of the original: {baselines})")
+    out.print(f"all-pairs score (dipsy's) {km['score']:.0f} of 1000 (subsamples of the original: {baselines})")
+    if "sdnist" in marg:
+        sd, sg = marg["sdnist"], marg["sdnist"]["by_group"]
+        out.print(
+            f"SDNist's k-marginal score (pairs with {', '.join(sd['groups'])}) {sd['score']:.0f} of 1000, like a "
+            f"{', '.join(f'{f:.0%}' for f in sd['equivalent_fraction'])} subsample; per group mean "
+            f"{', '.join(f'{v:.0f}' for v in sg['mean'])}, worst {', '.join(f'{v:.0f}' for v in sg['worst'])} "
+            f"(40% subsamples: {sg['baseline_mean']:.0f})"
+        )
     if "by_group" in marg:
         g = marg["by_group"]
         worst = "; ".join(

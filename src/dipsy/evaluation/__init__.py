@@ -31,6 +31,7 @@ from .propensity import pmse_all
 from .regressions import regression
 from .relationships import indicator_relationships, numeric_correlations
 from .rules import rule_breaks
+from .sdnist import sdnist_kmarginal
 from .sensitive import sensitive_utility
 from .verdicts import verdicts as section_verdicts  # the name "verdicts" stays the module
 
@@ -191,9 +192,10 @@ def evaluate(
         default the release's own (``parameters.sensitive``, as ``rdt`` records them, with
         ``parameters.public_columns`` as the public ones), else the key holds None.
     groups
-        Group columns (e.g. ``["PUMA"]``): the marginals section then adds ``"by_group"``, the
-        k-marginal score inside each group (:func:`.groups.grouped_kmarginal`, the NIST
-        challenge's per-PUMA view), with the worst groups.
+        Group columns (e.g. ``["PUMA"]``): the marginals section then adds ``"sdnist"``, SDNist
+        2.x's k-marginal score, whole-file and per group, with its subsample baselines
+        (:func:`.sdnist.sdnist_kmarginal`), and ``"by_group"``, dipsy's ``group_k``-way score
+        inside each group (:func:`.groups.grouped_kmarginal`), with the worst groups.
     group_k
         The order of the marginals scored inside each group (default 3).
     report
@@ -243,7 +245,14 @@ def evaluate(
             "columns": list(domain.names),
         },
         "marginals": kway_marginals(orig, tables, domain, seed=seed, repeated=repeated_columns(meta))
-        | ({"by_group": grouped_kmarginal(orig, tables, domain, list(groups), k=group_k, seed=seed)} if groups else {}),
+        | (
+            {
+                "sdnist": sdnist_kmarginal(orig, tables, domain, list(groups), seed=seed),
+                "by_group": grouped_kmarginal(orig, tables, domain, list(groups), k=group_k, seed=seed),
+            }
+            if groups
+            else {}
+        ),
         "numeric": numeric_summary(orig, tables, domain, seed=seed),
         "propensity": pmse_all(orig, tables, domain, seed=seed),
         "relationships": {

@@ -516,9 +516,9 @@ def _marginal_rows(marginals: Mapping[str, Any]) -> list[list[str]]:
         phrase = _baseline_phrase(score).removeprefix(" — ")
         rows.append(
             [
-                "k-marginal score",
+                "all-pairs score",
                 value_cell(fmt(score.get("score"), 4), phrase),
-                "(1 − mean TVD) × 1000 over the marginals, as in the NIST challenges, set beside random subsamples of the original, whose scores show what sampling error alone costs.",
+                "dipsy's own: (1 − mean TVD) × 1000 over every pair of columns as the domain bins them (not SDNist's score, which pairs columns jointly with a group column: evaluate with --groups), set beside random subsamples of the original, whose scores show what sampling error alone costs.",
                 "higher",
             ]
         )
@@ -721,11 +721,11 @@ def _marginals(marginals: Mapping[str, Any], original: pd.DataFrame, tables: Seq
         )
     )
     out.append("<h3>Worst two-way marginals</h3>" + _heatmaps(_mapping(marginals.get("2-way")), original, tables, domain))
-    out.append("<h3>k-marginal score</h3>" + _kscore(_mapping(marginals.get("k_marginal_score"))))
+    out.append("<h3>All-pairs score</h3>" + _kscore(_mapping(marginals.get("k_marginal_score"))))
     part = _mapping(marginals.get("synthesized"))
     if part:
         out.append(
-            "<h3>k-marginal score over the synthesized columns</h3>"
+            "<h3>All-pairs score over the synthesized columns</h3>"
             + _p(
                 f"The release repeats {esc(', '.join(map(str, part.get('repeated') or [])))} as they are, so the pairs of "
                 f"those columns are the original's own. Over the {fmt(part.get('pairs'))} pairs that hold a synthesized "
@@ -733,6 +733,8 @@ def _marginals(marginals: Mapping[str, Any], original: pd.DataFrame, tables: Seq
                 f"{fmt(_mapping(marginals.get('k_marginal_score')).get('score'), 4)} over every pair."
             )
         )
+    if marginals.get("sdnist"):
+        out.append("<h3>SDNist's k-marginal score</h3>" + _sdnist(_mapping(marginals.get("sdnist"))))
     if marginals.get("by_group"):
         out.append("<h3>Inside each group</h3>" + _by_group(_mapping(marginals.get("by_group"))))
     return "".join(out)
@@ -846,6 +848,40 @@ def _percent(x: Any) -> str:
         return "—"
 
 
+def _sdnist(s: Mapping[str, Any]) -> str:
+    """SDNist 2.x's k-marginal score, its subsample equivalent and its per-group scores beside the
+    40 % subsample baseline (:mod:`.sdnist`)."""
+    cols = ", ".join(map(str, s.get("groups") or []))
+    g = _mapping(s.get("by_group"))
+    equivalent = ", ".join(f"{100 * float(f):.0f} %" for f in s.get("equivalent_fraction") or [])
+    text = (
+        f"SDNist 2.x's definition: each of the {fmt(s.get('pairs'))} pairs of columns (numbers in 20 percentile-rank bins "
+        f"of the original) scored jointly with {esc(cols)}, 500 × (2 − mean L1 distance). Score "
+        f"{fmt_sets(s.get('per_set'))}: about what a random {equivalent} subsample of the original scores. "
+        f"Inside each of the {fmt(g.get('groups_scored'))} groups, 1000 × (1 − mean L1 capped at the group's share): mean "
+        f"{fmt_sets(g.get('mean'))}, worst {fmt_sets(g.get('worst'))}, against {fmt(g.get('baseline_mean'), 4)} for "
+        f"{100 * float(g.get('baseline_fraction') or 0):.0f} % subsamples of the original (the mean of five draws)."
+    )
+    rows = [
+        [
+            ", ".join(f"{k} = {v}" for k, v in _mapping(w.get("group")).items()),
+            fmt(w.get("rows_original")),
+            fmt(w.get("score"), 4),
+            fmt(w.get("baseline"), 4),
+        ]
+        for w in g.get("worst_groups") or []
+    ]
+    subsamples = [[f"{100 * float(b['fraction']):.0f} %", fmt(b.get("score"), 4)] for b in s.get("subsamples") or []]
+    return (
+        _p(text)
+        + html_table(["worst groups", "original rows", "score", "40 % subsample"], rows, numeric=range(1, 4))
+        + _fold(
+            "SDNist's whole-file score of random subsamples of the original",
+            html_table(["subsample", "score"], subsamples, compact=True),
+        )
+    )
+
+
 def _by_group(g: Mapping[str, Any]) -> str:
     """The per-group score: its definition, the spread over groups, and the worst groups."""
     cols = ", ".join(map(str, g.get("groups") or []))
@@ -903,7 +939,7 @@ def _sortable(x: float) -> float:
 
 def _kscore(score: Mapping[str, Any]) -> str:
     if not score:
-        return _na("no k-marginal score was computed")
+        return _na("no all-pairs score was computed")
     text = f"Score {fmt(score.get('score'), 4)}{_baseline_phrase(score)}. "
     rows = [
         [f"random {label} subsample of the original" + (f" ({fmt(n)} rows)" if n is not None else ""), fmt(v, 4)]
@@ -913,7 +949,7 @@ def _kscore(score: Mapping[str, Any]) -> str:
     fig = html_figure(
         plots.kmarginal_plot(score),
         "Score of each synthetic set (dots) and their mean (dashed) against the scores of random subsamples of the original data (grey lines). A synthetic set that scores like a p% subsample is about as faithful to the marginals as p% of the real rows.",
-        "k-marginal score against subsample baselines",
+        "all-pairs score against subsample baselines",
     )
     return (
         _p(text + "Higher is better; 1000 means identical marginals.") + fig + html_table(["data", "score"], rows, compact=True)
