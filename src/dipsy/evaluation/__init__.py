@@ -34,6 +34,7 @@ from .rules import rule_breaks
 from .sdnist import sdnist_kmarginal
 from .sensitive import sensitive_utility
 from .verdicts import verdicts as section_verdicts  # the name "verdicts" stays the module
+from .yardsticks import two_way_yardsticks
 
 
 def load_release(release: Release | str | Path) -> tuple[dict[str, Any], list[pd.DataFrame], Domain]:
@@ -245,6 +246,7 @@ def evaluate(
             "columns": list(domain.names),
         },
         "marginals": kway_marginals(orig, tables, domain, seed=seed, repeated=repeated_columns(meta))
+        | {"yardsticks": two_way_yardsticks(orig, tables, domain, meta["privacy"], seed, repeated_columns(meta))}
         | (
             {
                 "sdnist": sdnist_kmarginal(orig, tables, domain, list(groups), seed=seed),

@@ -32,6 +32,10 @@ MARGINAL_TVD_OK = 0.05
 #: of the average table, twice the sampling level above and enough to change a cross-tabulation's
 #: reading.
 MARGINAL_TVD_FLAG = 0.10
+#: A release's mean two-way TVD within this factor of the sampling floor (a resample of the original
+#: as large as a synthetic set, :mod:`.yardsticks`) is called near it: the synthesis then costs at
+#: most what sampling costs once more, the least a DP release, which adds noise to a sample, can do.
+NEAR_FLOOR = 2.0
 #: Largest ECDF gap U_m (the KS statistic) over which a numeric column is flagged: the two-sample
 #: KS test's 5 % critical value, 1.36 sqrt(2 / n), is 0.061 at n = 1,000 per side, so a gap of 0.1
 #: is beyond sampling error from about 370 records up; and a tenth of the rows on the wrong side of
@@ -151,6 +155,18 @@ def marginals(part: Mapping[str, Any]) -> Verdict | None:
         return None
     worst = " × ".join(map(str, order.get("worst_columns") or []))
     worst_text = f" (worst {worst}: {_g(_num(order.get('worst_tvd')))})" if worst else ""
+    y = _mapping(part.get("yardsticks"))
+    floor, independent = _num(y.get("floor")), _num(y.get("independent"))
+    synthesized, ys = _mapping(part.get("synthesized")), _mapping(y.get("synthesized"))
+    if key == "2-way" and ys and not math.isnan(_num(synthesized.get("score"))):
+        # columns released as they are make their own pairs exact: judge the pairs that hold a synthesized one
+        tvd, floor, independent = 1 - _num(synthesized.get("score")) / 1000, _num(ys.get("floor")), _num(ys.get("independent"))
+        repeated = ", ".join(map(str, synthesized.get("repeated") or []))
+        worst_text = (
+            f" (over the {_g(_num(ys.get('pairs')))} pairs that hold a synthesized column; {repeated} released as they are)"
+        )
+    if key == "2-way" and not (math.isnan(floor) or math.isnan(independent)):
+        return _against_yardsticks(tvd, floor, independent, y, worst_text)
     if tvd <= MARGINAL_TVD_OK:
         return Verdict(
             "good",
@@ -167,6 +183,44 @@ def marginals(part: Mapping[str, Any]) -> Verdict | None:
         "poor",
         f"{name} marginals: mean TVD {_g(tvd)} > {MARGINAL_TVD_FLAG}{worst_text}: "
         f"on average {tvd:.0%} of the rows sit in a different cell — tabulations of the release will differ visibly.",
+    )
+
+
+def _against_yardsticks(tvd: float, floor: float, independent: float, y: Mapping[str, Any], worst_text: str) -> Verdict:
+    """The two-way verdict from the yardsticks: good near the sampling floor and closer than
+    independent columns (or where independence itself is within the floor's band: columns with
+    little joint structure), poor when no closer than independent columns, caution between.
+
+    >>> v = _against_yardsticks(0.03, 0.02, 0.09, {"rows": 100, "noise": None}, "")
+    >>> v.level, v.text[:60]
+    ('good', 'Two-way marginals: mean TVD 0.03, against 0.02 for a resampl')
+    >>> _against_yardsticks(0.1, 0.02, 0.09, {"rows": 100, "noise": None}, "").level
+    'poor'
+    """
+    noise = _mapping(y.get("noise"))
+    budget = f"at the same budget ({noise.get('budget')})" if noise else "with exact one-way tables"
+    numbers = (
+        f"Two-way marginals: mean TVD {_g(tvd)}, against {_g(floor)} for a resample of the original of "
+        f"{_g(_num(y.get('rows')))} rows and {_g(independent)} for independent columns {budget}{worst_text}"
+    )
+    structure = independent > NEAR_FLOOR * floor  # the original's pairs hold more than sampling error
+    if tvd <= NEAR_FLOOR * floor and (tvd < independent or not structure):
+        why = (
+            "near what sampling alone costs, and closer than columns that keep no relationship."
+            if structure
+            else "near what sampling alone costs; the columns hold little joint structure beyond sampling error."
+        )
+        return Verdict("good", f"{numbers}: {why}")
+    if tvd < independent:
+        return Verdict(
+            "caution",
+            f"{numbers}: closer than independent columns but {tvd / floor:.1f} times sampling's distance "
+            f"(near is within {NEAR_FLOOR:g} times): the relationships are kept only in part.",
+        )
+    return Verdict(
+        "poor",
+        f"{numbers}: no closer than columns drawn independently — the release keeps none of the joint "
+        "structure one-way tables lack.",
     )
 
 
