@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ..domain import Domain
+from ..privacy.budget import ZCDP
 from ..privacy.composition import requested_budget
 from .marginals import encode_valid, shared_domain
 
@@ -49,7 +50,8 @@ def noise_per_column(privacy: Mapping[str, Any], columns: int) -> dict[str, Any]
     >>> noise_per_column({"definition": "pure-DP", "epsilon_per_set": 1.0, "relation": {"kind": "substitute"}}, 3)["scale"]
     6.0
     """
-    relation = privacy.get("relation") if isinstance(privacy.get("relation"), Mapping) else {}
+    given = privacy.get("relation")
+    relation: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
     kind = str(relation.get("kind") or "")
     theta = float(relation.get("theta") or 1)
     l1, l2 = (1.0, 1.0) if kind == "add-remove" else (2.0, math.sqrt(2.0))
@@ -61,7 +63,9 @@ def noise_per_column(privacy: Mapping[str, Any], columns: int) -> dict[str, Any]
     if privacy.get("differentially_private") is not False and eps is not None and delta is not None and delta < 1:
         # the largest ρ whose (ε, δ) statement is the release's, by dipsy's own conversion: the most
         # generous budget the independent columns could be given, so the strictest yardstick
-        rho = requested_budget("zCDP", epsilon=eps, delta=delta)[0].rho
+        budget_rho = requested_budget("zCDP", epsilon=eps, delta=delta)[0]
+        assert isinstance(budget_rho, ZCDP)
+        rho = budget_rho.rho
         sigma = theta * l2 * math.sqrt(columns / (2.0 * rho))
         budget = f"(ε, δ) = ({eps:.4g}, {delta:.2g}) per set as ρ = {rho:.4g}, ρ/{columns} per column"
         return {"kind": "gaussian", "scale": sigma, "budget": budget}
