@@ -25,11 +25,24 @@ That is enough to say beforehand how much of the release will be prior or noise 
 
 - **Marginals chosen during the run** under a zCDP share ρ₃ (privsyn's): the least noise any of
   them can have, σ² ≥ θ²/(2ρ₃) per cell, and what a pair of the domain would gain at that noise.
+- **The marginal methods' chosen measurements** (:mod:`dipsy.forecast_marginals`), each a noisy
+  table whose noise the plan fixes, or bounds, while the run chooses which tables:
+  - MST: the d − 1 pairs of its spanning tree, each at ρ/(3(d − 1)). Every tree's worst pair has
+    between s_min·s_max cells (the widest column joined to the narrowest) and the largest pair's.
+  - AIM: the rounds' marginals, from a one-way to the largest candidate, with noise between what
+    0.9·ρ/T and the largest remainder a last round can keep allow.
+  - DPSyn: each regime the noisy total can pick, with the range of its group and marginal ε. The
+    regimes' odds are given when n is known.
+  - The random decision trees: each tree's leaves × labels (the plan grows the trees from public
+    inputs), the bound averaged over a column's trees.
 
 Each part gets a verdict against stated thresholds (:data:`SHARE_NOISE`, …); the release's is the
-worst part's. Adaptive choices (which pairs privsyn takes, dpsyn's regime, random trees' leaves)
-and data-dependent costs (the pseudo-posterior) get no verdict, and the forecast says so. Every figure is a function of
-public inputs only, so the forecast may go into ``release.json``.
+worst part's. A part whose tables the run chooses gets a verdict only when it holds for every table
+the run could measure. It is "weak" when even the least bad of them is; it is "useful" only when even
+the worst is useful. Otherwise the part gets no verdict: it states the range, and the forecast lists
+the part among those not forecast. The public regime of dpsyn and the pseudo-posterior's
+data-dependent costs get no verdict either. Every figure is a function of public inputs only, so
+the forecast may go into ``release.json``.
 
 >>> from dipsy.domain import Domain
 >>> from dipsy.methods import get
@@ -161,18 +174,27 @@ def forecast(plan: Any, domain: Domain, rows: int | None = None, method: str = "
     elif rows is not None:
         n = rows
         inputs.append(f"n ≈ {rows} rows, declared public by the steward for this forecast")
-    parts, skipped = [], []
+    from .forecast_marginals import is_leaf_count, leaf_parts, marginal_parts
+
+    parts, skipped, leaves = [], [], []
     for m in plan.measurements:
+        if is_leaf_count(m):  # random decision trees: one part per sensitive column, below
+            leaves.append(m)
+            continue
         part = _part(m, domain, n)
         if part is not None:
             parts.append(part)
         elif not _silent(m):
             skipped.append(m.label)
-    if plan.adaptive is not None:
-        chosen = _chosen_marginals(plan, domain, n)
-        if chosen is not None:
-            parts.append(chosen)
-        skipped.append(f"{plan.adaptive_label} (chosen during the run)")
+    if leaves:
+        parts += leaf_parts(leaves, domain, n, plan.parameters)
+    extra = marginal_parts(plan, domain, n)  # MST, AIM, DPSyn; None for any other plan
+    if extra is None and plan.adaptive is not None:
+        chosen = _chosen_marginals(plan, domain, n)  # privsyn's
+        extra = [] if chosen is None else [chosen]
+    parts += extra or []
+    if plan.adaptive is not None and not any(p["what"] == plan.adaptive_label and p["verdict"] in VERDICTS for p in parts):
+        skipped.append(f"{plan.adaptive_label} (chosen during the run)")  # a verdict holds for every run, or it is listed
     # worst first, and within a verdict the largest share of prior or noise first
     parts = sorted(_merge_sets(parts), key=lambda p: (-_severity(p["verdict"]), -(p["share"] or 0.0)))
     judged = [p["verdict"] for p in parts if p["verdict"] in VERDICTS]
@@ -239,8 +261,12 @@ def _chosen_marginals(plan: Any, domain: Domain, n: int | None) -> dict | None:
     spends = getattr(plan, "adaptive_sets", ()) or ()
     budget = spends[0].budget if spends else plan.adaptive
     theta = plan.parameters.get("theta")
-    if not isinstance(budget, ZCDP) or "one_way_sigma2" not in plan.parameters or not isinstance(theta, int):
-        return None
+    if (
+        not isinstance(budget, ZCDP)
+        or not isinstance(plan.parameters.get("one_way_sigma2"), Mapping)
+        or not isinstance(theta, int)
+    ):
+        return None  # privsyn's plans only: one σ² per column
     sizes = domain.shape(domain.names)
     pairs = sorted(a * b for i, a in enumerate(sizes) for b in sizes[i + 1 :])
     if not pairs:
@@ -437,8 +463,15 @@ def _merge_sets(parts: list[dict]) -> list[dict]:
 
 
 def _advice(method: str, verdict: str, parts: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What would do better, naming the cause: the advice of the parts that set the verdict (the
+    marginal methods' and the trees' parts name their own budget split), else of any part that
+    has some, else the method's."""
     if verdict not in ("noise", "weak"):
         return []
+    for chosen in ([p for p in parts if p["verdict"] == verdict], parts):
+        own = list(dict.fromkeys(a for p in chosen for a in p.get("advice", ())))
+        if own:
+            return own
     if method in ("dirichlet-multinomial", "dp-prior", "laplace-sanitizer", "beta-binomial"):
         cells = max((p["figures"].get("cells", 0) for p in parts), default=0)
         return [
