@@ -17,7 +17,8 @@ from dipsy.cli import main
 from dipsy.domain import Domain
 from dipsy.engine import engine_for
 from dipsy.errors import NoiseError
-from dipsy.forecast import SHARE_NOISE, _positive_noise, forecast
+from dipsy.forecast import forecast
+from dipsy.forecast_noise import SHARE_NOISE, positive_noise
 from dipsy.methods import get
 from dipsy.privacy import PureDP
 from dipsy.privacy.measurement import DiscreteGaussian, DiscreteLaplace
@@ -55,8 +56,8 @@ def test_the_spurious_records_of_an_empty_cell_match_the_samplers(mech):
     )
     positive = np.maximum(draws, 0)
     se = positive.std() / math.sqrt(positive.size)
-    assert abs(positive.mean() - _positive_noise(mech)) < 5 * se
-    assert abs(_positive_noise(mech) - 1.05 * _positive_noise(mech)) > 5 * se  # the test could tell a 5 % error
+    assert abs(positive.mean() - positive_noise(mech)) < 5 * se
+    assert abs(positive_noise(mech) - 1.05 * positive_noise(mech)) > 5 * se  # the test could tell a 5 % error
 
 
 def test_the_noisy_table_forecast_bounds_the_spurious_records_measured_on_ce(tmp_path):

@@ -45,10 +45,10 @@ PLACED = {
                   methods.pseudo_posterior.draws methods.pseudo_posterior.mechanism methods.pseudo_posterior.models
                   methods.pseudo_posterior.range_bound methods.pseudo_posterior.synthesizer methods.rdt
                   methods.rdt.calibration methods.rdt.features methods.rdt.sequential methods.rdt.synthesizer methods.rdt.trees""",
-    "release": """authoring discovery_run forecast release release_sets request""",
+    "release": """authoring discovery_run forecast forecast_marginals forecast_noise release release_sets request""",
     "evaluation": """evaluation evaluation.compare evaluation.groups evaluation.marginals evaluation.missing evaluation.numeric evaluation.plots
                      evaluation.propensity evaluation.regressions evaluation.relationships evaluation.report evaluation.rules
-                     evaluation.sensitive evaluation.verdicts formula inference""",
+                     evaluation.sdnist evaluation.sensitive evaluation.verdicts evaluation.yardsticks formula inference""",
     "api": """dipsy api""",
     "audit": """audit audit.cases audit.losses audit.record audit.runner""",
     "cli": """__main__ cli""",

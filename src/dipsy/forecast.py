@@ -64,14 +64,10 @@ from typing import Any
 
 from .domain import Domain
 from .errors import DipsyError
+from .forecast_noise import SHARE_NOISE, SHARE_WEAK, discrete_laplace_positive, noise_ratio, positive_noise
 from .methods.base import MAX_ROWS
 from .privacy.measurement import DiscreteGaussian, DiscreteLaplace, Laplace, PosteriorDraw, Table, discrete_laplace_variance
 
-#: A part is "noise" when prior or noise makes at least this share of it: the data decide less
-#: than a tenth of what the synthetic records look like (``synth`` refuses it by default).
-SHARE_NOISE = 0.9
-#: … and "weak" from this share: nearly one synthetic record in three is prior or noise.
-SHARE_WEAK = 0.3
 #: A sanitized spread is "noise" when it cannot resolve an SD of an eighth of the column's
 #: bounds (skewed survey amounts, with the bound at a plausible maximum, have SDs about that size
 #: or smaller), "weak" below a fortieth.
@@ -232,7 +228,7 @@ def _part(m: Any, domain: Domain, n: int | None) -> dict | None:
         return _posterior(m, domain, n)
     if isinstance(mech, (DiscreteLaplace, DiscreteGaussian, Laplace)):
         cells = _cells(m.query, domain)
-        return None if cells is None else _table(m.label, m.query.columns, cells, _positive_noise(mech), _sd(mech), n)
+        return None if cells is None else _table(m.label, m.query.columns, cells, positive_noise(mech), _sd(mech), n)
     name = type(mech).__name__
     if name == "SmoothedDraw":
         return _share_part(
@@ -272,7 +268,7 @@ def _chosen_marginals(plan: Any, domain: Domain, n: int | None) -> dict | None:
     if not pairs:
         return None
     least = DiscreteGaussian.for_budget(budget, theta)
-    positive, sd = _positive_noise(least), _sd(least)
+    positive, sd = positive_noise(least), _sd(least)
     smallest, middle, largest = pairs[0], pairs[len(pairs) // 2], pairs[-1]
     figures = {
         "rho_chosen": budget.rho,
@@ -295,7 +291,7 @@ def _chosen_marginals(plan: Any, domain: Domain, n: int | None) -> dict | None:
         if best >= SHARE_WEAK:
             verdict = "weak"
             text += (
-                f"; even the smallest pair ({smallest:,} cells) would be {_ratio(best)} noise at the least noise, so any "
+                f"; even the smallest pair ({smallest:,} cells) would be {noise_ratio(best)} noise at the least noise, so any "
                 "relationship between two columns is mostly lost"
             )
     return {
@@ -319,7 +315,7 @@ def _posterior(m: Any, domain: Domain, n: int | None) -> dict | None:
         return _share_part(
             m.label,
             share,
-            f"the public prior (rate × exposure) holds {_ratio(share)} of every cell's posterior mean: "
+            f"the public prior (rate × exposure) holds {noise_ratio(share)} of every cell's posterior mean: "
             "the release mostly repeats the exposures",
             {"strength": mech.strength, "prior_share": share},
         )
@@ -330,43 +326,11 @@ def _posterior(m: Any, domain: Domain, n: int | None) -> dict | None:
     return _share_part(
         m.label,
         share,
-        f"the prior outweighs the data {_ratio(share)} at this ε over {cells:,} cells"
+        f"the prior outweighs the data {noise_ratio(share)} at this ε over {cells:,} cells"
         if share >= 0.5
-        else f"the prior holds {_ratio(share)} of the posterior over {cells:,} cells",
+        else f"the prior holds {noise_ratio(share)} of the posterior over {cells:,} cells",
         {"cells": cells, "prior_per_cell": mech.strength, "prior_share": share, "n": n},
     )
-
-
-def _ratio(share: float) -> str:
-    """``share`` as 'prior : data' in whole percent, e.g. '97 : 3'."""
-    a = min(100, max(0, round(100 * share)))
-    if a in (0, 100) and 0 < share < 1:  # say 99.8 : 0.2, not 100 : 0, while the other side is not nil
-        tenths = round(100 * share, 1)
-        return f"{tenths:g} : {round(100 - tenths, 1):g}"
-    return f"{a} : {100 - a}"
-
-
-def _positive_noise(mech: Any) -> float:
-    """E[max(e, 0)]: the spurious records an empty cell gains once negatives are set to 0.
-
-    Discrete Laplace, P(z) ∝ p^|z| with p = e^(−1/scale): Σ_{z≥1} z P(z) = p / (1 − p²).
-    Laplace (continuous) of scale b: b/2. Discrete Gaussian: summed over |z| ≤ 40σ + 10.
-    """
-    if isinstance(mech, DiscreteLaplace):
-        return _discrete_laplace_positive(mech.scale)
-    if isinstance(mech, Laplace):
-        return float(mech.scale) / 2
-    s2 = float(mech.sigma2)
-    top = int(40 * math.sqrt(s2)) + 10
-    w = [math.exp(-z * z / (2 * s2)) for z in range(top + 1)]
-    total = w[0] + 2 * sum(w[1:])
-    return sum(z * w[z] for z in range(1, top + 1)) / total
-
-
-def _discrete_laplace_positive(scale: Any) -> float:
-    """E[max(Z, 0)] for the discrete Laplace of ``scale``: p/(1 − p²), p = e^(−1/scale)."""
-    p = math.exp(-1 / float(scale))
-    return p / (1 - p * p)
 
 
 def _sd(mech: Any) -> float:
@@ -394,7 +358,7 @@ def _table(what: str, columns: Sequence[str], cells: int, positive: float, sd: f
     return _share_part(
         what,
         share,
-        f"up to {_ratio(share)} of the records may be noise over {cells:,} cells "
+        f"up to {noise_ratio(share)} of the records may be noise over {cells:,} cells "
         f"(noise sd {sd:.3g} per cell against {n / cells:.3g} records per cell on average)",
         figures,
     )
@@ -410,7 +374,7 @@ def _sanitization(what: str, mech: Any, domain: Domain, n: int | None) -> dict |
         name = comp.name
         column = next((c for c in numeric if c.name in name), numeric[0] if len(numeric) == 1 else None)
         if comp.discrete:  # cell counts: as a noisy table of exact discrete Laplace noise
-            part = None if n is None else _table(f"{what}: {name}", (), comp.size, _discrete_laplace_positive(scale), sd, n)
+            part = None if n is None else _table(f"{what}: {name}", (), comp.size, discrete_laplace_positive(scale), sd, n)
         elif column is None:
             continue
         else:

@@ -71,7 +71,7 @@ from fractions import Fraction
 from typing import Any
 
 from .domain import Domain
-from .forecast import SHARE_NOISE, SHARE_WEAK, _discrete_laplace_positive, _positive_noise, _ratio
+from .forecast_noise import SHARE_NOISE, SHARE_WEAK, discrete_laplace_positive, noise_ratio, positive_noise
 from .privacy import ZCDP
 from .privacy.budget import of_kind
 from .privacy.measurement import DiscreteGaussian, DiscreteLaplace
@@ -161,7 +161,7 @@ def _verdict_text(verdict: str, how: str, subject: str, reason: str) -> str:
 
 def _span(low: float, high: float) -> str:
     """'a : b to c : d' noise, said once when both ends round alike."""
-    a, b = _ratio(low), _ratio(high)
+    a, b = noise_ratio(low), noise_ratio(high)
     return a if a == b else f"{a} to {b}"
 
 
@@ -191,7 +191,7 @@ def _mst(plan: Any, domain: Domain, n: int | None) -> dict:
     pairs = sorted(a * b for i, a in enumerate(sizes) for b in sizes[i + 1 :])
     least_worst, largest = sizes[narrow] * sizes[wide], pairs[-1]
     cells = {"smallest": pairs[0], "median": pairs[len(pairs) // 2], "largest": largest, "least_worst": least_worst}
-    positive, sd, rho_pair = _positive_noise(two), two.sd, float(two.cost.rho)
+    positive, sd, rho_pair = positive_noise(two), two.sd, float(two.cost.rho)
     share = (f"ρ/(3·{m}(d − 1))" if d >= 3 else f"ρ/(2·{m})") if m > 1 else ("ρ/(3(d − 1))" if d >= 3 else "ρ/2")
     figures: dict[str, Any] = {
         "pairs_measured": d - 1,
@@ -319,7 +319,7 @@ def _aim(plan: Any, domain: Domain, n: int | None) -> dict:
     narrowest = min(sizes)
     largest = _largest_candidate(sizes, k, limit)
     smallest_k = math.prod(sorted(sizes)[:k])
-    plus, minus = _positive_noise(least), _positive_noise(most)
+    plus, minus = positive_noise(least), positive_noise(most)
     figures: dict[str, Any] = {
         "rounds": T,
         "rho_per_round_at_first": rho / T,
@@ -349,7 +349,7 @@ def _aim(plan: Any, domain: Domain, n: int | None) -> dict:
         text += (
             f": up to {_span(lo, hi)} noise against n = {n:,}"
             + (
-                f" (any {k}-way it measures, {_ratio(k_way)} or more)"
+                f" (any {k}-way it measures, {noise_ratio(k_way)} or more)"
                 if k > 1 and grade(k_way) != grade(lo) and how == "range"
                 else ""
             )
@@ -444,8 +444,8 @@ def _dpsyn(plan: Any, domain: Domain, n: int | None) -> list[dict]:
             regime |= {"marginal_epsilon": [eps - e0 - y_hi, eps - e0 - y_lo], "worst_marginal_cells": worst_marginal[name]}
         regime["noise_sd_per_cell"] = [[_sd(a), _sd(b)] for _, a, b in tables]
         if n is not None:
-            low = max((share_of(c, _positive_noise(a), n) for c, a, _ in tables), default=0.0)
-            high = max((share_of(c, _positive_noise(b), n) for c, _, b in tables), default=0.0)
+            low = max((share_of(c, positive_noise(a), n) for c, a, _ in tables), default=0.0)
+            high = max((share_of(c, positive_noise(b), n) for c, _, b in tables), default=0.0)
             regime["noise_share"] = [low, None if name == "public" else high]  # public: the other columns are not judged
         regimes[name] = regime
     figures: dict[str, Any] = {
@@ -549,7 +549,7 @@ def leaf_parts(measurements: Sequence[Any], domain: Domain, n: int | None, param
         K = domain[label].size
         assert K is not None, "rdt refuses a sensitive column without categories or bins"
         mech = next(iter(sets.values()))[0][1]
-        positive, sd = _discrete_laplace_positive(mech.scale), _sd(mech)
+        positive, sd = discrete_laplace_positive(mech.scale), _sd(mech)
         leaves = sorted(L for trees in sets.values() for L, _ in trees)
         per_tree = len(next(iter(sets.values())))
         middle = leaves[len(leaves) // 2]
@@ -579,7 +579,7 @@ def leaf_parts(measurements: Sequence[Any], domain: Domain, n: int | None, param
             figures |= {"n": n, "noise_share_at_most": share, "records_per_leaf": n / middle}
             verdict = grade(share)
             text += (
-                f"; a record's label is drawn from up to {_ratio(share)} noise on average (n = {n:,}, about "
+                f"; a record's label is drawn from up to {noise_ratio(share)} noise on average (n = {n:,}, about "
                 f"{n / middle:,.0f} records per leaf of the median tree"
                 + (", weighted by the confidential records" if parameters.get("targets") == "targets file" else "")
                 + ")"

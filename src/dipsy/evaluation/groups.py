@@ -127,7 +127,7 @@ def grouped_kmarginal(
 
     rows = np.array([np.bincount(g[g >= 0], minlength=scored.size) for g in gid])  # (1 + sets, groups)
     order = np.argsort(scores.mean(axis=0), kind="stable")[:worst]
-    labels = _labels(scored, groups, sizes, domain)
+    labels = group_labels(scored, groups, sizes, domain)
     return {
         "groups": list(groups),
         "k": k,
@@ -182,7 +182,7 @@ def _group_tvd(cells: list[np.ndarray], gid: list[np.ndarray], groups: int) -> n
     return out
 
 
-def _labels(scored: np.ndarray, groups: Sequence[str], sizes: dict[str, int], domain: Domain) -> list[dict[str, str]]:
+def group_labels(scored: np.ndarray, groups: Sequence[str], sizes: dict[str, int], domain: Domain) -> list[dict[str, str]]:
     """Each scored group cell as ``{column: label}`` (the domain's category labels or bin ranges)."""
     names = {g: code_labels(domain[g]) for g in groups}
     out = []
@@ -195,4 +195,4 @@ def _labels(scored: np.ndarray, groups: Sequence[str], sizes: dict[str, int], do
     return out
 
 
-__all__ = ["WORST_GROUPS", "grouped_kmarginal"]
+__all__ = ["WORST_GROUPS", "group_labels", "grouped_kmarginal"]

@@ -51,7 +51,7 @@ import pandas as pd
 from ..domain import Column, Domain
 from ..domain.codec import states
 from ..errors import DataError
-from .groups import WORST_GROUPS, _labels
+from .groups import WORST_GROUPS, group_labels
 from .marginals import encode_valid, shared_domain
 
 #: SDNist's number of percentile-rank bins for a numeric column.
@@ -185,7 +185,7 @@ def sdnist_kmarginal(
 
     per_group = np.array([r[1] for r in results])  # (sets, groups)
     order = np.argsort(per_group.mean(axis=0), kind="stable")[:worst]
-    labels = _labels(scored, groups, dict(zip(groups, gsizes)), domain)
+    labels = group_labels(scored, groups, dict(zip(groups, gsizes)), domain)
     return {
         "definition": "SDNist 2.x k-marginal: every pair of columns jointly with the groups, numbers in 20 "
         "percentile-rank bins, 500 × (2 − mean L1); per group 1000 × (1 − mean L1 capped at the group's share)",
