@@ -49,7 +49,7 @@ PLACED = {
     "evaluation": """evaluation evaluation.compare evaluation.groups evaluation.marginals evaluation.missing evaluation.numeric evaluation.plots
                      evaluation.propensity evaluation.regressions evaluation.relationships evaluation.report evaluation.rules
                      evaluation.sdnist evaluation.sensitive evaluation.verdicts evaluation.yardsticks formula inference""",
-    "api": """dipsy api""",
+    "api": """dipsy api synthesizer""",
     "audit": """audit audit.cases audit.losses audit.record audit.runner""",
     "cli": """__main__ cli""",
 }

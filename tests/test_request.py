@@ -152,6 +152,7 @@ def test_the_release_records_the_public_request(tmp_path):
         "rows": None,
         "stream": False,
         "engine": None,
+        "recorded_in_ledger": True,
         "output": None,
     }
     # Never the confidential data's path, the ledger's, or the data set's name in it.

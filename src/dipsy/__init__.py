@@ -21,6 +21,7 @@ _EXPORTS = {
     "Domain": "domain",
     "methods": "methods",
     "Release": "release",
+    "Synthesizer": "synthesizer",
 }
 
 
@@ -55,4 +56,4 @@ def evaluate(original, release, domain=None, **options):  # noqa: ANN001, ANN201
     return speaks_python(run)(original, release, domain, **options)
 
 
-__all__ = ["Column", "Domain", "Release", "__version__", "discover_domain", "evaluate", "methods", "synthesize"]
+__all__ = ["Column", "Domain", "Release", "Synthesizer", "__version__", "discover_domain", "evaluate", "methods", "synthesize"]

@@ -142,6 +142,8 @@ class Request:
                 value = getattr(self, f.name)
                 record[f.name] = list(value) if isinstance(value, tuple) else value
         record["options"] = dict(options)
+        # whether a budget ledger recorded the spend: a release drawn with none says so (the path stays private)
+        record["recorded_in_ledger"] = self.ledger is not None
         record["output"] = (
             None if self.output is None else {"format": self.output.format, "partition_by": list(self.output.partition_by)}
         )
