@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import json
+from unittest import mock
 
 import numpy as np
 import pandas as pd
@@ -36,6 +38,20 @@ def simulation(n: int, seed: int):
 
 #: The size of every simulated fit below: one shape, so the sampler's programs compile once per run.
 SIM_N, SIM_MCMC = 60, MCMCSettings(chains=2, warmup=200, draws=200)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def small_blocks():
+    """The move bound evaluates its cells in blocks of 67,200 draws × rows here, not 2^21: it pads its
+    last block to the full size (one compiled shape per function), and on these data sets of 30 to 994
+    records that padding was a third of its time. The rounds of its branch and bound
+    (``BATCH_ELEMENTS``), and so the cells it cuts, are a release's; only sums over the draws round
+    by the block's shape, in the last digit. A multiple of 9,600: at 400 and at 600 draws, the coarse
+    pass (4 cells a record) and the cuts (8) then evaluate as many cells per block, one compiled shape."""
+    before = range_bound.BLOCK_ELEMENTS
+    range_bound.BLOCK_ELEMENTS = 7 * 9600
+    yield
+    range_bound.BLOCK_ELEMENTS = before
 
 
 @pytest.fixture(scope="module")
@@ -80,14 +96,16 @@ def test_log_likelihood_and_range_mass_match_scipy(name):
         law = stats.nbinom(phi, phi / (phi + mu))
     discrete = name in ("poisson", "negative-binomial")
     expected = law.logpmf(y) if discrete else law.logpdf(y)
-    assert np.allclose(np.asarray(model.log_likelihood(theta, X, y)), expected, rtol=1e-9, atol=1e-9)
+    # compiled whole, as the mechanism runs them (eagerly, JAX compiles each of their operations apart)
+    log_likelihood, log_interval = jax.jit(model.log_likelihood), jax.jit(model.log_interval)
+    assert np.allclose(np.asarray(log_likelihood(theta, X, y)), expected, rtol=1e-9, atol=1e-9)
     lo, hi = 0.6 * np.abs(y) * np.sign(y), 1.2 * np.abs(y) * np.sign(y)
     lo, hi = np.minimum(lo, hi), np.maximum(lo, hi)
     if discrete:
         mass = law.cdf(np.floor(hi)) - law.cdf(np.ceil(lo) - 1)
     else:
         mass = law.cdf(hi) - law.cdf(lo)
-    got = np.exp(np.asarray(model.log_interval(theta, X, lo, hi)))
+    got = np.exp(np.asarray(log_interval(theta, X, lo, hi)))
     keep = mass > 1e-12
     assert np.allclose(got[keep], mass[keep], rtol=1e-7, atol=1e-12)
 
@@ -99,7 +117,7 @@ def test_categorical_log_likelihood_is_the_log_softmax():
     y = rng.integers(0, 3, 20)
     eta = np.column_stack([np.zeros(20), X @ B])
     expected = eta[np.arange(20), y] - np.log(np.exp(eta).sum(axis=1))
-    assert np.allclose(np.asarray(model.log_likelihood({"B": B}, X, y)), expected)
+    assert np.allclose(np.asarray(jax.jit(model.log_likelihood)({"B": B}, X, y)), expected)  # compiled whole
     draws = np.array([model.predict({"B": B}, X[:1], np.random.default_rng(k))[0] for k in range(4000)])
     p = np.exp(eta[0] - eta[0].max()) / np.exp(eta[0] - eta[0].max()).sum()
     assert stats.chisquare(np.bincount(draws.astype(int), minlength=3), 4000 * p).pvalue > 1e-4
@@ -108,7 +126,7 @@ def test_categorical_log_likelihood_is_the_log_softmax():
 def test_far_tail_range_masses_do_not_underflow():
     model = MODELS["normal"]()
     theta = {"beta": np.array([0.0]), "sigma": np.array(1.0)}
-    got = float(model.log_interval(theta, np.ones((1, 1)), np.array([30.0]), np.array([31.0]))[0])
+    got = float(jax.jit(model.log_interval)(theta, np.ones((1, 1)), np.array([30.0]), np.array([31.0]))[0])  # compiled whole
     assert np.isclose(got, stats.norm.logsf(30.0), rtol=1e-6)  # the mass above 31 is negligible beside it
 
 
@@ -126,12 +144,14 @@ def test_the_sampler_draws_what_numpyros_mcmc_draws(fitted):
     sampler, _ = fitted
     w = np.full(SIM_N, 0.5)
     ours = sampler.fit(w, jax.random.PRNGKey(11)).draws
+    # One chain of as many draws as ours: NumPyro compiles its loop once, where it compiled it for each
+    # of two chains run one after another, and a larger loop for two chains batched (``vectorized``).
     mcmc = MCMC(
         NUTS(lambda X, y, w: weighted_model(MODELS["lognormal"](), X, y, w)),
         num_warmup=SIM_MCMC.warmup,
-        num_samples=SIM_MCMC.draws,
-        num_chains=SIM_MCMC.chains,
-        chain_method="vectorized",
+        num_samples=SIM_MCMC.chains * SIM_MCMC.draws,
+        num_chains=1,
+        jit_model_args=True,  # the data as arguments of the compiled loop, not constants folded into it
         progress_bar=False,
     )
     mcmc.run(jax.random.PRNGKey(12), sampler.X, sampler.y, jnp.asarray(w))
@@ -176,7 +196,7 @@ def test_the_weighted_log_density_is_the_prior_plus_the_weighted_sum_of_log_like
     X, y = simulation(30, 2)
     alpha = np.random.default_rng(5).uniform(0, 1, 30)
     theta = {"beta": np.array([1.1, 0.9]), "sigma": np.array(1.3)}
-    got, _ = log_density(lambda: weighted_model(MODELS["lognormal"](), X, y, alpha), (), {}, theta)
+    got = jax.jit(lambda th: log_density(lambda: weighted_model(MODELS["lognormal"](), X, y, alpha), (), {}, th)[0])(theta)
     by_hand = (
         stats.norm(0, 10).logpdf(theta["beta"]).sum()
         + stats.halfnorm(scale=5).logpdf(1.3)
@@ -225,60 +245,74 @@ def test_a_range_refuses_reweight_before_any_fit():
 # -- a range's ε_x bounds every move within the range ------------------------------------------------
 
 
+@functools.cache
+def _log_likelihoods(kind: type):
+    """A model's log-likelihood at every draw (axis 1) for each of a batch of responses (axis 0),
+    compiled once per model and shape for :func:`brute_force_moves`: the design is an argument, where
+    a function closing over it compiled again for every data set."""
+    model = kind()
+    at_draws = jax.vmap(lambda th, X, v: model.log_likelihood(th, X, v), (0, None, None))
+    return jax.jit(jax.vmap(at_draws, (None, None, 0)))
+
+
 def brute_force_moves(sampler, unweighted, weighted, standard, a, b, rule="linear", c=1.0, g=0.0, raise_to=None, grid=101):
     """Each record's largest log-ratio over a grid of moves within its range, by brute force.
 
     Independent of :func:`range_bound.move_bound`: the neighbour x' moves record i to each grid point
-    y' in [a·y_i, b·y_i] (whole numbers for counts); its risks, λ and weights are recomputed by the
-    mechanism's own rule (``record_risk``, ``outside_probability``, ``weights``) over the unweighted
-    draws, the moved record's range being [a·y', b·y']; g_s is the difference of the two weighted
-    log-likelihoods at each weighted draw, and its oscillation max_s g_s − min_s g_s bounds the
-    log-ratio of the two pseudo posteriors at those draws (the log-ratio itself, with the normaliser
-    estimated by importance sampling, is returned too).
+    y' in [a·y_i, b·y_i] (for counts, to every whole number there); its risks, λ and weights are
+    recomputed by the mechanism's own rule (``record_risk``, ``outside_probability``, and ``weights``
+    — ``weights_at`` with the neighbour's own least and largest risk, as ``weights`` computes it, for
+    all n neighbours of a grid point at once) over the unweighted draws, the moved record's range
+    being [a·y', b·y']; g_s is the difference of the two weighted log-likelihoods at each weighted
+    draw, and its oscillation max_s g_s − min_s g_s bounds the log-ratio of the two pseudo posteriors
+    at those draws (the log-ratio itself, with the normaliser estimated by importance sampling, is
+    returned too).
     """
     X, y = np.asarray(sampler.X), np.asarray(sampler.y)
     model, n = sampler.model, len(y)
-    log_lik = jax.jit(jax.vmap(lambda th, v: model.log_likelihood(th, jnp.asarray(X), v), (0, None)))
-    log_mass = jax.jit(jax.vmap(lambda th, lo, hi: model.log_interval(th, jnp.asarray(X), lo, hi), (0, None, None)))
+    log_lik, design = _log_likelihoods(type(model)), jnp.asarray(X)
+    theta0 = {k: jnp.asarray(d) for k, d in unweighted.draws.items()}
 
-    def at(fit, v):
-        return np.asarray(log_lik({k: jnp.asarray(d) for k, d in fit.draws.items()}, jnp.asarray(v)))
+    def at(fit, v):  # v: responses × records
+        return np.asarray(log_lik({k: jnp.asarray(d) for k, d in fit.draws.items()}, design, jnp.asarray(v)))
 
-    def mass(v):
+    def mass(v):  # by the sampler's own compiled range mass (the counts' takes seconds to compile again)
         lo, hi = (v + np.log(a), v + np.log(b)) if sampler.log_response else (np.minimum(a * v, b * v), np.maximum(a * v, b * v))
-        return np.asarray(log_mass({k: jnp.asarray(d) for k, d in unweighted.draws.items()}, jnp.asarray(lo), jnp.asarray(hi)))
+        return np.stack([np.asarray(sampler._range_mass(theta0, jnp.asarray(l_), jnp.asarray(h_))) for l_, h_ in zip(lo, hi)])
 
-    def effective(risk, lam):
-        alpha = mechanism.weights(risk, rule, c, g, raise_to=raise_to)
+    def effective(risk, lam):  # rows: risk vectors, each weighed on its own
+        lo, hi = risk.min(axis=-1, keepdims=True), risk.max(axis=-1, keepdims=True)
+        alpha = mechanism.weights_at(risk, lo, hi, rule, c, g, raise_to=raise_to)
         return alpha if lam is None else lam + (1.0 - lam) * alpha
 
-    F1 = at(weighted, y)
-    risk = mechanism.record_risk(standard, at(unweighted, y), mass(y))
-    lam = mechanism.outside_probability(mass(y)) if standard == "averaged" else None
+    F1, F0, L0 = at(weighted, y[None])[0], at(unweighted, y[None])[0], mass(y[None])[0]
+    risk = mechanism.record_risk(standard, F0, L0)
+    lam = mechanism.outside_probability(L0) if standard == "averaged" else None
     w = effective(risk, lam)
+    # the rule applied to all neighbours at once below is ``weights``'s, on this data set's own risks
+    assert np.array_equal(effective(risk, None), mechanism.weights(risk, rule, c, g, raise_to=raise_to))
     oscillation, log_ratio = np.zeros(n), np.zeros(n)
-    integer = model.kind == "count"
-    for t in np.linspace(0.0, 1.0, grid):
-        if integer:
-            lo, hi = np.ceil(a * y - 1e-9), np.floor(b * y + 1e-9)
-            moved = np.round(lo + t * (hi - lo))
-        elif sampler.log_response:
-            moved = y + np.log(a) + t * np.log(b / a)
-        elif model.kind == "positive":
-            moved = y * a ** (1 - t) * b**t
-        else:
-            moved = np.minimum(a * y, b * y) + t * (b - a) * np.abs(y)
-        F0m, L0m, F1m = at(unweighted, moved), mass(moved), at(weighted, moved)
+    t = np.linspace(0.0, 1.0, grid)[:, None]
+    if model.kind == "count":  # every whole number of each range, the k-th from its lower end (a grid of t repeats them)
+        lo, hi = np.ceil(a * y - 1e-9), np.floor(b * y + 1e-9)
+        moves = np.minimum(lo + np.arange(int(np.max(hi - lo)) + 1)[:, None], hi)
+    elif sampler.log_response:
+        moves = y + np.log(a) + t * np.log(b / a)
+    elif model.kind == "positive":
+        moves = y * a ** (1 - t) * b**t
+    else:
+        moves = np.minimum(a * y, b * y) + t * (b - a) * np.abs(y)
+    everyone = np.arange(n)
+    for F0m, L0m, F1m in zip(at(unweighted, moves), mass(moves), at(weighted, moves)):
         risk_m = mechanism.record_risk(standard, F0m, L0m)
-        lam_m = mechanism.outside_probability(L0m) if standard == "averaged" else None
-        W = np.empty((n, n))  # row i: every record's weight when record i has moved
-        for i in range(n):
-            r = risk.copy()
-            r[i] = risk_m[i]
-            l_ = None if lam is None else lam.copy()
-            if l_ is not None:
-                l_[i] = lam_m[i]
-            W[i] = effective(r, l_)
+        R = np.tile(risk, (n, 1))  # row i: every record's risk when record i has moved
+        R[everyone, everyone] = risk_m
+        if lam is None:
+            W = effective(R, None)
+        else:
+            lam_moved = np.tile(lam, (n, 1))
+            lam_moved[everyone, everyone] = mechanism.outside_probability(L0m)
+            W = effective(R, lam_moved)
         own = np.diag(W)
         gap = (F1 @ w)[:, None] - F1 @ W.T + own * F1 - own * F1m  # S × records
         oscillation = np.maximum(oscillation, gap.max(0) - gap.min(0))
@@ -287,12 +321,59 @@ def brute_force_moves(sampler, unweighted, weighted, standard, a, b, rule="linea
     return oscillation, log_ratio
 
 
-@pytest.mark.parametrize("standard", ["averaged", "truncated"])
-def test_a_ranges_epsilon_bounds_every_move_within_the_range(standard):
-    """The stated ε_x is at least the largest log-ratio of a move within the range, weights recomputed (brute force)."""
+def _same(a, b) -> bool:
+    """Whether two calls' arguments are equal: arrays entry by entry, fits by their draws."""
+    if isinstance(a, Fit):
+        return isinstance(b, Fit) and _same(a.draws, b.draws)
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (tuple, list)):
+        return isinstance(b, type(a)) and len(a) == len(b) and all(map(_same, a, b))
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.shape(a) == np.shape(b) and np.array_equal(a, b, equal_nan=True)
+    return a is b or a == b
+
+
+@pytest.fixture(scope="module")
+def truncated_releases():
+    """A truncated release of ``simulation(SIM_N, 11)`` under each form of eq. 3, from one unweighted fit:
+    the eq. 3 test compares the two, and the scaled one (the default) is also the range test's truncated
+    release. The move bound, most of a release's time, is computed once for the two when the second
+    release asks for it with the same arguments: it is a function of them alone, and that eq3= reaches
+    none of them is the eq. 3 test's point (arguments that differ are bounded afresh)."""
+    from dipsy.methods.pseudo_posterior import draws
+
     X, y = simulation(SIM_N, 11)
     sampler = Sampler(MODELS["lognormal"](), X, y, SIM_MCMC)
-    out = release_draws(sampler, 2, jax.random.PRNGKey(3), standard, 0.6, 1.2, check=False)
+    unweighted = sampler.fit(np.ones(len(y)), jax.random.PRNGKey(1))
+    bounded: list[tuple] = []
+
+    def move_bound(*args):
+        for seen, bound in bounded:
+            if _same(seen, args):
+                return bound
+        bounded.append((args, range_bound.move_bound(*args)))
+        return bounded[-1][1]
+
+    with mock.patch.object(draws, "move_bound", move_bound):
+        return sampler, {
+            form: release_draws(
+                sampler, 2, jax.random.PRNGKey(3), "truncated", 0.6, 1.2, check=False, unweighted=unweighted, eq3=form
+            )
+            for form in ("printed", "scaled")
+        }
+
+
+@pytest.mark.parametrize("standard", ["averaged", "truncated"])
+def test_a_ranges_epsilon_bounds_every_move_within_the_range(standard, request):
+    """The stated ε_x is at least the largest log-ratio of a move within the range, weights recomputed (brute force)."""
+    if standard == "truncated":
+        sampler, out = request.getfixturevalue("truncated_releases")
+        out = out["scaled"]  # the default form of eq. 3
+    else:
+        sampler = Sampler(MODELS["lognormal"](), *simulation(SIM_N, 11), SIM_MCMC)
+        out = release_draws(sampler, 2, jax.random.PRNGKey(3), standard, 0.6, 1.2, check=False)
+    y = np.asarray(sampler.y)
     assert out.epsilon == pytest.approx(2 * out.delta) and out.delta == pytest.approx(out.record_bounds.max())
     assert out.seconds["move_bound"] > 0 and 0 <= out.worst < len(y)
     if standard == "averaged":
@@ -318,9 +399,11 @@ def test_each_form_of_eq3_bounds_its_own_censoring_neighbour(form):
     """S-001 eq. 3 in either form (eq3=) is at least the brute-force log-ratio of the neighbour it names:
     record i's term in the weighted exponent replaced by its range's log mass, at full weight (printed)
     or at α_i (scaled), the others held fixed; the scaled figure does not bound the printed neighbour."""
-    X, y = simulation(40, 5)
+    # the fitted sampler's data and number of draws: its log-likelihood and range mass are then
+    # compiled already (for this data: they compile per data set), here or from the compile cache
+    X, y = simulation(SIM_N, 1)
     sampler = Sampler(MODELS["lognormal"](), X, y, SIM_MCMC)
-    fit = _synthetic_fit({"beta": np.array([1.0, 1.0]), "sigma": np.array(1.0)}, 200, 8)
+    fit = _synthetic_fit({"beta": np.array([1.0, 1.0]), "sigma": np.array(1.0)}, SIM_MCMC.chains * SIM_MCMC.draws, 8)
     F, L = sampler.log_likelihood(fit), sampler.log_range_mass(fit, 0.6, 1.2)
     alpha = mechanism.weights(mechanism.record_risk("truncated", F, L))  # linear map: the riskiest record gets 0
     delta, per = mechanism.database_bound("truncated", alpha, F, L, eq3=form)
@@ -339,19 +422,11 @@ def test_each_form_of_eq3_bounds_its_own_censoring_neighbour(form):
     assert np.allclose(per, printed if form == "printed" else alpha * np.max(np.abs(F - L), axis=0))
 
 
-def test_the_stated_epsilon_is_the_move_bound_under_either_form_of_eq3():
+def test_the_stated_epsilon_is_the_move_bound_under_either_form_of_eq3(truncated_releases):
     """eq3= changes the reported S-001 figure, never the stated ε_x (the bound of a move within the range)."""
     from dipsy.methods.pseudo_posterior.synthesizer import PseudoPosteriorSynthesizer
 
-    X, y = simulation(SIM_N, 11)
-    sampler = Sampler(MODELS["lognormal"](), X, y, SIM_MCMC)
-    unweighted = sampler.fit(np.ones(len(y)), jax.random.PRNGKey(1))
-    out = {
-        form: release_draws(
-            sampler, 2, jax.random.PRNGKey(3), "truncated", 0.6, 1.2, check=False, unweighted=unweighted, eq3=form
-        )
-        for form in ("printed", "scaled")
-    }
+    sampler, out = truncated_releases
     assert out["printed"].epsilon == out["scaled"].epsilon
     F1, L1 = sampler.log_likelihood(out["printed"].weighted), sampler.log_range_mass(out["printed"].weighted, 0.6, 1.2)
     alpha = out["printed"].alpha
@@ -416,7 +491,10 @@ def test_the_move_bound_holds_for_every_built_in_model_and_weight_rule(case):
         y = np.exp(y) if name == "lognormal" or not logged else y
         theta = {"beta": [1.0, 0.5], "sigma": 0.8} if name == "lognormal" or logged else {"beta": [3.0, 1.5], "sigma": 2.0}
     sampler = Sampler(MODELS[name](), X, y, SIM_MCMC, log_response=logged)
-    unweighted, weighted = _synthetic_fit(theta, 200, 1), _synthetic_fit(theta, 200, 2)
+    # as many draws as a simulated fit retains: the move bound's functions compile per standard and
+    # number of draws, and these cases then run on the range tests' (about 3 s of compiling each)
+    S = SIM_MCMC.chains * SIM_MCMC.draws
+    unweighted, weighted = _synthetic_fit(theta, S, 1), _synthetic_fit(theta, S, 2)
     F0, F1 = sampler.log_likelihood(unweighted), sampler.log_likelihood(weighted)
     L0 = sampler.log_range_mass(unweighted, 0.6, 1.2)
     risk = mechanism.record_risk(standard, F0, L0)
@@ -436,7 +514,7 @@ def test_cell_extremes_bound_the_functions_inside_the_cell():
     rng = np.random.default_rng(8)
     left, r = rng.uniform(-2, 0, 500), rng.uniform(0, 2, 500)
     c0, c1, c2 = rng.normal(0, 1, (3, 500))
-    lo, hi = (np.asarray(v) for v in range_bound._quadratic_extremes(c0, c1, c2, left, r))
+    lo, hi = (np.asarray(v) for v in jax.jit(range_bound._quadratic_extremes)(c0, c1, c2, left, r))  # compiled, as they run
     t = left[:, None] + (r - left)[:, None] * np.linspace(0, 1, 401)
     values = c0[:, None] + c1[:, None] * t + c2[:, None] * t**2
     assert np.allclose(lo, values.min(1), atol=1e-4) and np.allclose(hi, values.max(1), atol=1e-4)  # exact
@@ -450,7 +528,8 @@ def test_cell_extremes_bound_the_functions_inside_the_cell():
     h = 1e-6
     slope = lambda u: (log_mass(u + h) - log_mass(u - h)) / (2 * h)  # noqa: E731
     lo, hi = (
-        np.asarray(v) for v in range_bound._curved_extremes(log_mass(left), log_mass(r), slope(left), slope(r), left, r, False)
+        np.asarray(v)
+        for v in jax.jit(range_bound._curved_extremes)(log_mass(left), log_mass(r), slope(left), slope(r), left, r, False)
     )
     inside = log_mass(t)
     assert np.all(lo <= inside.min(1) + 1e-9) and np.all(hi >= inside.max(1) - 1e-9)

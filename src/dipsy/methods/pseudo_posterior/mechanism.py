@@ -242,10 +242,13 @@ def _nuts_program(record_model: RecordModel, settings: MCMCSettings) -> Callable
             for k, v in sites.items()
             if v["type"] == "sample" and not v["is_observed"]
         }
-        (z0, _, _), valid = find_valid_initial_params(start_keys, model, model_args=args, prototype_params=prototype)
         init_kernel, sample_kernel = hmc(potential_fn=functools.partial(potential_energy, model, args, {}), algo="NUTS")
 
-        def chain(z: Any, k: Any) -> tuple[Any, Any]:
+        def chain(start: Any, k: Any) -> tuple[Any, Any, Any]:
+            # The chain's start, drawn inside the chain's own map: with the keys of all chains
+            # ``find_valid_initial_params`` maps this same search over them itself (``lax.map``), a
+            # second loop around it that added 1 s (of 9) to every compile of the program.
+            (z, _, _), valid = find_valid_initial_params(start, model, model_args=args, prototype_params=prototype)
             state = init_kernel(
                 z,
                 num_warmup=settings.warmup,
@@ -263,9 +266,9 @@ def _nuts_program(record_model: RecordModel, settings: MCMCSettings) -> Callable
                 return s, (s.z, s.diverging)
 
             _, (zs, diverging) = jax.lax.scan(step, state, None, length=settings.warmup + settings.draws)
-            return jax.tree.map(lambda a: a[settings.warmup :], zs), diverging[settings.warmup :]
+            return jax.tree.map(lambda a: a[settings.warmup :], zs), diverging[settings.warmup :], valid
 
-        zs, diverging = jax.lax.map(lambda a: chain(*a), (z0, kernel_keys))
+        zs, diverging, valid = jax.lax.map(lambda a: chain(*a), (start_keys, kernel_keys))
         constrain = functools.partial(constrain_fn, model, args, {})
         return jax.vmap(jax.vmap(constrain))(zs), diverging, valid
 

@@ -35,7 +35,12 @@ from .models import RecordModel, log_normal_interval
 COARSE_CELLS, SPLIT, DEPTH = 4, 8, 3
 #: Points per side of the risk normaliser's path in :func:`move_bound` (step 4).
 NORMALISER_POINTS = 64
-#: Draws × rows per compiled block (bounded memory: about 16 MB per array).
+#: Draws × cells the branch and bound of :func:`move_bound` cuts per round: it takes the cells of the
+#: largest bounds first, so this decides which cells are cut, and with them the bound.
+BATCH_ELEMENTS = 2**21
+#: Draws × rows per compiled block (bounded memory: about 16 MB per array). A round's cells are
+#: evaluated in blocks of this size, the last padded to it (one compiled shape per function): it sets
+#: memory and speed only, and a bound's last digit (sums over the draws round by the block's shape).
 BLOCK_ELEMENTS = 2**21
 
 
@@ -299,10 +304,12 @@ def _risk_from(standard: str, f_lo: Any, f_hi: Any, m_lo: Any, m_hi: Any, xp: An
     return p_lo * a_lo.max(0), p_hi * a_hi.max(0), 1.0 - p_hi, 1.0 - p_lo
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1))
-def _risk_edges(shape: Shape, standard: str, theta: dict[str, Any], X: Any, ends: Any, a: float, b: float) -> tuple[Any, ...]:
+@functools.partial(jax.jit, static_argnums=(1,))
+def _risk_edges(jacobian: Any, standard: str, theta: dict[str, Any], X: Any, ends: Any, a: float, b: float) -> tuple[Any, ...]:
     r"""Risk and λ bounds per cell for a normal model on a window (:attr:`Shape.window`), from the
     values and slopes at the cells' ends only (records × cells; step 2 of :func:`move_bound`).
+    ``jacobian`` is the shape's J, an argument rather than part of the compiled function's key: the
+    lognormal and a normal model on a log response share one program.
 
     With ``z = (u − μ)/σ`` and the window ``[z + A, z + B]`` (``A = log a/σ < 0 < B = log b/σ``), the
     range's mass ``m(z) = ∫_A^B φ(z + v) dv`` has ``m' = φ(z + B) − φ(z + A) = −m E W`` and
@@ -319,16 +326,16 @@ def _risk_edges(shape: Shape, standard: str, theta: dict[str, Any], X: Any, ends
     half_log_2pi = 0.5 * math.log(2 * math.pi)
 
     def log_density(v):
-        return -half_log_2pi - jnp.log(sigma) - 0.5 * ((v - mu) / sigma) ** 2 - shape.jacobian * v
+        return -half_log_2pi - jnp.log(sigma) - 0.5 * ((v - mu) / sigma) ** 2 - jacobian * v
 
-    f, df = log_density(u), -z / sigma - shape.jacobian
+    f, df = log_density(u), -z / sigma - jacobian
     zl, zh = z + jnp.log(a) / sigma, z + jnp.log(b) / sigma
     lm = log_normal_interval(zl, zh)
     dlm = (jnp.exp(-half_log_2pi - 0.5 * zh**2 - lm) - jnp.exp(-half_log_2pi - 0.5 * zl**2 - lm)) / sigma  # m' = φ(z+B) − φ(z+A)
     l, r = u[..., :-1], u[..., 1:]
     L, R = slice(None, -1), slice(1, None)
     f_lo = jnp.minimum(f[..., L], f[..., R])
-    f_hi = log_density(jnp.clip(mu - shape.jacobian * sigma**2, l, r))  # the vertex, in the cell
+    f_hi = log_density(jnp.clip(mu - jacobian * sigma**2, l, r))  # the vertex, in the cell
     if standard == "truncated":
         h, dh = f - lm, df - dlm
         lo, hi = _curved_extremes(h[..., L], h[..., R], dh[..., L], dh[..., R], l, r, False)
@@ -337,13 +344,13 @@ def _risk_edges(shape: Shape, standard: str, theta: dict[str, Any], X: Any, ends
     return _risk_from(standard, f_lo, f_hi, lo, hi)
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1))
+@functools.partial(jax.jit, static_argnums=(1,))
 def _risk_around(
-    shape: Shape, standard: str, theta: dict[str, Any], X: Any, t: Any, F: Any, L: Any, ends: Any, a: float, b: float
+    jacobian: Any, standard: str, theta: dict[str, Any], X: Any, t: Any, F: Any, L: Any, ends: Any, a: float, b: float
 ) -> tuple[Any, ...]:
     r"""Risk and λ bounds per cell for a normal model on a window (:attr:`Shape.window`) from what the
     mechanism computed at the record's own value t only — ``F = f_s(t)`` and ``L = log m_s(t)`` (S ×
-    records) — with no new mass: the coarse pass of :func:`move_bound`.
+    records) — with no new mass: the coarse pass of :func:`move_bound` (``jacobian`` as in :func:`_risk_edges`).
 
     In z = (u − μ)/σ both ``log m`` and ``h = f − log m`` have second derivatives in [−1, 0]
     (:func:`_risk_edges`: ``Var W − 1`` and ``−Var W``, and a truncated normal's variance is at most 1),
@@ -358,7 +365,7 @@ def _risk_around(
     A, B = jnp.log(a) / sigma, jnp.log(b) / sigma
     z = (t - mu) / sigma
     dlm = (jnp.exp(-half_log_2pi - 0.5 * (z + B) ** 2 - L) - jnp.exp(-half_log_2pi - 0.5 * (z + A) ** 2 - L)) / sigma
-    dh = -z / sigma - shape.jacobian - dlm  # the slope of h = f − log m at t
+    dh = -z / sigma - jacobian - dlm  # the slope of h = f − log m at t
     mu, sigma, t3 = mu[..., None], sigma[..., None], t[None, :, None]
     l, r = ends[None, :, :-1] - t3, ends[None, :, 1:] - t3  # the cell, from t
 
@@ -372,12 +379,12 @@ def _risk_around(
         return jnp.maximum(low, value[..., None] - steep * far), top
 
     def log_density(v):
-        return -half_log_2pi - jnp.log(sigma) - 0.5 * ((v - mu) / sigma) ** 2 - shape.jacobian * v
+        return -half_log_2pi - jnp.log(sigma) - 0.5 * ((v - mu) / sigma) ** 2 - jacobian * v
 
     f_lo = jnp.minimum(log_density(l + t3), log_density(r + t3))
-    f_hi = log_density(jnp.clip(mu - shape.jacobian * sigma**2, l + t3, r + t3))
+    f_hi = log_density(jnp.clip(mu - jacobian * sigma**2, l + t3, r + t3))
     if standard == "truncated":  # h' = (E W − z)/σ − J and E W − z ∈ [A, B]
-        return _risk_from(standard, f_lo, f_hi, *between(F - L, dh, jnp.maximum(-A, B)[..., None] / sigma + shape.jacobian))
+        return _risk_from(standard, f_lo, f_hi, *between(F - L, dh, jnp.maximum(-A, B)[..., None] / sigma + jacobian))
     # (log m)' = −E W / σ, E W in the window: |(log m)'| <= max(|z + A|, |z + B|)/σ at the extremes of z from t to the cell
     z_ends = ((t3 + jnp.minimum(l, 0.0)) - mu) / sigma, ((t3 + jnp.maximum(r, 0.0)) - mu) / sigma
     steep = jnp.maximum(*(jnp.maximum(jnp.abs(e + A[..., None]), jnp.abs(e + B[..., None])) for e in z_ends)) / sigma
@@ -450,7 +457,11 @@ def _log_mass(record_model: RecordModel) -> Callable:
     return jax.jit(jax.vmap(lambda th, X, lower, upper: record_model.log_interval(th, X, lower, upper), (0, None, None, None)))
 
 
-_d_cells = jax.jit(_d_extremes, static_argnums=(0,))
+@functools.partial(jax.jit, static_argnums=(0,))
+def _d_cells(family: str, theta: dict[str, Any], X: Any, l: Any, r: Any, u: Any) -> tuple[Any, Any]:
+    """:func:`_d_extremes` compiled, keyed by the shape's family, all of the shape it reads: the
+    lognormal and a normal model on either scale share one program."""
+    return _d_extremes(Shape(family, "linear"), theta, X, l, r, u)
 
 
 @jax.jit
@@ -551,7 +562,7 @@ class _Release:
             if self.shape.window and coarse:
                 rec = idx[block]
                 got = _risk_around(
-                    self.shape,
+                    self.shape.jacobian,
                     self.standard,
                     self.theta0,
                     X,
@@ -563,7 +574,7 @@ class _Release:
                     self.b,
                 )
             elif self.shape.window:
-                got = _risk_edges(self.shape, self.standard, self.theta0, X, jnp.asarray(ends[block]), self.a, self.b)
+                got = _risk_edges(self.shape.jacobian, self.standard, self.theta0, X, jnp.asarray(ends[block]), self.a, self.b)
             else:
                 rows = (
                     np.repeat(self.X[idx[block]], cells, axis=0),
@@ -623,7 +634,7 @@ class _Release:
                 np.repeat(u[block], cells),
             )
             if self.shape.family == "quadratic":
-                d = _d_cells(self.shape, self.theta1, *(jnp.asarray(v) for v in rows))
+                d = _d_cells(self.shape.family, self.theta1, *(jnp.asarray(v) for v in rows))
             else:  # an empty count cell (r = l − 1) may reach y = −1, where lgamma is infinite: it is masked below
                 with np.errstate(invalid="ignore", divide="ignore"):
                     d = _d_extremes(self.shape, {k: np.asarray(v) for k, v in self.theta1.items()}, *rows, xp=np)
@@ -927,7 +938,7 @@ def move_bound(
         **{k: r[rec, cell] for k, r in zip(RISKS, risks)},
     }
     S = max(unweighted.size, weighted.size)
-    batch = max(1, BLOCK_ELEMENTS // (S * (split + 1)))
+    batch = max(1, BATCH_ELEMENTS // (S * (split + 1)))
     cut = 0
     while True:
         final = (piece["depth"] == depth) | ((piece["hi"] - piece["lo"] <= 1.0) if shape.scale == "integer" else False)
