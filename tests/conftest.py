@@ -29,7 +29,15 @@ def pytest_configure(config):
         config.stash[_JAX_CACHE] = folder
     # The tests' Spark JVMs live a minute or two and run small queries: C1 alone compiles what they run
     # (the optimizing compiler C2 spent 45 of test_spark_engine.py's 111 CPU seconds), and one GC thread.
-    os.environ.setdefault("DIPSY_SPARK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+    # Spark's own jars are not verified as they load (25,000 classes; verification cost about 8 % of the
+    # CPU). One task per chunk that write_parquet writes (spark.default.parallelism, read from the
+    # system properties as the session starts): half the part files, and Hadoop forks a chmod for each
+    # file and folder it writes.
+    os.environ.setdefault(
+        "DIPSY_SPARK_JAVA_OPTIONS",
+        "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:+UnlockDiagnosticVMOptions -XX:-BytecodeVerificationRemote"
+        " -Dspark.default.parallelism=1",
+    )
 
 
 #: Test files that run on one worker together (``make test``'s ``--dist loadfile`` otherwise sends each
@@ -135,6 +143,16 @@ def spark():
     finally:
         sys.unraisablehook = hook
     SPARK_STARTED.update(warnings=[str(w.message) for w in caught], unraisable=[str(u.exc_value) for u in unraisable])
+    # For the tests' small files only (users keep Spark's settings and the engine's): a query costs the
+    # JVM 0.1-0.3 s of CPU whatever the rows, and the tests run about 120. No Java is generated and
+    # compiled (Janino, then the JIT) for each new query: a few thousand rows are read as fast
+    # interpreted (7-15 % less CPU). One reduce task per aggregate (the engine asks for one per core).
+    for key, value in {
+        "spark.sql.codegen.wholeStage": "false",
+        "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+        "spark.sql.shuffle.partitions": "1",
+    }.items():
+        session.conf.set(key, value)
     folder = _SESSION["folder"]
     yield session
     stop_session()

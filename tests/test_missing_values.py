@@ -618,7 +618,11 @@ def test_evaluate_leaves_states_out_of_the_numbers_and_compares_their_shares(ce_
     assert len(part["synthetic"]) == 1 and part["max_abs_diff"][0] < 0.1
     assert metrics["missing"]["Race"]["original"] == pytest.approx([(original["Race"] == -9).mean()])
     assert "UrbanRural" not in metrics["missing"]
-    page = write_report(metrics, original, release.tables, release.domain, tmp_path / "report.html").read_text()
+    # the page without the marginals' heat maps (half the render's time): the states' shares are a part of
+    # that section drawn from metrics["missing"] alone; the numeric figures, drawn from the columns with
+    # states, stay
+    shown = {k: v for k, v in metrics.items() if k != "marginals"}
+    page = write_report(shown, original, release.tables, release.domain, tmp_path / "report.html").read_text()
     assert "Missing values" in page and "Income: share of rows in each missing state" in page and "refused" in page
     assert "Income: share of rows in a missing state, by " in page
     from dipsy.cli import main

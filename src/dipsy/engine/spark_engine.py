@@ -159,6 +159,11 @@ def spark_session(master: str | None = None):
             "spark.sql.caseSensitive": "true",  # columns 'a' and 'A' are two columns, as for pandas
             "spark.sql.sources.partitionColumnTypeInference.enabled": "false",  # partition values as written
             "spark.executorEnv.PYTHONWARNINGS": f"ignore:{_PANDAS_WARNING}:FutureWarning",
+            # PySpark otherwise records, around each call of a Column function, the Python line that
+            # made it (for Spark's error messages, whose first line alone dipsy shows): five more
+            # round trips to the JVM per call and a class looked up by its full name, which cost the
+            # JVM more CPU than planning the engine's queries.
+            "spark.python.sql.dataFrameDebugging.enabled": "false",
         }
         local = wanted.startswith("local")
         if local:  # one machine: no network exposure, and few shuffle partitions (aggregates are small)
@@ -383,7 +388,15 @@ class SparkEngine(Engine):
             ) from None
 
     def _source(self):
-        """The records: columns ``c{i}`` (CSV: strings), and the file split each comes from."""
+        """The records: columns ``c{i}`` (CSV: strings), and the file split each comes from. Made once
+        per engine and session (the reader's options, the files' listing, the analysed plan); Spark
+        reads the files at each query that needs them."""
+        self._spark()  # a new session: the old one's source went with it
+        if "source" not in self._state:
+            self._state["source"] = self._read()
+        return self._state["source"]
+
+    def _read(self):
         from pyspark.sql import functions as F
         from pyspark.sql.types import StringType, StructField, StructType
 
@@ -824,6 +837,7 @@ def _merged_examples(units, col, code, counts, found) -> tuple[str, ...]:
 
 
 def _release(state: dict) -> None:
+    state.pop("source", None)
     codes = state.pop("checked", None)
     if codes is not None:
         with contextlib.suppress(Exception):
