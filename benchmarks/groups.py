@@ -83,7 +83,15 @@ def main(argv: list[str] | None = None) -> int:
                 options = {"public": str(public), "groups": "PUMA"} if method == "dpsyn" else {}
                 start = time.perf_counter()
                 release = dipsy.synthesize(
-                    private, domain, method=method, epsilon=eps, delta=DELTA, seed=SEED, options=options, accept_noise=True
+                    private,
+                    domain,
+                    method=method,
+                    epsilon=eps,
+                    delta=DELTA,
+                    seed=SEED,
+                    options=options,
+                    accept_noise=True,
+                    ledger=False,
                 )
                 seconds = time.perf_counter() - start
                 rows.append(

@@ -225,6 +225,7 @@ def one_repetition(task: Task) -> dict[str, Any]:
                     seed=seed,
                     options=options,
                     accept_noise=True,
+                    ledger=False,
                 )
                 key = f"{method}|{epsilon:g}"
                 out["seconds"][f"{key}|m={m}"] = time.perf_counter() - start

@@ -215,7 +215,14 @@ def rdt_options(cfg: dict, seed: int) -> dict:
 def run_rdt(domain, cfg: dict, seed: int) -> pd.DataFrame:
     relation = "substitute" if cfg["method"] == "rdt-public" else None  # a separate targets file: Δ = 2 as in the grid
     return dipsy.synthesize(
-        str(PRIV), domain, method="rdt", epsilon=cfg["total"], seed=seed, options=rdt_options(cfg, seed), neighbouring=relation
+        str(PRIV),
+        domain,
+        method="rdt",
+        epsilon=cfg["total"],
+        seed=seed,
+        options=rdt_options(cfg, seed),
+        neighbouring=relation,
+        ledger=False,
     ).tables[0]
 
 
@@ -258,7 +265,9 @@ def sizes_of(domain) -> dict[str, int]:
 
 
 def run_privsyn(domain, cfg: dict, seed: int) -> pd.DataFrame:
-    return dipsy.synthesize(str(PRIV), domain, method="privsyn", epsilon=cfg["total"], delta=1e-9, seed=seed).tables[0]
+    return dipsy.synthesize(
+        str(PRIV), domain, method="privsyn", epsilon=cfg["total"], delta=1e-9, seed=seed, ledger=False
+    ).tables[0]
 
 
 def run_independent(domain, cfg: dict, seed: int, conf: pd.DataFrame) -> pd.DataFrame:
@@ -271,6 +280,7 @@ def run_independent(domain, cfg: dict, seed: int, conf: pd.DataFrame) -> pd.Data
         columns=SENSITIVE,
         neighbouring="substitute",
         release="table",
+        ledger=False,
     ).tables[0]
     p = np.maximum(table["count"].to_numpy(dtype=float), 0)
     p = p / p.sum() if p.sum() > 0 else np.full(len(p), 1 / len(p))

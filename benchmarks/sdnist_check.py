@@ -53,7 +53,14 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for method in args.methods.split(","):
         release = dipsy.synthesize(
-            private, domain, method=method, epsilon=args.epsilon, delta=DELTA, seed=SEED, accept_noise=True
+            private,
+            domain,
+            method=method,
+            epsilon=args.epsilon,
+            delta=DELTA,
+            seed=SEED,
+            accept_noise=True,
+            ledger=False,
         )
         synthetic = release.tables[0]
         ours = sdnist_kmarginal(original, [synthetic], domain, GROUPS, seed=SEED)

@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CE_DATA = ROOT / "examples" / "ce" / "CEdata.csv"
 CE_DOMAIN = ROOT / "examples" / "ce" / "domain.yaml"
 _JAX_CACHE = pytest.StashKey[str]()
+_RUN_FOLDER = pytest.StashKey[str]()
 
 
 def pytest_configure(config):
@@ -27,6 +28,13 @@ def pytest_configure(config):
         os.environ["JAX_COMPILATION_CACHE_DIR"] = folder
         os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.1")  # the sampler's, not mbi's many small ones
         config.stash[_JAX_CACHE] = folder
+    # A ledger and a record of ledgers of the run's own, for what runs before a test's own (below): a
+    # module's or session's fixture that draws a release records it (dipsy.synthesize's default ledger)
+    # here, never in the user's data folder.
+    run_folder = tempfile.mkdtemp(prefix="dipsy-tests-ledger-")
+    config.stash[_RUN_FOLDER] = run_folder
+    os.environ["DIPSY_LEDGER"] = os.path.join(run_folder, "ledger.sqlite")
+    os.environ["DIPSY_CONFIG_DIR"] = os.path.join(run_folder, "config")
     # The tests' Spark JVMs live a minute or two and run small queries: C1 alone compiles what they run
     # (the optimizing compiler C2 spent 45 of test_spark_engine.py's 111 CPU seconds), and one GC thread.
     # Spark's own jars are not verified as they load (25,000 classes; verification cost about 8 % of the
@@ -83,9 +91,10 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 def pytest_unconfigure(config):
-    folder = config.stash.get(_JAX_CACHE, None)
-    if folder is not None:
-        shutil.rmtree(folder, ignore_errors=True)
+    for key in (_JAX_CACHE, _RUN_FOLDER):
+        folder = config.stash.get(key, None)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def address_limited(limit: int, argv: list[str]) -> list[str]:

@@ -34,6 +34,19 @@ def test_opting_out_of_the_ledger_is_explicit_and_stated(private_ledger, tmp_pat
     assert meta["request"]["recorded_in_ledger"] is False
 
 
+def test_synthesize_and_discovery_record_in_the_default_ledger_unless_told_not_to(private_ledger, tmp_path):
+    # a notebook's dipsy.synthesize is on record as `dipsy synth` is: unseeded, it counts against the data set
+    release = dipsy.synthesize(CE_DATA, CE_DOMAIN, epsilon=2.0, columns=["Race"], dataset_id="ce")
+    assert Ledger(private_ledger).spent("ce").epsilon == pytest.approx(2.0)
+    meta = json.loads((release.save(tmp_path / "on") / "release.json").read_text())
+    assert meta["request"]["recorded_in_ledger"] is True
+    dipsy.synthesize(CE_DATA, CE_DOMAIN, epsilon=2.0, columns=["Race"], dataset_id="ce", ledger=False)
+    assert Ledger(private_ledger).spent("ce").epsilon == pytest.approx(2.0)  # the opted-out one is not
+    skeleton = {"name": "ce", "columns": {"Race": {"kind": "categorical", "categories": "TODO"}}}
+    dipsy.discover_domain(CE_DATA, skeleton, epsilon=1.0, delta=1e-8, dataset_id="ce-discovery")
+    assert [s["epsilon"] for s in Ledger(private_ledger).spends("ce-discovery")] == [pytest.approx(1.0)]
+
+
 def test_num_rows_takes_records_of_a_charged_set_and_never_more():
     s = dipsy.Synthesizer("dirichlet-multinomial", epsilon=4.0, seed=3, columns=["Race"], ledger=False).fit(CE_DATA, CE_DOMAIN)
     n = len(s.release.tables[0])

@@ -26,7 +26,7 @@ def dipsy_call(method: str, data: str, domain: str, epsilon: float, delta: float
 
     options = {"dpsyn": {"public": public}, "privsyn-paper": {"shares": "0.1,0.1,0.8", "gamma": 5000}}.get(method)
     method = "privsyn" if method == "privsyn-paper" else method
-    return dipsy.synthesize(data, domain, method=method, epsilon=epsilon, delta=delta, seed=seed, options=options)
+    return dipsy.synthesize(data, domain, method=method, epsilon=epsilon, delta=delta, seed=seed, options=options, ledger=False)
 
 
 def independent(job: dict) -> pd.DataFrame:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 from rich.console import Console
@@ -37,7 +37,7 @@ from .methods import Model, Synthesizer, get
 from .methods.base import Plan, build_statement
 from .methods.counts import cells_frame
 from .methods.enforce import Enforcement
-from .privacy import Ledger, Spend
+from .privacy import Ledger, Spend, default_ledger_path
 from .privacy.budget import LocalDP
 from .privacy.composition import parse_cap, requested_budget
 from .privacy.ledger import take_back
@@ -63,7 +63,7 @@ def synthesize(
     columns: Sequence[str] | None = None,
     seed: int | None = None,
     options: Mapping[str, Any] | None = None,
-    ledger: Ledger | str | Path | None = None,
+    ledger: Ledger | str | Path | Literal[False] | None = None,
     dataset_id: str | None = None,
     budget_cap: float | None = None,
     raise_cap: bool = False,
@@ -113,8 +113,11 @@ def synthesize(
         Method options, e.g. ``{"alpha": 10.0}``.
     ledger
         A :class:`~dipsy.privacy.Ledger` (or its path) that records the spend against
-        ``dataset_id`` and enforces ``budget_cap``; None records nothing (the command line always
-        records, by default in the user's data directory).
+        ``dataset_id`` and enforces ``budget_cap``. Default (None) the command line's ledger,
+        :func:`~dipsy.privacy.default_ledger_path` (``$DIPSY_LEDGER``, else ``ledger.sqlite`` in
+        the user's data folder): releases drawn in a notebook are on record as the command line's
+        are. ``False`` records nothing, an explicit choice that ``release.json`` states
+        (``request.recorded_in_ledger: false``).
     dataset_id
         The data set's name in the ledger; default the SHA-256 of the file (or of the DataFrame).
     budget_cap
@@ -179,7 +182,9 @@ def synthesize(
     """
     # As Request.__post_init__ would convert them: a domain or ledger file's path to a Path, the columns to a tuple.
     domain = Path(domain) if isinstance(domain, str) else domain
-    ledger_path = ledger.path if isinstance(ledger, Ledger) else None if ledger is None else Path(ledger)
+    if ledger is None:  # on record by default, as at the command line; False opts out
+        ledger = default_ledger_path()
+    ledger_path = ledger.path if isinstance(ledger, Ledger) else None if ledger is False else Path(ledger)
     request = Request(
         data,
         domain,
@@ -646,7 +651,7 @@ def discover_domain(
     bins: Mapping[str, int] | None = None,
     log: Sequence[str] = (),
     grid: int = 256,
-    ledger: Ledger | str | Path | None = None,
+    ledger: Ledger | str | Path | Literal[False] | None = None,
     neighbouring: str = "add-remove",
     seed: int | None = None,
     on_invalid: str = "error",
@@ -683,7 +688,8 @@ def discover_domain(
     grid
         Cells of each bins grid (default 256).
     ledger
-        The budget ledger (or its path); None records nothing (the domain then says so).
+        The budget ledger (or its path); default the command line's, as for :func:`synthesize`;
+        ``False`` records nothing (the domain then says so).
     neighbouring
         ``"add-remove"`` (default) or ``"substitute"``: the relation the data set's spends are under.
     seed
@@ -729,8 +735,9 @@ def discover_domain(
         check_room(Path(out).parent, ROOM_FLOOR)
     spec = domain if isinstance(domain, Mapping) else read_spec(domain)
     plan = plan_discovery(spec, epsilon, delta, categories=categories, bins=bins, log=log, grid=grid, neighbouring=neighbouring)
-    if ledger is not None and not isinstance(ledger, Ledger):
-        ledger = Ledger(ledger)
+    if ledger is None:  # on record by default, as at the command line; False opts out
+        ledger = default_ledger_path()
+    ledger = None if ledger is False else ledger if isinstance(ledger, Ledger) else Ledger(ledger)
     Randomness.from_seed(seed)  # a bad seed is refused before anything is read or charged
     source = "" if isinstance(data, pd.DataFrame) else Path(data).name
     write = None if out is None else DomainFile(out, overwrite, work)

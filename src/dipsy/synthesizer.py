@@ -28,7 +28,7 @@ import pandas as pd
 from .api import synthesize
 from .domain import Domain
 from .errors import DipsyError
-from .privacy import Ledger, default_ledger_path
+from .privacy import Ledger
 from .release import Release
 
 
@@ -68,9 +68,7 @@ class Synthesizer:
                 "write a release as it is drawn with dipsy.synthesize(..., stream=True, on_release=...)",
             )
         self.method, self.epsilon, self.sets, self.request = method, epsilon, sets, dict(request)
-        self.ledger: Ledger | Path | None = (
-            None if ledger is False else ledger if isinstance(ledger, Ledger) else Path(ledger or default_ledger_path())
-        )
+        self.ledger = ledger  # None: dipsy.synthesize's default, the command line's ledger
         self.release: Release | None = None
         self._data: Any = None
         self._handed = 0
