@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import dipsy
+from dipsy.api import plan_forecast
 from dipsy.cli import main
 from dipsy.errors import DataError, DipsyError
 from dipsy.privacy import Ledger
@@ -51,6 +52,19 @@ def test_ce_race_release(capsys, tmp_path):
     assert len(table) == 994 and set(table["Race"]) <= set(range(1, 7))
     assert dipsy.Domain.load(out / "domain.yaml").names == ("Race",)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ledger.sqlite", "rel"]  # no temporary folder left
+
+
+def test_without_a_method_the_kind_of_budget_chooses_it_and_the_terminal_says_so(capsys, tmp_path):
+    # ε alone: the Dirichlet-multinomial (above); with δ: privsyn, which works on several columns
+    code, text, err = synth(capsys, tmp_path / "z", "--delta", "1e-9", "--columns", "Race,Income", "--seed", "1")
+    assert code == 0, err
+    assert json.loads((tmp_path / "z" / "release.json").read_text())["method"] == "privsyn"
+    assert "no --method given: privsyn, the default for a budget with δ or ρ" in text
+    code, text, err = synth(capsys, tmp_path / "e", "--columns", "Race", "--seed", "1")
+    assert code == 0 and "no --method given: dirichlet-multinomial, the default for a budget of ε alone" in text
+    code, text, err = synth(capsys, tmp_path / "n", "--columns", "Race", "--seed", "1", "--method", "dirichlet-multinomial")
+    assert code == 0 and "no --method given" not in text
+    assert plan_forecast(CE_DATA, CE_DOMAIN, rho=0.1, columns=["Race"]).method == "privsyn"
 
 
 def test_a_seeded_release_says_on_the_terminal_that_it_is_a_test_release(capsys, tmp_path):

@@ -33,7 +33,7 @@ from .engine.owner import RunFolder
 from .errors import BudgetError, DataError, DipsyError, NoiseError, PrivacyError, ReleaseError, speaks_python
 from .forecast import Forecast, check_declared_rows, forecast
 from .interrupts import held
-from .methods import Model, Synthesizer, get
+from .methods import Model, Synthesizer, default_method, get
 from .methods.base import Plan, build_statement
 from .methods.counts import cells_frame
 from .methods.enforce import Enforcement
@@ -54,7 +54,7 @@ from .version import __version__
 def synthesize(
     data: pd.DataFrame | str | Path,
     domain: Domain | str | Path,
-    method: str = "dirichlet-multinomial",
+    method: str | None = None,
     epsilon: float | None = None,
     sets: int = 1,
     *,
@@ -89,7 +89,9 @@ def synthesize(
     domain
         The public domain, or the path of its YAML/JSON file.
     method
-        A name from :func:`dipsy.methods`.
+        A name from :func:`dipsy.methods`; default (None) ``dirichlet-multinomial`` for a budget of
+        ``epsilon`` alone, ``privsyn`` when ``delta`` or ``rho`` is given
+        (:func:`dipsy.methods.default_method`).
     epsilon
         The total privacy budget of the release (all sets together); for a method whose guarantee
         is local (the pseudo-posterior), the ceiling its measured ε_x may not pass.
@@ -180,6 +182,7 @@ def synthesize(
     :func:`run` carries out and the release records (``release.json``'s ``request``); the rest
     (``progress``, ``on_release``, ``check_output``, an opened ``ledger``) are how it is run.
     """
+    method = method or default_method(delta, rho)
     # As Request.__post_init__ would convert them: a domain or ledger file's path to a Path, the columns to a tuple.
     domain = Path(domain) if isinstance(domain, str) else domain
     if ledger is None:  # on record by default, as at the command line; False opts out
@@ -221,7 +224,7 @@ def synthesize(
 def plan_forecast(
     data: pd.DataFrame | str | Path | None,
     domain: Domain | str | Path,
-    method: str = "dirichlet-multinomial",
+    method: str | None = None,
     epsilon: float | None = None,
     sets: int = 1,
     *,
@@ -242,6 +245,7 @@ def plan_forecast(
     the forecast judge noisy tables against n.
     """
     check_declared_rows(rows)
+    method = method or default_method(delta, rho)
     synthesizer, _, _, scope, _ = _configure(method, epsilon, sets, delta, rho, options, neighbouring, release, domain, columns)
     synthesizer.check_roles(scope)
     n = None

@@ -47,7 +47,7 @@ from .engine import ENGINES, engine_for
 from .engine.owner import RunFolder
 from .errors import DataError, DipsyError, ReleaseError, on_command_line
 from .interrupts import Terminated, ignored, terminate_as_interrupt
-from .methods import NEIGHBOURINGS
+from .methods import NEIGHBOURINGS, default_method
 from .methods import methods as list_methods
 from .methods.base import MAX_ROWS, MAX_SETS
 from .paths import Paths, check_outputs
@@ -751,7 +751,12 @@ def _cost(m: dict) -> str:
 
 _RELEASE_CHOICES = (
     click.option("--domain", "domain_path", required=True, type=click.Path(path_type=Path), help="Domain file (YAML or JSON)."),
-    click.option("--method", default="dirichlet-multinomial", show_default=True, help="Synthesis method (see 'dipsy methods')."),
+    click.option(
+        "--method",
+        default=None,
+        help="Synthesis method (see 'dipsy methods'); default dirichlet-multinomial for --epsilon alone, "
+        "privsyn when --delta or --rho is given.",
+    ),
     click.option(
         "--epsilon",
         default=None,
@@ -852,7 +857,7 @@ def _release_choices(command: Callable) -> Callable:
 def synth(
     data: Path,
     domain_path: Path,
-    method: str,
+    method: str | None,
     epsilon: str | None,
     delta: str | None,
     rho: str | None,
@@ -885,6 +890,7 @@ def synth(
         parse_cap(budget_cap)
     chosen = _columns(columns)
     parsed = _options(options)
+    named_method, method = method, method or default_method(*given_budget[1:])
     check_target(out_dir, overwrite)
     ledger_path = Path(ledger or default_ledger_path())
     reads: Paths = {"the data": data, "the --domain file": domain_path, **_option_files(method, parsed)}
@@ -936,6 +942,10 @@ def synth(
         out.print(f"note: {note}")
     s = release.statement
     params = ", ".join(_parameter(k, v) for k, v in release.parameters.items() if not isinstance(v, dict))
+    if named_method is None:
+        out.print(
+            f"note: no --method given: {release.method}, the default for a budget {'with δ or ρ' if release.method != 'dirichlet-multinomial' else 'of ε alone'}"
+        )
     out.print(f"{release.method}: {params}")
     noise = release.parameters.get("noise")
     if isinstance(noise, dict) and {"distribution", "scale", "sd"} <= set(noise):
@@ -997,7 +1007,7 @@ def _print_forecast(forecast: dict | None) -> None:
 def plan_command(
     data: Path | None,
     domain_path: Path,
-    method: str,
+    method: str | None,
     epsilon: str | None,
     delta: str | None,
     rho: str | None,
@@ -1021,6 +1031,7 @@ def plan_command(
         "delta": _number("--delta", delta),
         "rho": _number("--rho", rho, RHO_RANGE),
     }
+    method = method or default_method(budget["delta"], budget["rho"])
     if json_path is not None:
         _check_output_file(json_path, "--json")
         check_outputs(
@@ -1213,9 +1224,17 @@ def rdt_leaf_size(
 )
 @click.option("--report", "report_path", type=click.Path(path_type=Path), default=None, help="Write the HTML report here.")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write every metric as JSON here.")
-@click.option("--formula", default=None, help="Regression to compare, e.g. 'Expenditure ~ Income + C(Race)'.")
 @click.option(
-    "--model", type=click.Choice(["ols", "logit"]), default="ols", show_default=True, help="Regression model for --formula."
+    "--formula",
+    default=None,
+    help="Regression to compare, e.g. 'Expenditure ~ Income + C(Race)' (default: the domain's analyses:, else default "
+    "models chosen from the domain).",
+)
+@click.option(
+    "--model",
+    type=click.Choice(["ols", "logit"]),
+    default=None,
+    help="Regression model for --formula (default: logit when the response is a column of two categories, else ols).",
 )
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the metrics' own sampling.")
 @click.option(
@@ -1241,7 +1260,7 @@ def evaluate_command(
     report_path: Path | None,
     json_path: Path | None,
     formula: str | None,
-    model: str,
+    model: str | None,
     seed: int,
     sensitive: str | None,
     groups: str | None,
@@ -1326,6 +1345,17 @@ def evaluate_command(
                     else f"{len(fitted['coefficients'])} coefficients, synthetic-original r {fitted['coefficient_r']:.3f}"
                 )
             )
+    if metrics.get("inference") and metrics["inference"].get("models"):
+        part = metrics["inference"]
+        models = part["models"]
+        fitted = sum(1 for m in models if m.get("coefficients"))
+        verdict = (metrics.get("verdicts") or {}).get("inference") or {}
+        out.print(
+            f"inference ({part['source']} models): {fitted} of {len(models)} compared"
+            + (f", {verdict['level']}" if verdict.get("level") else "")
+            + "; "
+            + "; ".join(m["formula"] for m in models)
+        )
     pending = None
     if json_path:  # written beside its target, and renamed into place once the report is written too
         _keep_no_new_folders(json_path.parent)

@@ -440,7 +440,8 @@ def _advice(method: str, verdict: str, parts: Sequence[Mapping[str, Any]]) -> li
         cells = max((p["figures"].get("cells", 0) for p in parts), default=0)
         return [
             f"fewer columns or coarser bins ({cells:,} cells now)",
-            "a marginal method would do better (aim, mst or privsyn, given --delta or --rho; dpsyn, given a public file)",
+            "a marginal method would do better (aim, mst or privsyn, given --delta or --rho: with no --method, "
+            "a budget with δ or ρ runs privsyn; dpsyn, given a public file)",
             "or a larger ε",
         ]
     if method == "smoothed-histogram":

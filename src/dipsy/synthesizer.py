@@ -39,7 +39,8 @@ class Synthesizer:
     Parameters
     ----------
     method, epsilon, sets
-        As :func:`dipsy.synthesize`: the method, the total budget of all sets, and their number.
+        As :func:`dipsy.synthesize`: the method (default as there: chosen by the kind of budget), the
+        total budget of all sets, and their number.
     ledger
         The budget ledger (or its path) that records the spend; default the command line's
         (:func:`dipsy.privacy.default_ledger_path`); ``False`` records nothing, as the release then
@@ -51,7 +52,7 @@ class Synthesizer:
 
     def __init__(
         self,
-        method: str = "dirichlet-multinomial",
+        method: str | None = None,
         epsilon: float | None = None,
         sets: int = 1,
         *,

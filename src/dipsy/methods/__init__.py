@@ -63,6 +63,24 @@ def get(name: str) -> type[Synthesizer]:
         raise DipsyError(f"unknown method {name!r}", f"choose one of: {', '.join(REGISTRY)} (see 'dipsy methods')") from None
 
 
+#: The method of a release that names none. A budget of ε alone: the Dirichlet-multinomial over the
+#: cross-tabulation (ε-DP; on a table too large for its budget the forecast refuses it before any
+#: charge and names the marginal methods). A budget with δ or ρ: privsyn (ρ-zCDP), which measured the
+#: closest two- and three-way marginals of dipsy's marginal methods and its peers' on Adult at
+#: ε = 1, in seconds (docs/benchmarks/peers.md), and works on any number of columns.
+DEFAULT_METHOD, DEFAULT_ZCDP_METHOD = "dirichlet-multinomial", "privsyn"
+
+
+def default_method(delta: float | None = None, rho: float | None = None) -> str:
+    """The method of a release that names none, from the kind of budget given (public input; see
+    :data:`DEFAULT_METHOD`).
+
+    >>> default_method(), default_method(delta=1e-9), default_method(rho=0.5)
+    ('dirichlet-multinomial', 'privsyn', 'privsyn')
+    """
+    return DEFAULT_ZCDP_METHOD if delta is not None or rho is not None else DEFAULT_METHOD
+
+
 def methods() -> list[MethodInfo]:
     """Every registered method.
 
@@ -96,6 +114,7 @@ __all__ = [
     "Statement",
     "Synthesizer",
     "build_statement",
+    "default_method",
     "get",
     "methods",
 ]
