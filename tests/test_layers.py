@@ -1,12 +1,12 @@
 """dipsy's modules in layers, each importing only from its own layer and those below it.
 
 From the bottom: ``base`` (errors, paths, terminal, interrupts, permissions, version: what every
-layer may use) → ``domain`` (the public domain) → ``engine`` (the only code that reads the
-confidential records) → ``privacy`` (budgets, mechanisms, sessions, the ledger) → ``methods``
-(the synthesizers, and the DP discovery of a domain) → ``release`` (a request, its forecast, the
-release written and the domain files written) → ``evaluation`` (metrics and reports, with the
-regression formulas and combining rules they use) → ``api`` (the Python API and the package's
-façade) → ``audit`` (the privacy audit, run by the command line) → ``cli``.
+layer may use) → ``domain`` (the public domain, and the formula grammar its declared analyses are
+written in) → ``engine`` (the only code that reads the confidential records) → ``privacy``
+(budgets, mechanisms, sessions, the ledger) → ``methods`` (the synthesizers, and the DP discovery
+of a domain) → ``release`` (a request, its forecast, the release written and the domain files
+written) → ``evaluation`` (metrics and reports, with the combining rules they use) → ``api`` (the
+Python API and the package's façade) → ``audit`` (the privacy audit, run by the command line) → ``cli``.
 
 Every import counts, at the top of a module or inside a function or an ``if TYPE_CHECKING:``
 block: an import hidden in a function still ties the two modules together. The map below places
@@ -29,7 +29,7 @@ LAYERS = ("base", "domain", "engine", "privacy", "methods", "release", "evaluati
 PLACED = {
     "base": """errors interrupts paths permissions terminal version""",
     "domain": """domain domain.codec domain.columns domain.discovered domain.domain domain.limits domain.missing
-                 domain.rules domain.validation""",
+                 domain.rules domain.validation domain.analyses formula""",
     "engine": """engine engine.agency engine.base engine.copies engine.duckdb_engine engine.files engine.fingerprint
                  engine.numpy_engine engine.owner engine.spark_engine""",
     "privacy": """privacy privacy.accountant privacy.audit privacy.budget privacy.composition privacy.conversions privacy.known
@@ -48,7 +48,7 @@ PLACED = {
     "release": """authoring discovery_run forecast forecast_marginals forecast_noise release release_sets request""",
     "evaluation": """evaluation evaluation.compare evaluation.groups evaluation.marginals evaluation.missing evaluation.numeric evaluation.plots
                      evaluation.propensity evaluation.regressions evaluation.relationships evaluation.report evaluation.rules
-                     evaluation.sdnist evaluation.sensitive evaluation.verdicts evaluation.yardsticks formula inference""",
+                     evaluation.sdnist evaluation.sensitive evaluation.verdicts evaluation.yardsticks inference""",
     "api": """dipsy api synthesizer""",
     "audit": """audit audit.cases audit.losses audit.record audit.runner""",
     "cli": """__main__ cli""",

@@ -29,6 +29,11 @@ A top-level ``rules:`` list declares edit rules and structural zeros (:mod:`dips
 combinations of values no record may hold. They are checked against the columns when the domain
 loads, kept as :attr:`Domain.rules`, and enforced on the synthetic records of every release.
 
+A top-level ``analyses:`` list declares the regressions the release should support
+(:mod:`dipsy.domain.analyses`): each a formula and, optionally, its model. They are checked
+against the columns when the domain loads, kept as :attr:`Domain.analyses`, and compared by
+``dipsy evaluate`` on the original and the synthetic sets.
+
 A field whose value is ``TODO`` (what ``dipsy domain init`` writes for every category list,
 bound and bin) is refused with every such field named, so a skeleton is never synthesized from.
 YAML's surprises in category lists are refused with the line and the text as written (see
@@ -53,6 +58,7 @@ from typing import Any
 import yaml
 
 from ..errors import DomainError
+from .analyses import Analysis, check_analyses
 from .columns import Column
 from .discovered import Discovery
 from .limits import CELL_LIMIT, MAX_CODES, MAX_COLUMNS, MAX_DOMAIN_BYTES, too_many_codes
@@ -84,6 +90,8 @@ class Domain:
     discovered: Discovery | None = None
     #: The edit rules (structural zeros) no record may break, in the order written.
     rules: tuple[Rule, ...] = ()
+    #: The analyses (regressions) the steward declares the release should support, in the order written.
+    analyses: tuple[Analysis, ...] = ()
     #: Each rule compiled against the columns (its forbidden cells), in the same order.
     rule_cells: tuple[RuleCells, ...] = dataclass_field(default=(), init=False, repr=False, compare=False)
 
@@ -115,6 +123,7 @@ class Domain:
                     "keep the block as 'dipsy domain discover' wrote it, with the column's discovered values",
                 )
         self._check_rules()
+        check_analyses(self.analyses, {c.name: c for c in self.columns})
 
     def _check_rules(self) -> None:
         """Compile every rule against the columns (its checks are :meth:`Rule.forbidden`'s), once."""
@@ -151,8 +160,9 @@ class Domain:
         return len(self.columns)
 
     def project(self, names: Iterable[str] | None) -> Domain:
-        """The domain restricted to ``names`` (in the order given); all columns when None. A rule
-        is kept when every column it names is kept (:meth:`dropped_rules` lists the others)."""
+        """The domain restricted to ``names`` (in the order given); all columns when None. A rule,
+        and an analysis, is kept when every column it names is kept (:meth:`dropped_rules` lists the
+        rules dropped)."""
         if names is None:
             return self
         names = list(names)
@@ -161,7 +171,8 @@ class Domain:
         discovered = None if self.discovered is None else self.discovered.project(names)
         kept = set(names)
         rules = tuple(r for r in self.rules if set(r.columns) <= kept)
-        return Domain(tuple(self[n] for n in names), self.name, self.description, discovered, rules)
+        analyses = tuple(a for a in self.analyses if set(a.columns) <= kept)
+        return Domain(tuple(self[n] for n in names), self.name, self.description, discovered, rules, analyses)
 
     def dropped_rules(self, names: Iterable[str] | None) -> tuple[tuple[Rule, tuple[str, ...]], ...]:
         """The rules :meth:`project` drops for ``names``, each with the columns of it left out.
@@ -219,17 +230,23 @@ class Domain:
             if spec and all(isinstance(v, int) and not isinstance(v, bool) for v in spec.values()):
                 return cls.from_sizes(spec)
             raise DomainError("the domain file has no 'columns:' section", "list the columns under 'columns:'")
-        unknown = set(spec) - {"name", "description", "columns", "discovered", "rules"}
+        unknown = set(spec) - {"name", "description", "columns", "discovered", "rules", "analyses"}
         if unknown:
             raise DomainError(
                 f"the domain file has unknown field(s) {sorted(map(str, unknown))}",
-                "use name, description, columns (and rules, discovered)",
+                "use name, description, columns (and rules, analyses, discovered)",
             )
         rules = spec.get("rules")
         if rules is not None and not isinstance(rules, (list, tuple)):
             raise DomainError(
                 "'rules:' is not a list of rules",
                 "write each rule as an item: '- name: ...' (see 'Edit rules' in docs/guides/domain.md)",
+            )
+        analyses = spec.get("analyses")
+        if analyses is not None and not isinstance(analyses, (list, tuple)):
+            raise DomainError(
+                "'analyses:' is not a list of analyses",
+                "write each analysis as an item: '- formula: y ~ x1 + C(x2)' (see 'Declared analyses' in docs/guides/domain.md)",
             )
         columns = spec["columns"]
         if not isinstance(columns, Mapping):
@@ -249,6 +266,7 @@ class Domain:
             str(spec.get("description", "")),
             Discovery.from_dict(spec["discovered"]) if spec.get("discovered") is not None else None,
             tuple(Rule.from_dict(r, i) for i, r in enumerate(rules or (), start=1)),
+            tuple(Analysis.from_dict(a, i) for i, a in enumerate(analyses or (), start=1)),
         )
 
     @classmethod
@@ -275,6 +293,8 @@ class Domain:
             out["discovered"] = self.discovered.to_dict()
         if self.rules:  # only when present: a domain without rules keeps its fingerprint
             out["rules"] = [r.to_dict() for r in self.rules]
+        if self.analyses:  # only when present: a domain without analyses keeps its fingerprint
+            out["analyses"] = [a.to_dict() for a in self.analyses]
         return out
 
     def save(self, path: str | Path) -> None:

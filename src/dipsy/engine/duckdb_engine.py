@@ -574,7 +574,9 @@ class DuckDBEngine(Engine):
                 coded += [m, x, r]
                 if c.missing is not None and not c.is_categorical:
                     arms = self._state_arms(c, m, x, f"t{j}" if texts else None)
-                    coded.append(f"CAST(CASE {' '.join(f'WHEN {w} THEN {s}' for w, s in arms)} ELSE -1 END AS BIGINT) AS s{j}")
+                    # no arm where no value of the column can be in a state (a float column, text codes only)
+                    states = f"CASE {' '.join(f'WHEN {w} THEN {s}' for w, s in arms)} ELSE -1 END" if arms else "-1"
+                    coded.append(f"CAST({states} AS BIGINT) AS s{j}")
         sql = source
         for level in (raw, first, seen):
             sql = f"SELECT {', '.join([*level, *carry])} FROM " + (sql if sql == "src" else f"({sql})")

@@ -28,8 +28,8 @@ from .marginals import encode_valid, kway_marginals
 from .missing import missing_shares, value_numbers, without_states
 from .numeric import numeric_summary
 from .propensity import pmse_all
-from .regressions import regression
-from .relationships import indicator_relationships, numeric_correlations
+from .regressions import compare_models, regression
+from .relationships import relationships_section
 from .rules import rule_breaks
 from .sdnist import sdnist_kmarginal
 from .sensitive import sensitive_utility
@@ -161,7 +161,7 @@ def evaluate(
     release: Release | str | Path,
     domain: Domain | str | Path | None = None,
     formula: str | None = None,
-    model: str = "ols",
+    model: str | None = None,
     seed: int = 0,
     sensitive: list[str] | str | None = None,
     groups: Sequence[str] | None = None,
@@ -180,9 +180,12 @@ def evaluate(
         The public domain; default the release's own ``domain.yaml``.
     formula
         A regression to compare, written as for statsmodels, e.g. ``"Expenditure ~ Income + C(Race)"``
-        (read by the grammar of :mod:`dipsy.formula`, never run as Python).
+        (read by the grammar of :mod:`dipsy.formula`, never run as Python). Without one, the
+        inference section compares the analyses the domain declares (``analyses:``), else default
+        models chosen from the domain alone (:func:`.regressions.choose_models`).
     model
-        ``"ols"`` or ``"logit"`` for the regression.
+        ``"ols"`` or ``"logit"`` for ``formula``; default a logit when its response is a column of
+        two categories (its second category modelled), else OLS.
     seed
         Seed of the metrics' own sampling (3-way marginals, subsamples, CART permutations, the
         pMSE's independent-columns shuffle and the binning floor's redraw inside the bins).
@@ -210,6 +213,7 @@ def evaluate(
     dict
         ``"release"``, ``"privacy"``, ``"dataset"``, one key per section (``"marginals"``,
         ``"numeric"``, ``"propensity"``, ``"relationships"``, ``"inference"``, ``"sensitive"``,
+        ``"inference"``: the models compared, :func:`.regressions.compare_models`;
         ``"missing"``: the shares of each declared missing state, :func:`.missing.missing_shares`;
         ``"rules"``: the records breaking each of the domain's edit rules, :func:`.rules.rule_breaks`)
         and ``"verdicts"``: per section with one, ``{"level", "text"}`` (:mod:`.verdicts`). The
@@ -234,7 +238,9 @@ def evaluate(
         domain = release_domain
     elif not isinstance(domain, Domain):
         domain = Domain.load(domain)
+    declared = domain.analyses
     domain = domain.project([n for n in release_domain.names if n in domain])
+    dropped = [a for a in declared if a not in domain.analyses]  # analyses naming a column not released
     orig = read_original(original, domain)
     out = {
         "release": meta,
@@ -255,18 +261,10 @@ def evaluate(
             if groups
             else {}
         ),
-        "numeric": numeric_summary(orig, tables, domain, seed=seed),
+        "numeric": numeric_summary(orig, tables, domain, seed=seed, privacy=meta["privacy"]),
         "propensity": pmse_all(orig, tables, domain, seed=seed),
-        "relationships": {
-            "indicators": indicator_relationships(orig, tables, domain, seed=seed),
-            "numeric": numeric_correlations(orig, tables, domain),
-        },
-        # A declared missing state is no number and no level: the regression leaves its rows out.
-        "inference": None
-        if formula is None
-        else regression(
-            formula, without_states(orig, domain), [without_states(t, domain) for t in tables], meta.get("combining_rule"), model
-        ),
+        "relationships": relationships_section(orig, tables, domain, seed=seed),
+        "inference": _inference(orig, tables, domain, meta, formula, model, dropped),
         "sensitive": _sensitive(orig, tables, domain, meta, sensitive, seed),
         "missing": missing_shares(orig, tables, domain),
         "rules": rule_breaks(orig, tables, domain),
@@ -295,6 +293,33 @@ def stated(privacy: dict, key: str) -> Any:
     """A field of a release's privacy statement; a seeded test release's from the statement it
     would have unseeded (``if_unseeded``)."""
     return privacy.get(key) or (privacy.get("if_unseeded") or {}).get(key)
+
+
+def _inference(
+    orig: pd.DataFrame,
+    tables: list[pd.DataFrame],
+    domain: Domain,
+    meta: dict,
+    formula: str | None,
+    model: str | None,
+    dropped: Sequence[Any],
+) -> dict | None:
+    """The inference section (:func:`.regressions.compare_models`): the formula given, else the
+    domain's declared analyses, else default models chosen from the domain and the release's
+    ``parameters.sensitive``. A declared missing state is no number and no level: the regressions
+    leave its rows out."""
+    given = meta.get("parameters")
+    sensitive = [c.partition("=")[0].strip() for c in _names((given if isinstance(given, dict) else {}).get("sensitive"))]
+    return compare_models(
+        without_states(orig, domain),
+        [without_states(t, domain) for t in tables],
+        domain,
+        meta.get("combining_rule"),
+        formula,
+        model,
+        sensitive,
+        dropped,
+    )
 
 
 def _sensitive(

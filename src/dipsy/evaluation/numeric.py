@@ -21,13 +21,28 @@ the bin's uniform mean (its midpoint; for integer bins the midpoint of its least
 integer). A wide top bin of a skewed column (CE Income: 250k-1M) moves the mean by a large share
 on its own. The evaluation is the steward's and reads the original values, so this is fine here;
 it is not something a release could publish.
+
+The yardsticks (:func:`numeric_yardsticks`; the verdict reads them, :func:`dipsy.evaluation.verdicts.numeric`).
+Beside the binning floor each column gets two numbers a steward can reach without the release:
+
+- **the sampling floor**: U_m of a resample of the original (with replacement) as large as a
+  synthetic set, the mean of :data:`~.yardsticks.DRAWS` seeded draws, and the relative mean shift
+  such a resample makes, as its root mean square ``sd(x) / (|mean(x)| sqrt(rows))`` (exact for a
+  resample, so no draw is needed: twice it is two standard errors);
+- **one-way histogram at the same budget**: what a release that keeps nothing of the other
+  columns gets for this one: the column's histogram over the domain's public bins (or its integers)
+  measured with the noise :func:`~.yardsticks.per_column_noise` gives each one-way table of the
+  independent baseline (the release's per-set budget split over the columns), negative counts set
+  to 0, ``rows`` values drawn from it and placed uniformly inside their bins as a synthesizer
+  decodes them; U_m and |relative mean shift|, each the mean of :data:`~.yardsticks.DRAWS` draws.
+  A numeric column without bins has no histogram and gets none.
 """
 
 from __future__ import annotations
 
 import warnings
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -40,11 +55,17 @@ from ..domain.codec import decode_column, encode_column
 from ..errors import DataError
 from .marginals import encode_valid, shared_domain
 from .missing import value_numbers
+from .yardsticks import DRAWS, per_column_noise
 
 #: Quantile levels reported for every integer or numeric column.
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 #: Bins listed per column in the floor's account of its mean shift, largest share first.
 FLOOR_BINS = 3
+#: At most this many cells in a column's one-way histogram yardstick (an integer column of wider
+#: range gets none, as a numeric column without bins).
+MAX_HISTOGRAM = 10**6
+#: Resamples behind a column's sampling floor of U_m (each costs one count of the values, no sort).
+FLOOR_DRAWS = 5
 
 
 def ecdf_distances(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
@@ -80,7 +101,13 @@ def ecdf_distances(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     return float(np.abs(diff).max()), float(np.mean(diff**2))
 
 
-def numeric_summary(original: pd.DataFrame, tables: Sequence[pd.DataFrame], domain: Domain, seed: int = 0) -> dict[str, Any]:
+def numeric_summary(
+    original: pd.DataFrame,
+    tables: Sequence[pd.DataFrame],
+    domain: Domain,
+    seed: int = 0,
+    privacy: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """ECDF distances, KS statistics, means and quantiles of every integer/numeric column.
 
     Parameters
@@ -93,7 +120,10 @@ def numeric_summary(original: pd.DataFrame, tables: Sequence[pd.DataFrame], doma
         The public domain; its ``integer`` and ``numeric`` columns present in the original and
         every set are summarised (rows that do not match the domain are left out).
     seed
-        Seed of the binning floor's redraw (:func:`redraw_in_bins`).
+        Seed of the binning floor's redraw (:func:`redraw_in_bins`) and of the yardsticks' draws.
+    privacy
+        The release's privacy statement, whose per-set budget the one-way histogram yardstick
+        spends (:func:`numeric_yardsticks`); without it, exact one-way tables.
 
     Returns
     -------
@@ -103,10 +133,11 @@ def numeric_summary(original: pd.DataFrame, tables: Sequence[pd.DataFrame], doma
         ``"mean_original"``, ``"mean_synthetic"`` (per set), ``"quantiles"`` (the levels of
         :data:`QUANTILES`), ``"quantiles_original"`` and ``"quantiles_synthetic"`` (per set, a list
         of quantiles each), ``"n_original"``, ``"n_synthetic"``; for a column with bins,
-        ``"floor"`` (see :func:`binning_floor`), else None. Empty when the domain has no such
-        column.
+        ``"floor"`` (see :func:`binning_floor`), else None; ``"yardsticks"`` (see
+        :func:`numeric_yardsticks`). Empty when the domain has no such column.
     """
     domain = shared_domain(original, tables, domain)
+    noise = per_column_noise(domain, privacy or {})  # the independent baseline's, over every column
     numeric = [c.name for c in domain.columns if c.kind in ("integer", "numeric")]
     if not numeric:
         return {}
@@ -141,8 +172,78 @@ def numeric_summary(original: pd.DataFrame, tables: Sequence[pd.DataFrame], doma
             "n_original": int(x.size),
             "n_synthetic": [int(y.size) for y in ys],
             "floor": binning_floor(x, redrawn[name], domain[name], seed),
+            "yardsticks": numeric_yardsticks(x, round(float(np.mean([y.size for y in ys]))), domain[name], noise, seed),
         }
     return out
+
+
+def numeric_yardsticks(
+    x: np.ndarray, rows: int, column: Column, noise: Mapping[str, Any] | None, seed: int = 0
+) -> dict[str, Any]:
+    """The sampling floor and the one-way histogram yardstick of one column (module docstring).
+
+    Parameters
+    ----------
+    x
+        The original values of the column (numbers only).
+    rows
+        The values a synthetic set holds (their mean over sets).
+    column
+        The column, for its bins (or integers).
+    noise
+        Each one-way table's noise (:func:`~.yardsticks.per_column_noise`), or None for exact tables.
+    seed
+        With the column's name, seeds the draws: ``numpy.random.default_rng([seed, 7, crc32(name)])``.
+
+    Returns
+    -------
+    dict
+        ``"rows"``, ``"draws"``; ``"floor"``: ``{"U_m", "mean_shift"}`` of a resample of ``rows``;
+        ``"independent"``: ``{"U_m", "mean_shift"}`` of the one-way histogram (None for a numeric
+        column without bins, or of more than :data:`MAX_HISTOGRAM` cells) and ``"noise"``. Mean shifts are relative to the original mean
+        (None when it is 0) and unsigned.
+
+    >>> c = Column("x", "numeric", lower=0, upper=10, bins=(0, 5, 10))
+    >>> y = numeric_yardsticks(np.array([2.0, 2.0, 6.0, 6.0]), 4, c, None)  # sd 2, mean 4: SE 1 is 25 % of it
+    >>> y["floor"]["mean_shift"], y["noise"]
+    (0.25, None)
+    """
+    rng = np.random.default_rng([seed, 7, zlib.crc32(column.name.encode("utf-8"))])
+    rows = max(int(rows), 1)
+    mean = float(x.mean())
+    rel = (lambda v: float(abs(v) / abs(mean))) if mean != 0 else (lambda v: None)
+    # a resample holds the original's values only: both ECDFs step at those, so U_m is the largest
+    # gap of the cumulated counts over them (no sort per draw)
+    values, which = np.unique(x, return_inverse=True)
+    cdf = np.cumsum(np.bincount(which, minlength=values.size)) / x.size
+    gaps = [
+        np.abs(cdf - np.cumsum(np.bincount(which[rng.integers(0, x.size, rows)], minlength=values.size)) / rows).max()
+        for _ in range(FLOOR_DRAWS)
+    ]
+    floor_um = float(np.sqrt(np.mean(np.square(gaps))))
+    floor = {"U_m": floor_um, "mean_shift": rel(float(x.std()) / np.sqrt(rows))}
+    independent = None
+    size = (column.value_size or 0) if column.encodable else 0
+    if 0 < size <= MAX_HISTOGRAM:
+        codes = encode_column(pd.Series(x), column).codes
+        counts = np.bincount(codes[(codes >= 0) & (codes < size)], minlength=size).astype(float)
+        plain = replace(column, missing=None)
+        ums, shifts = [], []
+        for _ in range(DRAWS):
+            noisy = counts
+            if noise:
+                draw = rng.normal if noise["kind"] == "gaussian" else rng.laplace
+                noisy = np.maximum(counts + draw(0.0, noise["scale"], size), 0.0)
+            share = noisy / noisy.sum() if noisy.sum() > 0 else np.full(size, 1.0 / size)
+            drawn = decode_column(rng.choice(size, rows, p=share), plain, rng).astype(float)
+            ums.append(_gap(values, cdf, drawn))
+            shifts.append(float(drawn.mean()) - mean)
+        shift = [rel(v) for v in shifts]
+        independent = {
+            "U_m": float(np.mean(ums)),
+            "mean_shift": float(np.mean([v for v in shift if v is not None])) if mean != 0 else None,
+        }
+    return {"rows": rows, "draws": DRAWS, "floor": floor, "independent": independent, "noise": dict(noise) if noise else None}
 
 
 def redraw_in_bins(frame: pd.DataFrame, domain: Domain, seed: int = 0) -> pd.DataFrame:
@@ -244,6 +345,20 @@ def binning_floor(x: np.ndarray, redrawn: np.ndarray, column: Column, seed: int 
         ],
         "seed": seed,
     }
+
+
+def _gap(values: np.ndarray, cdf: np.ndarray, y: np.ndarray) -> float:
+    """U_m of :func:`ecdf_distances` between the original, given by its distinct ``values`` (sorted)
+    and its ECDF ``cdf`` at them, and ``y``: both ECDFs step only at their own distinct values, so
+    the largest gap is found over those (few, for a discrete column).
+
+    >>> _gap(np.array([1.0, 2.0]), np.array([0.5, 1.0]), np.array([3.0, 2.0])) == ecdf_distances(np.array([1, 2]), np.array([2, 3]))[0]
+    True
+    """
+    other, counts = np.unique(y, return_counts=True)
+    points = np.union1d(values, other)
+    at = lambda v, c: np.concatenate([[0.0], c])[np.searchsorted(v, points, side="right")]  # noqa: E731 - an ECDF at points
+    return float(np.abs(at(values, cdf) - at(other, np.cumsum(counts) / y.size)).max())
 
 
 def _values(frame: pd.DataFrame, domain: Domain, what: str) -> dict[str, np.ndarray]:

@@ -19,6 +19,13 @@ sign flipped. Both would count every relationship twice in the means and, placed
 about 0, inflate any correlation taken over the pairs. Such a column keeps one indicator, its
 rarer category in the original (the later one on a tie), as a logistic regression models the
 rarer outcome.
+
+The sampling floor. Every pair also carries its slope and correlation (``..._resample``; None
+where an indicator is constant in a resample) in :data:`~.yardsticks.DRAWS` seeded resamples of
+the original (with replacement) as large as a synthetic set: what the original's own records, drawn again, make of it. The verdict
+(:func:`dipsy.evaluation.verdicts.relationships`) counts how many material relationships those
+resamples lose by the rule it applies to the release (``"floor"`` of :func:`relationships_section`);
+a release that keeps no joint structure loses them all.
 """
 
 from __future__ import annotations
@@ -33,6 +40,24 @@ import pandas as pd
 from ..domain import Domain
 from .marginals import encode_valid, shared_domain
 from .missing import value_numbers
+from .yardsticks import DRAWS
+
+
+def relationships_section(
+    original: pd.DataFrame, tables: Sequence[pd.DataFrame], domain: Domain, seed: int = 0
+) -> dict[str, Any]:
+    """The relationships section of the evaluation: ``"indicators"``
+    (:func:`indicator_relationships`), ``"numeric"`` (:func:`numeric_correlations`) and
+    ``"floor"``, what resamples of the original as large as a set lose of the material relationships
+    (:func:`dipsy.evaluation.verdicts.relationship_floor`: ``{"material", "lost", "lost_by_draw",
+    "rows", "draws"}``, or None without a material relationship)."""
+    from .verdicts import relationship_floor  # the verdict's own rule, so the floor counts as it does
+
+    out: dict[str, Any] = {
+        "indicators": indicator_relationships(original, tables, domain, seed=seed),
+        "numeric": numeric_correlations(original, tables, domain, seed=seed),
+    }
+    return out | {"floor": relationship_floor(out)}
 
 
 def indicator_relationships(
@@ -67,10 +92,12 @@ def indicator_relationships(
     dict
         ``"pairs"``: a list of ``{"x", "y", "corr_original", "corr_synthetic", "slope_original",
         "slope_synthetic"}`` (``x`` and ``y`` as ``"column=category"``; synthetic values one per
-        set, NaN where an indicator is constant in that set); ``"corr_mean_abs_diff"`` and
+        set, NaN where an indicator is constant in that set) and ``"corr_resample"``,
+        ``"slope_resample"`` (in each resample of the module's notes, seeded by
+        ``numpy.random.default_rng([seed, 11])``); ``"corr_mean_abs_diff"`` and
         ``"slope_mean_abs_diff"``, the mean of ``|synthetic - original|`` over pairs and sets
         (NaN values skipped), and the same per set (``"..._per_set"``); ``"indicators"``,
-        ``"pairs_available"``, ``"pairs_used"``.
+        ``"pairs_available"``, ``"pairs_used"``, ``"mirrors_dropped"``; ``"resample"``: ``{"rows", "draws"}``.
 
     Notes
     -----
@@ -126,6 +153,16 @@ def indicator_relationships(
     moments = [_indicator_moments(c, cats, sizes, col_of[i], code_of[i], col_of[j], code_of[j]) for c in codes]
     corr = np.array([m[0] for m in moments])  # (1 + m, pairs); row 0 is the original
     slope = np.array([m[1] for m in moments])
+    # the sampling floor: the same pairs in resamples of the original as large as a set
+    rows = _rows([len(c[cats[0]]) for c in codes[1:]])
+    rng = np.random.default_rng([seed, 11])  # apart from the pairs' draw above
+    picks = [rng.integers(0, n, rows) for _ in range(DRAWS)] if n else []
+    again = [
+        _indicator_moments({c: codes[0][c][p] for c in cats}, cats, sizes, col_of[i], code_of[i], col_of[j], code_of[j])
+        for p in picks
+    ]
+    corr_re = np.array([m[0] for m in again]).reshape(len(again), len(i))
+    slope_re = np.array([m[1] for m in again]).reshape(len(again), len(i))
     texts = {c.name: c.category_texts + (c.missing.texts if c.missing is not None else ()) for c in domain.columns}
     labels = [f"{cats[c]}={texts[cats[c]][v]}" for c, v in zip(col_of, code_of)]
     pairs = [
@@ -136,6 +173,8 @@ def indicator_relationships(
             "corr_synthetic": [float(v) for v in corr[1:, p]],
             "slope_original": float(slope[0, p]),
             "slope_synthetic": [float(v) for v in slope[1:, p]],
+            "corr_resample": _finite(corr_re[:, p]),
+            "slope_resample": _finite(slope_re[:, p]),
         }
         for p, (a, b) in enumerate(zip(i, j))
     ]
@@ -150,19 +189,23 @@ def indicator_relationships(
         "pairs_available": available,
         "pairs_used": len(pairs),
         "mirrors_dropped": mirrors,
+        "resample": {"rows": rows, "draws": len(picks)},
     }
 
 
-def numeric_correlations(original: pd.DataFrame, tables: Sequence[pd.DataFrame], domain: Domain) -> dict[str, Any]:
+def numeric_correlations(original: pd.DataFrame, tables: Sequence[pd.DataFrame], domain: Domain, seed: int = 0) -> dict[str, Any]:
     """Pearson correlations between integer/numeric columns, original against each set.
 
     Returns
     -------
     dict
         ``"columns"``; ``"original"`` (matrix as nested lists) and ``"synthetic"`` (one matrix per
-        set); ``"pairs"``: ``{"x", "y", "corr_original", "corr_synthetic"}`` for every pair of
-        columns; ``"mean_abs_diff"`` over pairs and sets and ``"mean_abs_diff_per_set"``. A
-        correlation with a constant column is NaN (and skipped in the means).
+        set); ``"pairs"``: ``{"x", "y", "corr_original", "corr_synthetic", "corr_resample"}`` for
+        every pair of columns (``corr_resample``: in :data:`~.yardsticks.DRAWS` resamples of the
+        original as large as a set, seeded by ``numpy.random.default_rng([seed, 13])``);
+        ``"resample"`` (``{"rows", "draws"}``); ``"mean_abs_diff"`` over pairs and sets and
+        ``"mean_abs_diff_per_set"``. A correlation with a constant column is NaN (and skipped in
+        the means).
     """
     domain = shared_domain(original, tables, domain)
     names = [c.name for c in domain.columns if c.kind in ("integer", "numeric")]
@@ -178,7 +221,12 @@ def numeric_correlations(original: pd.DataFrame, tables: Sequence[pd.DataFrame],
     domain = domain.project(names)
     frames = [original, *tables]
     whats = ["original"] + [f"synthetic set {k}" for k in range(1, len(tables) + 1)]
-    mats = np.array([_corr(_numeric_matrix(f, domain, w)) for f, w in zip(frames, whats)])
+    values = [_numeric_matrix(f, domain, w) for f, w in zip(frames, whats)]
+    mats = np.array([_corr(v) for v in values])
+    # the sampling floor: resamples of the original's complete cases as large as a set's
+    rows, n = _rows([len(v) for v in values[1:]]), len(values[0])
+    rng = np.random.default_rng([seed, 13])
+    again = np.array([_corr(values[0][rng.integers(0, n, rows)]) for _ in range(DRAWS if n else 0)])
     i, j = np.triu_indices(len(names), 1)
     diff = np.abs(mats[1:, i, j] - mats[0, i, j])
     return {
@@ -191,9 +239,11 @@ def numeric_correlations(original: pd.DataFrame, tables: Sequence[pd.DataFrame],
                 "y": names[b],
                 "corr_original": float(mats[0, a, b]),
                 "corr_synthetic": [float(v) for v in mats[1:, a, b]],
+                "corr_resample": _finite(again[:, a, b]) if len(again) else [],
             }
             for a, b in zip(i, j)
         ],
+        "resample": {"rows": rows, "draws": len(again)},
         "mean_abs_diff": _nanmean(diff),
         "mean_abs_diff_per_set": [_nanmean(d) for d in diff],
     }
@@ -245,6 +295,17 @@ def _corr(values: np.ndarray) -> np.ndarray:
         out = cov / np.outer(sd, sd)
     out[~np.isfinite(out)] = np.nan
     return out
+
+
+def _finite(values: np.ndarray) -> list[float | None]:
+    """Resample values as a list, None where an indicator or column is constant in a resample (so
+    that two seeded runs compare equal)."""
+    return [float(v) if np.isfinite(v) else None for v in values]
+
+
+def _rows(sizes: Sequence[int]) -> int:
+    """The rows of a resample: a synthetic set's, their mean over sets (at least 1)."""
+    return max(int(round(float(np.mean(sizes)))), 1) if sizes else 1
 
 
 def _nanmean(values: np.ndarray) -> float:

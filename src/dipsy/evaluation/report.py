@@ -657,7 +657,8 @@ def _relationship_rows(relationships: Mapping[str, Any]) -> list[list[str]]:
 
 
 def _inference_rows(inference: Mapping[str, Any], sets: Any = None) -> list[list[str]]:
-    coefs = [c for c in inference.get("coefficients") or [] if isinstance(c, Mapping)]
+    models = [m for m in inference.get("models") or [] if isinstance(m, Mapping)] or [inference]
+    coefs = [c for m in models for c in m.get("coefficients") or [] if isinstance(c, Mapping)]
     overlap = nanmean([c.get("ci_overlap") for c in coefs])
     stdd = nanmean([abs(x) for x in finite([c.get("std_diff") for c in coefs])])
     rows = []
@@ -1459,14 +1460,60 @@ def _sensitive_rows(part: Mapping[str, Any]) -> list[list[str]]:
 # -- 8. inference --------------------------------------------------------------------------------
 
 
+#: The inference section's heading, by where its models came from (the JSON's ``source``).
+INFERENCE_SOURCES = {
+    "given": "The model given (--formula)",
+    "declared": "Models declared in the domain (analyses:)",
+    "default": "Default models, chosen from the domain (no formula given, no analyses declared)",
+}
+
+
 def _inference(inference: Mapping[str, Any], sets: Any = None) -> str:
+    models = [m for m in inference.get("models") or [] if isinstance(m, Mapping)]
+    if not models:  # one model, as an evaluation without "models" holds it
+        if not inference.get("coefficients"):
+            return _na("no regression formula was given and the domain gives no model (pass one to compare inferences)") + (
+                _left_out(inference)
+            )
+        return _one_model(inference, sets)
+    source = str(inference.get("source") or "")
+    out = [
+        f"<h3>{esc(INFERENCE_SOURCES.get(source, 'Models'))}</h3>",
+        _p(
+            "Each model is fitted to the original and to each synthetic set; the synthetic estimates are combined by the "
+            "release's rule. A model's verdict: the same conclusion when every coefficient lies within 1.96 original "
+            "standard errors of the original's and no slope significant in the original is halved, doubled or reversed."
+        ),
+    ]
+    for k, m in enumerate(models, start=1):
+        why = f" — {m.get('why')}" if m.get("why") else ""
+        out.append(f"<h4>{k}. <code>{esc(m.get('formula', '—'))}</code> ({esc(m.get('model', ''))}){esc(why)}</h4>")
+        if m.get("error"):
+            out.append(_p(f"Not compared: {m.get('error')}.", "note"))
+            continue
+        verdict = judge.inference(m, sets)
+        if verdict is not None:
+            same = "Same conclusion" if verdict.level == "good" else "Not the same conclusion"
+            out.append(f'<p class="{esc(verdict.level)}"><strong>{esc(same)}.</strong> {esc(verdict.text)}</p>')
+        out.append(_one_model(m, sets))
+    return "".join(out) + _left_out(inference)
+
+
+def _left_out(inference: Mapping[str, Any]) -> str:
+    left = [x for x in inference.get("left_out") or [] if isinstance(x, Mapping)]
+    if not left:
+        return ""
+    items = "".join(f"<li>{esc(x.get('column') or x.get('analysis') or '')}: {esc(x.get('why', ''))}</li>" for x in left)
+    return f'<p class="note">Left out of the models:</p><ul class="note">{items}</ul>'
+
+
+def _one_model(inference: Mapping[str, Any], sets: Any = None) -> str:
     coefs = [c for c in inference.get("coefficients") or [] if isinstance(c, Mapping)]
-    if not coefs:
-        return _na("no regression formula was given (pass one to compare inferences)")
     rule = str(inference.get("rule", "—"))
     one = single_set(rule, sets)
+    response = f" It models {inference.get('response')}." if inference.get("response") else ""
     out = [
-        f"<p>Model <code>{esc(inference.get('formula', '—'))}</code>, fitted to the original and to each synthetic set; the synthetic estimates are combined by the rule <code>{esc(rule)}</code>.</p>"
+        f"<p>Model <code>{esc(inference.get('formula', '—'))}</code>, fitted to the original and to each synthetic set; the synthetic estimates are combined by the rule <code>{esc(rule)}</code>.{esc(response)}</p>"
     ]
     if one:
         out.append(_single_set_caveat())

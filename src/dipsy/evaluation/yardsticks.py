@@ -165,6 +165,20 @@ def two_way_yardsticks(
     return out
 
 
+def per_column_noise(domain: Domain, privacy: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The noise of each one-way table of the independent baseline over ``domain``: the release's
+    per-set budget split over its columns that have cells (:func:`noise_per_column`), as for the
+    two-way yardstick; the numeric yardsticks (:mod:`.numeric`) measure each column's histogram
+    with it.
+
+    >>> d = Domain.from_sizes({"a": 2, "b": 3, "c": 4, "e": 5})
+    >>> per_column_noise(d, {"rho_per_set": 0.5, "relation": {"kind": "add-remove"}})["scale"]
+    2.0
+    """
+    columns = sum(1 for c in domain.columns if c.encodable)
+    return noise_per_column(_budgeted(privacy), max(columns, 1))
+
+
 def _table(codes: Mapping[str, np.ndarray], pair: tuple[str, str], sizes: Mapping[str, int], rows: np.ndarray) -> np.ndarray:
     """The proportions of ``pair``'s two-way table over ``rows``."""
     a, b = pair
@@ -182,4 +196,4 @@ def _budgeted(privacy: Mapping[str, Any]) -> Mapping[str, Any]:
     return unseeded if isinstance(unseeded, Mapping) else privacy
 
 
-__all__ = ["DRAWS", "noise_per_column", "two_way_yardsticks"]
+__all__ = ["DRAWS", "noise_per_column", "per_column_noise", "two_way_yardsticks"]
