@@ -63,6 +63,13 @@ def test_errors_speak_python_and_the_report_is_written(tmp_path):
     metrics = s.fit(CE_DATA, CE_DOMAIN).report(tmp_path / "report.html")
     assert (tmp_path / "report.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
     assert metrics["dataset"]["columns"] == ["UrbanRural", "Race"] or set(metrics["dataset"]["columns"]) == {"Race", "UrbanRural"}
+    # a release of dipsy.synthesize writes its own, the same page for the same release and data
+    again = s.release.report(CE_DATA, tmp_path / "again.html")
+    assert again["verdicts"] == metrics["verdicts"]
+    assert (tmp_path / "again.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    with pytest.raises(DipsyError, match="sensitive= names 'nope'") as refused:  # in the API's terms
+        s.release.report(CE_DATA, tmp_path / "bad.html", sensitive=["nope"])
+    assert "--sensitive" not in str(refused.value) and not (tmp_path / "bad.html").exists()
 
 
 def test_the_notebook_example_runs(tmp_path, monkeypatch, private_ledger):

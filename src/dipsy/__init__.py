@@ -20,7 +20,7 @@ _EXPORTS = {
     "Column": "domain",
     "Domain": "domain",
     "methods": "methods",
-    "Release": "release",
+    "Release": "api",  # as the API loads, releases can write their report (dipsy.release.REPORTER)
     "Synthesizer": "synthesizer",
 }
 

@@ -44,7 +44,7 @@ from .privacy.ledger import take_back
 from .privacy.measurement import Measurement
 from .privacy.rng import Randomness
 from .privacy.session import Session
-from .release import LABELLED_FORMATS, ROOM_FLOOR, Output, Release, check_room, check_writable_folder
+from .release import LABELLED_FORMATS, REPORTER, ROOM_FLOOR, Output, Release, check_room, check_writable_folder
 from .release_sets import ChunkedSet
 from .request import Request
 from .version import __version__
@@ -748,3 +748,13 @@ def discover_domain(
     return run_discovery(
         data, plan, dataset_id=dataset_id, ledger=ledger, seed=seed, on_invalid=on_invalid, source=source, on_result=write
     )
+
+
+def _report(original: pd.DataFrame | str | Path, release: Release, **evaluation: Any) -> dict[str, Any]:
+    """:meth:`dipsy.release.Release.report`: :func:`dipsy.evaluation.evaluate` in the API's terms."""
+    from .evaluation import evaluate  # imported on use: scikit-learn and statsmodels are heavy
+
+    return speaks_python(evaluate)(original, release, **evaluation)
+
+
+REPORTER[:] = [_report]

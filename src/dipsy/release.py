@@ -71,6 +71,12 @@ LABELLED_FORMATS = ("dta", "sav", "xpt")
 FORMATS = ("parquet", "csv", *LABELLED_FORMATS)
 
 
+#: How a release evaluates itself and writes its report (:meth:`Release.report`), installed by
+#: :mod:`dipsy.api` as it loads: the evaluation sits above releases in the layers
+#: (tests/test_layers.py), so this module holds the call, not the code.
+REPORTER: list[Callable[..., dict[str, Any]]] = []
+
+
 @dataclass(frozen=True, eq=False)
 class Release:
     """The public output of one synthesis run.
@@ -164,6 +170,18 @@ class Release:
             meta["cells"] = describe_cells(self.domain)
             meta["files"] = [f"{self.stem}_{k}" for k in range(1, len(self.tables) + 1)]
         return meta
+
+    def report(self, original: pd.DataFrame | str | Path, path: str | Path, **evaluation: Any) -> dict[str, Any]:
+        """Evaluate the release against ``original``, the data it was drawn from, and write the HTML
+        report to ``path``: :func:`dipsy.evaluate` with ``report=path`` (``evaluation`` takes its other
+        arguments: ``formula``, ``groups``, …); returns the metrics. The report reads the confidential
+        data: keep it with them."""
+        if not REPORTER:
+            raise ReleaseError(
+                "no evaluation is loaded to write the report",
+                "import dipsy.api, or call dipsy.evaluate(original, release, report=path)",
+            )
+        return REPORTER[0](original, self, report=path, **evaluation)
 
     def _rules_line(self) -> tuple[str, ...]:
         """The statement's line on the edit rules enforced (none without rules)."""

@@ -112,10 +112,7 @@ class Synthesizer:
         to ``path`` (:func:`dipsy.evaluate`; it reads the confidential data: keep it with them)."""
         if self.release is None:
             raise DipsyError("nothing is fitted yet: there is no release to report on", "call fit(data, domain) first")
-        from .errors import speaks_python
-        from .evaluation import evaluate  # imported on use: scikit-learn and statsmodels are heavy
-
-        return speaks_python(evaluate)(self._data, self.release, report=path, **evaluation)
+        return self.release.report(self._data, path, **evaluation)
 
 
 __all__ = ["Synthesizer"]
