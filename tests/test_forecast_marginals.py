@@ -114,6 +114,17 @@ def test_mst_useful_and_at_least_weak_by_hand():
     assert part["verdict"] == "weak" and "at least weak" in part["text"]
 
 
+def test_a_useful_release_names_the_parts_no_verdict_covers():
+    # every judged part useful, privsyn's chosen marginals unjudged: the summary says useful only where forecast
+    f = plan_forecast(None, Domain.from_sizes({"a": 4, "b": 5, "c": 6}), method="privsyn", rho=1.0, rows=10_000)
+    assert f.verdict == "useful" and "no verdict on" in f.summary() and "the chosen marginals" in f.summary()
+    # every part judged: nothing to add
+    whole = plan_forecast(
+        None, Domain.from_sizes({"a": 4}), method="laplace-sanitizer", epsilon=5.0, rows=10_000, neighbouring="add-remove"
+    )
+    assert whole.verdict == "useful" and "no verdict on" not in whole.summary(), whole.summary()
+
+
 def root(parent: list[int], a: int) -> int:
     """The root of ``a``'s component in a union-find ``parent`` list."""
     while parent[a] != a:

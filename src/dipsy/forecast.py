@@ -106,6 +106,10 @@ class Forecast:
         worst = [p for p in self.parts if p["verdict"] == self.verdict]
         reason = f": {worst[0]['text']}" if worst else ""
         tail = f" — {'; '.join(self.advice)}" if self.advice and self.verdict in ("noise", "weak") else ""
+        unknown = [p["what"] for p in self.parts if p["verdict"] not in VERDICTS]
+        unjudged = unknown + [s for s in self.not_forecast if not any(s.startswith(u) for u in unknown)]
+        if self.verdict == "useful" and unjudged:  # useful where judged: never said of the parts no one could judge
+            tail += f" — in the parts forecast; no verdict on {len(unjudged)} other{'s' if len(unjudged) > 1 else ''} ({'; '.join(unjudged)})"
         return f"{HEADLINES[self.verdict]}{reason}{tail}"
 
     def to_dict(self) -> dict[str, Any]:
