@@ -66,6 +66,21 @@ def test_one_sensitive_column_by_hand():
     assert math.isnan(ind["slope_r"][0]) and ind["slope_mean_abs_diff"] == [pytest.approx(1 / 3)]
 
 
+def test_the_tables_are_judged_against_a_resample_and_sensitive_columns_drawn_apart():
+    # the original's s follows p: independence is 0.5 away (the product of the margins is ¼ in every cell)
+    original = pd.DataFrame({"p": [0, 0, 1, 1] * 250, "s": [0, 0, 1, 1] * 250})
+    resample = original.sample(frac=1.0, replace=True, random_state=1).reset_index(drop=True)
+    apart = original.assign(s=np.random.default_rng(2).permutation(original["s"].to_numpy()))  # s drawn apart from p
+    kept = sensitive_utility(original, [resample], BINARY, ["s"])
+    y = kept["yardsticks"]
+    assert y["independent"] == {"2-way": pytest.approx(0.5)} and 0 < y["floor"]["2-way"] < 0.05 and y["rows"] == 1000
+    from dipsy.evaluation.verdicts import sensitive
+
+    good, poor = sensitive(kept), sensitive(sensitive_utility(original, [apart], BINARY, ["s"]))
+    assert good.level == "good" and f"{y['floor']['2-way']:.3g}" in good.text and "0.5 with the sensitive" in good.text
+    assert poor.level == "poor" and "no closer than sensitive columns drawn apart" in poor.text, poor.text
+
+
 TRIPLE = Domain(
     (
         Column("p", "categorical", categories=(0, 1)),

@@ -96,6 +96,11 @@ def sensitive_utility(
         ``"tables"``: one ``{"columns", "way", "tvd"}`` (TVD per set) per table S × P, S × S′
         and, with several sensitive columns, S₁ × … × P; sorted worst (largest mean TVD) first;
         ``"tvd_mean"``: the mean TVD per way (``"2-way"``, ``"3-way"``…);
+        ``"yardsticks"``: the same means for a resample of the original as large as a set (mean of
+        :data:`FLOOR_DRAWS` seeded draws: the sampling floor) and for the original's own tables with
+        the sensitive columns independent of the rest (the product of each table's sensitive and
+        public margins: what a release that keeps no relationship of theirs would score at best),
+        as ``{"rows", "draws", "floor": {way: TVD}, "independent": {way: TVD}}``;
 
         ``"proportions"``: the cells of the S × P and S₁ × … × P tables — ``"tables"`` (their
         columns), ``"cells"`` (cells per table), ``"original"`` (shares, in table order and C
@@ -165,10 +170,51 @@ def sensitive_utility(
         "skipped": skipped,
         "tables": sorted(out_tables, key=lambda t: -float(np.mean(t["tvd"]))),
         "tvd_mean": {f"{w}-way": _mean_tvd(out_tables, w) for w in sorted({t["way"] for t in out_tables})},
+        "yardsticks": _yardsticks(codes[0], groups, sizes, sensitive, round(float(np.mean([len(t) for t in tables]))), seed),
         "proportions": _proportions(cells, len(tables)),
         "indicators": _indicators(labelled, view, sensitive, public, seed),
         "logit": {s: _logit(labelled, view, s, public, rule, (levels or {}).get(s)) for s in sensitive},
     }
+
+
+#: Resamples of the original the sampling floor of the sensitive tables averages.
+FLOOR_DRAWS = 5
+
+
+def _yardsticks(
+    original: Mapping[str, np.ndarray],
+    groups: Sequence[tuple[str, ...]],
+    sizes: Mapping[str, int],
+    sensitive: Sequence[str],
+    rows: int,
+    seed: int,
+) -> dict[str, Any]:
+    """The sampling floor and the no-relationship yardstick of the sensitive tables, per way.
+
+    >>> codes = {"s": np.array([0, 0, 1, 1] * 50), "p": np.array([0, 0, 1, 1] * 50)}
+    >>> y = _yardsticks(codes, [("s", "p")], {"s": 2, "p": 2}, ["s"], 200, 0)
+    >>> y["independent"]["2-way"], y["floor"]["2-way"] < 0.1
+    (0.5, True)
+    """
+    n = len(next(iter(original.values())))
+    rng = np.random.default_rng([seed, 11])
+    draws = [rng.integers(0, n, max(rows, 1)) for _ in range(FLOOR_DRAWS)]
+    floor: dict[int, list[float]] = {}
+    independent: dict[int, list[float]] = {}
+    for cols in groups:
+        shares = joint_shares(original, cols, sizes)
+        for idx in draws:
+            again = joint_shares({c: original[c][idx] for c in cols}, cols, sizes)
+            floor.setdefault(len(cols), []).append(0.5 * float(np.abs(again - shares).sum()))
+        table = shares.reshape(tuple(sizes[c] for c in cols))
+        inner = [k for k, c in enumerate(cols) if c in sensitive]  # the sensitive block against the rest
+        if len(inner) == len(cols):  # S × S′: the first sensitive column against the other
+            inner = [0]
+        outer = [k for k in range(len(cols)) if k not in inner]
+        apart = table.sum(axis=tuple(outer), keepdims=True) * table.sum(axis=tuple(inner), keepdims=True)
+        independent.setdefault(len(cols), []).append(0.5 * float(np.abs(apart - table).sum()))
+    way = lambda found: {f"{w}-way": float(np.mean(v)) for w, v in sorted(found.items())}  # noqa: E731
+    return {"rows": int(rows), "draws": FLOOR_DRAWS, "floor": way(floor), "independent": way(independent)}
 
 
 def joint_shares(codes: Mapping[str, np.ndarray], cols: Sequence[str], sizes: Mapping[str, int]) -> np.ndarray:

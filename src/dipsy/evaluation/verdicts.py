@@ -624,7 +624,11 @@ def sensitive(part: Mapping[str, Any]) -> Verdict | None:
     if math.isnan(tvd):
         return verdict
     table = f"sensitive × public tables: mean TVD {_g(tvd)}"
-    if tvd > MARGINAL_TVD_FLAG:
+    y = _mapping(part.get("yardsticks"))
+    floor, apart = _mean(list(_mapping(y.get("floor")).values())), _mean(list(_mapping(y.get("independent")).values()))
+    if not (math.isnan(floor) or math.isnan(apart)):
+        extra, level = _sensitive_tables(table, tvd, floor, apart, y.get("rows"))
+    elif tvd > MARGINAL_TVD_FLAG:
         extra, level = f"{table} > {MARGINAL_TVD_FLAG}", "poor"
     elif tvd > MARGINAL_TVD_OK:
         extra, level = f"{table} > {MARGINAL_TVD_OK}", "caution"
@@ -634,6 +638,27 @@ def sensitive(part: Mapping[str, Any]) -> Verdict | None:
         return Verdict(level, extra[0].upper() + extra[1:] + ".")
     worse = max(LEVELS.index(level), LEVELS.index(verdict.level))
     return Verdict(LEVELS[worse], f"{verdict.text[:-1]}; {extra}.")
+
+
+def _sensitive_tables(table: str, tvd: float, floor: float, apart: float, rows: Any) -> tuple[str, str]:
+    """The sensitive tables' mean TVD against a resample's (the floor) and the original's own tables
+    with the sensitive columns independent of the rest (``apart``), as :func:`_against_yardsticks`
+    judges the two-way marginals: good near the floor and closer than independence (or where
+    independence is itself near the floor), poor when no closer than independence, caution between.
+
+    >>> _sensitive_tables("t", 0.03, 0.02, 0.2, 1000)[1], _sensitive_tables("t", 0.25, 0.02, 0.2, 1000)[1]
+    ('good', 'poor')
+    """
+    numbers = (
+        f"{table}, against {_g(floor)} for a resample of the original of {_g(_num(rows))} rows and {_g(apart)} "
+        "with the sensitive columns independent of the rest"
+    )
+    structure = apart > NEAR_FLOOR * floor
+    if tvd <= NEAR_FLOOR * floor and (tvd < apart or not structure):
+        return f"{numbers}: near what sampling alone costs", "good"
+    if tvd < apart:
+        return f"{numbers}: {tvd / floor:.1f} times sampling's distance (near is within {NEAR_FLOOR:g} times)", "caution"
+    return f"{numbers}: no closer than sensitive columns drawn apart from the public ones", "poor"
 
 
 def single_set(rule: Any, sets: Any = None) -> bool:
