@@ -235,4 +235,20 @@ def check_analyses(analyses: Any, columns: Mapping[str, Column]) -> None:
         a.check(columns, f"analysis {i} ({a.formula!r})")
 
 
-__all__ = ["Analysis", "check_analyses", "chosen_model", "two_categories"]
+def declared_pairs(analyses: Any) -> tuple[tuple[str, str], ...]:
+    """The two-way marginals the declared ``analyses`` need: each analysis's response with each
+    column its terms name (a slope of y on x is a function of the y × x table given the rest), in
+    the order declared, each pair once. Public: a function of the domain alone.
+
+    >>> declared_pairs([Analysis("y ~ a + C(b)"), Analysis("y ~ b + I(a * c)")])
+    (('y', 'a'), ('y', 'b'), ('y', 'c'))
+    """
+    pairs: list[tuple[str, str]] = []
+    for a in analyses:
+        for x in a.columns[1:]:
+            if x != a.response and (a.response, x) not in pairs and (x, a.response) not in pairs:
+                pairs.append((a.response, x))
+    return tuple(pairs)
+
+
+__all__ = ["Analysis", "check_analyses", "chosen_model", "declared_pairs", "two_categories"]
