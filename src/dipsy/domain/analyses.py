@@ -25,8 +25,11 @@ Privacy
 -------
 An analysis is public input, like the categories and bounds it names: declared from public
 knowledge (the analyses a survey is published for), never read off the confidential data. It
-spends nothing and changes no release: it says which comparisons the evaluation (which reads the
-confidential original, for the steward's eyes) reports first.
+spends nothing by itself. It says which comparisons the evaluation (which reads the confidential
+original, for the steward's eyes) reports first, and a marginal method that honours it measures the
+marginals it needs first, at a share of the budget the release states
+(:mod:`dipsy.methods.marginals.declared`): a choice made from public input, like any other
+measurement of a plan.
 """
 
 from __future__ import annotations

@@ -20,6 +20,17 @@ total ``ρ₃`` only:
    table, of L2 sensitivity θ). When no pair is worth measuring, ρ₃ measures the (merged)
    one-way marginals a second time.
 
+**Declared analyses** (the domain's ``analyses:``, :mod:`.declared`). With analyses declared, a
+share ``s`` of each set's ρ (option ``analysis_share``, default 0.25) first goes to the two-way
+marginal of each analysis's response with each column its terms name, split by eq. 1 and measured
+over the columns' own values with discrete Gaussian noise (σ² = θ²/(2ρ_i)); the three shares above
+then split ``(1 − s)ρ``. The pairs are a function of the public domain alone, so these are fixed
+measurements of the plan, stated and charged like the one-way marginals; their noisy counts are
+summed into the merged values (post-processing), weighted in consistency by the mean variance of a
+merged cell, and the declared pairs are left out of step 3's selection. The proof below holds with
+``s₁, s₂, s₃`` read as shares of ``(1 − s)ρ`` and one more fixed part of ``sρ``: the parts still add
+up to ρ.
+
 Which marginals step 3 measures, and over which merged values, is a function of the noisy
 outputs of steps 1–2 and public inputs only; the session's privacy filter admits each of its
 measurements only while the composed total stays within the declared ``ρ₁ + ρ₂ + ρ₃`` (Rogers et
@@ -74,6 +85,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -90,6 +102,7 @@ from ...privacy.rng import Randomness
 from ...privacy.session import Session
 from ..base import MAX_ROWS, Model, Option, Plan, Synthesizer, theta_option, whole
 from .consistency import make_consistent
+from .declared import ANALYSIS_SHARE, analysis_share, analysis_share_option, declared_split
 from .gum import MAX_ITERATIONS, initial_records, update_records
 from .marginal import Marginal, Zeros, held_at_zero, independent_records, rule_zeros
 from .selection import allocate, combine, greedy_select, score_sensitivity, score_units
@@ -198,6 +211,12 @@ class PrivSyn(Synthesizer):
         Option(
             "shuffle", _flag, "1 (default): shuffle each attribute within groups of its measured neighbours after GUM; 0: not"
         ),
+        Option(
+            "analysis_share",
+            analysis_share_option,
+            "share of each set's ρ for the two-way marginals of the domain's declared analyses, measured before "
+            f"selection (default {ANALYSIS_SHARE:g} when the domain declares analyses; the shares above split the rest)",
+        ),
     )
 
     def relation_for(self, relation: Relation) -> Relation:
@@ -212,9 +231,14 @@ class PrivSyn(Synthesizer):
         per = rho / m  # each set's share (sequential composition over the sets; see the module docstring)
         pairs = list(itertools.combinations(names, 2))
         shares = self.settings.get("shares", SHARES) if pairs else (1.0, 0.0, 0.0)
-        one_way = [DiscreteGaussian.for_budget(ZCDP(float(r)), theta) for r in allocate(sizes, shares[0] * per)]
+        # the declared analyses' pairs first, at s of each set's ρ; the three parts share the rest
+        s_declared = analysis_share(self.settings, domain)
+        declared = declared_split(domain, s_declared * per) if s_declared > 0 else []
+        rest = per * (1.0 - s_declared)  # exactly per without declared analyses
+        one_way = [DiscreteGaussian.for_budget(ZCDP(float(r)), theta) for r in allocate(sizes, shares[0] * rest)]
+        declared_noise = [(pair, DiscreteGaussian.for_budget(ZCDP(r), theta)) for pair, r in declared]
         if pairs:
-            score_noise = DiscreteGaussian.for_budget(ZCDP(shares[1] * per), score_sensitivity(len(pairs), SCORE_UNITS, theta))
+            score_noise = DiscreteGaussian.for_budget(ZCDP(shares[1] * rest), score_sensitivity(len(pairs), SCORE_UNITS, theta))
             scores = Statistic(
                 f"the InDif dependency scores of the {len(pairs)} pairs of columns, in units of 1/{SCORE_UNITS}",
                 partial(score_units, pairs=tuple(pairs), units=SCORE_UNITS),
@@ -243,11 +267,27 @@ class PrivSyn(Synthesizer):
                         self.set_index(k),
                     )
                 )
+            measurements += [
+                Measurement(
+                    self.set_label(f"declared analysis: two-way marginal {a} × {b}, discrete Gaussian σ² = {noise.sigma2}", k),
+                    Table((a, b)),
+                    noise,
+                    self.relation,
+                    self.set_index(k),
+                )
+                for (a, b), noise in declared_noise
+            ]
         mechanism = (
             f"PrivSyn (Zhang et al. 2021, Alg. 3): discrete Gaussian one-way marginals ({shares[0]:g}ρ), noisy pairwise "
             f"dependency scores ({shares[1]:g}ρ), chosen marginals ({shares[2]:g}ρ); consistency and GUM record synthesis are "
             "post-processing"
         )
+        if declared:
+            mechanism += (
+                f"; first, the two-way marginals of the domain's declared analyses ({len(declared)} pairs, {s_declared:g}ρ split ∝ "
+                f"cells^(2/3), discrete Gaussian), the three shares above then splitting the other {1 - s_declared:g}ρ; the "
+                "declared pairs are left out of the selection"
+            )
         composition = (
             (
                 "zCDP composition of the one-way marginals, the dependency scores and the marginals chosen from them "
@@ -263,7 +303,7 @@ class PrivSyn(Synthesizer):
                 + composition
                 + (
                     f"; each set's chosen marginals are charged as one measurement at exactly its declared "
-                    f"{shares[2]:g}ρ/{m}, so every set spends the same ρ/{m}"
+                    f"{shares[2] * (1.0 - s_declared):g}ρ/{m}, so every set spends the same ρ/{m}"
                     if pairs
                     else ""
                 )
@@ -277,6 +317,9 @@ class PrivSyn(Synthesizer):
         }
         if m > 1:
             params["rho_per_set"] = per
+        if declared:  # only with declared analyses: a release without them has the same parameters as before
+            params["analysis_share"] = s_declared
+            params["declared_pairs"] = [list(pair) for pair, _ in declared]
         public = (*self.public(None), f"θ = {theta}, the most rows one individual owns")
         chosen_label = f"{self.name}: the chosen marginals, discrete Gaussian, ρ split ∝ cells^(2/3)"
         if m == 1 or not pairs:
@@ -287,7 +330,7 @@ class PrivSyn(Synthesizer):
                 mechanism,
                 composition,
                 params,
-                adaptive=ZCDP(shares[2] * rho) if pairs else None,
+                adaptive=ZCDP(shares[2] * rho * (1.0 - s_declared)) if pairs else None,
                 adaptive_label=chosen_label,
             )
         return SetsPlan(
@@ -297,11 +340,11 @@ class PrivSyn(Synthesizer):
             mechanism,
             composition,
             params,
-            adaptive=ZCDP(shares[2] * rho),
+            adaptive=ZCDP(shares[2] * rho * (1.0 - s_declared)),
             adaptive_label=f"{self.name}: the chosen marginals of each of the {m} sets, discrete Gaussian, "
             f"{shares[2]:g}ρ/{m} per set split ∝ cells^(2/3)",
             adaptive_sets=tuple(
-                Spend(label, ZCDP(shares[2] * per))
+                Spend(label, ZCDP(shares[2] * rest))
                 for label in self.per_set_labels("the chosen marginals, discrete Gaussian, ρ split ∝ cells^(2/3)")
             ),
         )
@@ -333,11 +376,17 @@ class PrivSyn(Synthesizer):
         )
         sizes = [len(x) for x in merged]
 
-        # 2. noisy dependency scores, selection (Alg. 1) and merging (Alg. 2)
+        # 2. noisy dependency scores; the declared analyses' pairs (planned, after the scores), over
+        # merged values; selection (Alg. 1) among the other pairs, and merging (Alg. 2)
         chosen: list[tuple[int, ...]] = []
+        declared: list[Marginal] = []
         if rho3 is not None:
-            pairs = list(itertools.combinations(range(d), 2))
             scores = np.asarray(session.measure(planned[d]), dtype=float) / SCORE_UNITS
+            declared = [_merged_pair(session, m, names, maps) for m in planned[d + 1 :]]
+            taken = {m.attributes for m in declared}
+            pairs = [p for p in itertools.combinations(range(d), 2) if p not in taken]
+            if taken:  # the scores come for every pair, in combinations' order
+                scores = scores[[i for i, p in enumerate(itertools.combinations(range(d), 2)) if p not in taken]]
             cells = np.array([sizes[a] * sizes[b] for a, b in pairs], dtype=float)
             picked = greedy_select(scores, cells, rho3.rho, theta)
             chosen = combine([pairs[i] for i in picked], sizes, self.settings.get("gamma", GAMMA))
@@ -396,6 +445,7 @@ class PrivSyn(Synthesizer):
             tuple(measured),
             settings,
             rule_zeros(session.domain.rule_cells, names, maps),
+            tuple(declared),
         )
 
 
@@ -417,6 +467,8 @@ class PrivSynModel(Model):
     settings: Settings
     #: The edit rules' forbidden cells over merged values, held at 0 in GUM's targets.
     zeros: Zeros = ()
+    #: The declared analyses' noisy two-way marginals over merged values (planned, not chosen).
+    declared: tuple[Marginal, ...] = ()
 
     sets = 1
 
@@ -437,7 +489,7 @@ class PrivSynModel(Model):
         # consistency (§4.3), n from the noisy totals (§6.1), GUM (§5)
         self.report("privsyn: consistency")
         # the edit rules' forbidden cells held at 0 in the targets (public rules: post-processing)
-        consistent = held_at_zero(make_consistent(one_way + list(self.chosen)), self.zeros)
+        consistent = held_at_zero(make_consistent(one_way + list(self.chosen) + list(self.declared)), self.zeros)
         total = consistent[0].total
         if not total > 0:  # nothing measured is positive on balance: the documented fallback
             return self._independent(rng)
@@ -516,6 +568,22 @@ def decorrelate(
         shuffled = np.lexsort((rng.random((n,)), key))
         records[shuffled, a] = records[grouped, a]
     return records
+
+
+def _merged_pair(session: Session, m: Measurement, names: tuple[str, ...], maps: Sequence[np.ndarray]) -> Marginal:
+    """A declared pair's noisy two-way marginal, measured over the columns' own values and summed
+    into the merged values of the rare-value merge (post-processing of the noisy counts). A merged
+    cell sums r noisy cells, r times a cell's variance: it is weighted in consistency with the ρ
+    whose variance is the mean over its cells, ρ · merged cells / cells."""
+    a, b = (names.index(c) for c in m.query_as(Table).columns)
+    noisy = np.asarray(session.measure(m), dtype=float).reshape(len(maps[a]), len(maps[b]))
+    if a > b:  # a Marginal's attributes ascend
+        a, b, noisy = b, a, noisy.T
+    size = (int(maps[a].max()) + 1, int(maps[b].max()) + 1)
+    merged = np.zeros(size)
+    np.add.at(merged, (maps[a][:, None], maps[b][None, :]), noisy)
+    rho = m.mechanism_as(DiscreteGaussian).cost.rho * merged.size / noisy.size
+    return Marginal((a, b), merged, rho)
 
 
 def merge_rare(noisy: np.ndarray, threshold: float, floor: bool = True) -> tuple[np.ndarray, np.ndarray]:
