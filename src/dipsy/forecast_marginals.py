@@ -311,6 +311,7 @@ def _aim(plan: Any, domain: Domain, n: int | None) -> dict:
     theta, k, T = int(p["theta"]), int(p["workload"]), int(p["rounds"])
     adaptive = of_kind(plan.adaptive, ZCDP).rho
     rho = adaptive + sum(of_kind(m.cost, ZCDP).rho for m in plan.measurements)
+    rho *= 1.0 - float(p.get("analysis_share", 0.0))  # the rounds' ρ: declared analyses take their share first
     low, high = aim_budgets(rho, T, adaptive, theta)
     least, most = DiscreteGaussian.for_budget(ZCDP(high), theta), DiscreteGaussian.for_budget(ZCDP(low), theta)
     names = domain.names

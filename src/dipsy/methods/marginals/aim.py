@@ -7,8 +7,8 @@ private-pgm, whose function names are given below):
 
 1. **Workload and candidates** (``compile_workload``). The workload ``W`` is every ``k``-way
    marginal (option ``workload``, ``k = 3`` by default, the paper's; ``k = min(k, d)``), each of
-   weight ``c_s = 1``. The candidates are ``W``'s downward closure, and candidate ``r`` weighs
-   ``w_r = Σ_{s ∈ W} c_s |r ∩ s|``.
+   weight ``c_s = 1`` (with declared analyses, their column sets too, heavier: below). The
+   candidates are ``W``'s downward closure, and candidate ``r`` weighs ``w_r = Σ_{s ∈ W} c_s |r ∩ s|``.
 2. **Initialisation** (``run``). ``σ₀ = sqrt(T / (2 · 0.9ρ))`` and ``ε₀ = sqrt(8 · 0.1ρ / T)``:
    every one-way marginal is measured with ``σ₀`` (cost ``0.9ρ/T`` each), and ``p̂₀`` is the
    graphical model fitted to them. These d measurements are fixed by :meth:`AIM.plan` from public
@@ -31,6 +31,29 @@ private-pgm, whose function names are given below):
 4. **Generation**: a final estimation, then ``round(total)`` records (option ``rows``)
    drawn i.i.d. from the model along its junction tree (:mod:`.estimation`).
 
+**Declared analyses** (option ``analysis_share``; :mod:`.declared`). When the domain, as released,
+declares analyses (:attr:`~dipsy.domain.Domain.analyses`) with a response and a regressor to pair,
+they shape the run in two ways, both fixed by :meth:`AIM.plan` from the domain alone:
+
+- *Measured first.* A share ``s`` of ρ (default :data:`~.declared.ANALYSIS_SHARE` = 0.25) measures
+  each declared pair's two-way marginal ``y × x`` (:func:`~dipsy.domain.analyses.declared_pairs`)
+  with the discrete Gaussian at its ``ρ_i`` (``sρ`` split ∝ cells^(2/3),
+  :func:`~.declared.declared_split`), right after the one-way marginals; ``p̂₀`` is fitted to both.
+  AIM's own steps (one-way marginals and rounds, their σ₀, ε₀ and round costs) take
+  ``(1 − s)ρ`` in place of ρ.
+- *The workload's emphasis.* AIM is workload-aware: its workload is a set of weighted marginals
+  ``W = {(s, c_s)}``, its candidates' weights ``w_r = Σ_{s ∈ W} c_s |r ∩ s|`` scale the quality
+  scores of Alg. 1 (the authors' ``compile_workload`` takes ``(clique, weight)`` pairs; dipsy's
+  default, like the paper's experiments, has ``c_s = 1`` for every k-way marginal). Each
+  analysis's column set joins ``W`` (:func:`declared_workload`; its pairs instead when the set's
+  table is over the model-size limit, so it could never be chosen) at the weight
+  ``c = max(2, ⌈C(d, k) · s / ((1 − s) · A)⌉)`` for A declared sets (:func:`declared_weight`): the
+  declared sets hold about the share ``s`` of the workload's total weight that their marginals
+  hold of the budget, and each at least twice a default marginal. So the rounds favour the
+  marginals the analyses need (their columns together, and every subset of them), while the
+  exponential mechanism's sensitivity ``θ · max_r w_r`` grows with the largest weight, as the
+  proof below requires. With ``s = 0`` (or no analyses) the run is AIM as before, bit for bit.
+
 Estimation is Private-PGM (mbi 2.0, behind :func:`.estimation.estimate`): after every round
 ``iterations`` mirror-descent steps from the previous model's potentials (default 1000, the code's
 ``max_iters``), and ``final_iterations`` more before sampling. Fewer steps per round are cheaper
@@ -52,9 +75,14 @@ most θ rows; option ``theta``), which the paper's θ = 1 generalises.
 - *Marginals.* An individual's θ rows each add one to one cell of a count table, so neighbouring
   tables differ by at most θ in L1 and hence in L2 (all rows in one cell is the worst case). The
   discrete Gaussian with ``σ² ≥ θ²/(2ρ_m)`` is then ``ρ_m``-zCDP (Canonne, Kamath & Steinke 2020,
-  Thm 4; :class:`~dipsy.privacy.measurement.DiscreteGaussian`).
-- *Selection.* In round t, ``p̂_{t−1}``, ``σ_t``, the candidate set and the weights are functions of
-  earlier noisy outputs and public inputs only: fixed, given the past. For neighbours D, D',
+  Thm 4; :class:`~dipsy.privacy.measurement.DiscreteGaussian`). This holds for the declared pairs' marginals as for the
+  others; their ``ρ_i`` sum to at most ``sρ`` (σ² rounded up), the one-way marginals cost at most
+  ``0.9(1 − s)ρ/T`` each, and the rounds get what the plan leaves of ρ (the adaptive total), so
+  the plan declares exactly ρ. The pairs, their ``ρ_i`` and the declared workload sets and weight
+  are functions of the domain's analyses and the options, public inputs, fixed before any read.
+- *Selection.* In round t, ``p̂_{t−1}``, ``σ_t``, the candidate set and the weights (the declared
+  sets' among them) are functions of earlier noisy outputs and public inputs only: fixed, given the
+  past. For neighbours D, D',
   ``‖M_r(D) − M_r(D')‖₁ ≤ θ`` as above, so by the reverse triangle inequality
   ``|‖M_r(D) − e‖₁ − ‖M_r(D') − e‖₁| ≤ θ`` for any fixed ``e = M_r(p̂_{t−1})``; the bias term does not
   depend on the data. Hence ``|q_r(D) − q_r(D')| ≤ w_r θ ≤ θ max_r w_r = Δ`` for every candidate
@@ -82,7 +110,7 @@ that engine, for the later rounds' scores (:class:`ExactTables`) and dropped at 
 ``fit``. The model holds only the fitted graphical model.
 
 Neighbouring: add or remove one individual, who owns at most θ records (θ = 1: one record).
-Public: the domain, θ and the options.
+Public: the domain (its declared analyses among it), θ and the options.
 """
 
 from __future__ import annotations
@@ -95,11 +123,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from ...domain import Domain
+from ...domain.analyses import declared_pairs
 from ...domain.rules import RuleCells
 from ...errors import DipsyError
 from ...privacy import ZCDP
@@ -110,6 +139,7 @@ from ...privacy.rng import Randomness
 from ...privacy.selection import ExponentialSelection, epsilon_for
 from ...privacy.session import Session
 from ..base import MAX_ROWS, Model, Option, Plan, Synthesizer, real, theta_option, whole
+from .declared import analysis_share, analysis_share_option, declared_split
 from .estimation import CELL_BYTES, GraphicalModel, NoisyMarginal, estimate, model_size
 
 logger = logging.getLogger(__name__)
@@ -137,6 +167,8 @@ MAX_MODEL_MB = 10_000
 MAX_WORKLOAD_CELLS = 1 << 27
 #: sqrt(2/π): the expected |Z| of a standard normal (the quality's bias term).
 HALF_NORMAL_MEAN = math.sqrt(2 / math.pi)
+#: The least workload weight of a declared analysis's column set: twice a default marginal's (1).
+DECLARED_MIN_WEIGHT = 2
 
 
 def _workload(value: Any) -> int:
@@ -148,19 +180,71 @@ def _workload(value: Any) -> int:
 # -- the workload (``compile_workload``) -----------------------------------------------------------
 
 
-def workload_weights(d: int, k: int) -> dict[tuple[int, ...], int]:
-    """The candidates (the downward closure of every ``k``-way marginal of ``d`` columns) and their
-    weights ``w_r = Σ_{s ∈ W} |r ∩ s|`` (each workload marginal of weight 1), smallest first.
+def workload_weights(d: int, k: int, declared: Sequence[tuple[int, ...]] = (), weight: int = 0) -> dict[tuple[int, ...], int]:
+    """The candidates (the downward closure of the workload) and their weights
+    ``w_r = Σ_{s ∈ W} c_s |r ∩ s|``, smallest first. The workload ``W`` is every ``k``-way marginal
+    of ``d`` columns at ``c_s = 1`` and each ``declared`` set (ascending column indices: a declared
+    analysis's columns, :func:`declared_workload`) at ``c_s = weight``; a set in both counts twice.
 
     >>> workload_weights(3, 2)
     {(0,): 2, (1,): 2, (2,): 2, (0, 1): 4, (0, 2): 4, (1, 2): 4}
+    >>> workload_weights(3, 2, [(0, 1)], 3)
+    {(0,): 5, (1,): 5, (2,): 2, (0, 1): 10, (0, 2): 7, (1, 2): 7}
     """
     k = min(k, d)
-    workload = list(itertools.combinations(range(d), k))
+    workload = [(s, 1) for s in itertools.combinations(range(d), k)] + [(tuple(s), weight) for s in declared]
     closure = sorted(
-        {r for s in workload for j in range(1, k + 1) for r in itertools.combinations(s, j)}, key=lambda r: (len(r), r)
+        {r for s, _ in workload for j in range(1, len(s) + 1) for r in itertools.combinations(s, j)},
+        key=lambda r: (len(r), r),
     )
-    return {r: sum(len(set(r) & set(s)) for s in workload) for r in closure}
+    return {r: sum(c * len(set(r) & set(s)) for s, c in workload) for r in closure}
+
+
+def declared_workload(domain: Domain, limit_cells: float) -> tuple[tuple[int, ...], ...]:
+    """The workload sets of the domain's declared analyses (ascending column indices, each once):
+    each analysis's columns together when their table has at most ``limit_cells`` cells (the
+    model-size limit: a larger marginal could never be chosen), else each of its pairs
+    (:func:`~dipsy.domain.analyses.declared_pairs`). A function of the public domain alone.
+
+    >>> import dataclasses
+    >>> from dipsy.domain.analyses import Analysis
+    >>> d = Domain.from_sizes({"a": 2, "y": 3, "b": 4})
+    >>> d = dataclasses.replace(d, analyses=(Analysis("y ~ a + C(b)"),))
+    >>> declared_workload(d, 24), declared_workload(d, 23)
+    (((0, 1, 2),), ((0, 1), (1, 2)))
+    """
+    names = domain.names
+    index = {n: i for i, n in enumerate(names)}
+    sizes = domain.shape(names)
+    out: list[tuple[int, ...]] = []
+    for a in domain.analyses:
+        whole = tuple(sorted(index[c] for c in a.columns))
+        if len(whole) < 2:
+            continue
+        if math.prod(sizes[i] for i in whole) <= limit_cells:
+            sets = [whole]
+        else:
+            sets = [tuple(sorted((index[y], index[x]))) for y, x in declared_pairs((a,))]
+        out.extend(s for s in sets if s not in out)
+    return tuple(out)
+
+
+def declared_weight(d: int, k: int, share: float, count: int) -> int:
+    """The workload weight ``c`` of each of ``count`` declared sets: the declared sets together take
+    the share ``s`` of the workload's weight that their marginals take of the budget,
+    ``c · count / (|W| + c · count) ≈ s`` with ``|W| = C(d, k)`` default marginals of weight 1, so
+    ``c = ⌈|W| s / ((1 − s) count)⌉``, and at least :data:`DECLARED_MIN_WEIGHT`.
+
+    >>> declared_weight(14, 3, 0.25, 1), declared_weight(4, 3, 0.25, 1), declared_weight(4, 3, 0.5, 1)
+    (122, 2, 4)
+    """
+    default = math.comb(d, min(k, d))
+    return max(DECLARED_MIN_WEIGHT, math.ceil(default * share / ((1 - share) * count)))
+
+
+def own_rho(rho: float, share: float) -> float:
+    """AIM's own budget (one-way marginals and rounds): ``(1 − s)ρ``, and ``ρ`` itself at ``s = 0``."""
+    return rho if share == 0 else (1 - share) * rho
 
 
 def downward_closure(cliques: Sequence[tuple[int, ...]]) -> set[tuple[int, ...]]:
@@ -300,6 +384,12 @@ class AIM(Synthesizer):
             f"mirror-descent iterations of the final estimation (default {FINAL_ITERATIONS})",
         ),
         Option("rows", whole("rows", 1, MAX_ROWS, 1000), "synthetic rows (a public choice); default the model's noisy total"),
+        Option(
+            "analysis_share",
+            analysis_share_option,
+            "share of ρ for the two-way marginals the domain's declared analyses need, measured first; their column "
+            "sets also join the workload at a larger weight (default 0.25 when the domain declares analyses, else 0)",
+        ),
     )
 
     def relation_for(self, relation: Relation) -> Relation:
@@ -321,13 +411,20 @@ class AIM(Synthesizer):
         d, theta, rho = len(names), self.relation.theta, self.budget.rho
         T = self.rounds(d)
         k = min(self.settings.get("workload", 3), d)
+        limit_mb = self.settings.get("max_size_mb", MAX_SIZE_MB)
+        # the declared analyses (public: the domain): their share, pairs and workload sets
+        share = analysis_share(self.settings, domain)
+        split = declared_split(domain, share * rho) if share > 0 else []
+        declared = declared_workload(domain, limit_mb * 2**20 / CELL_BYTES) if share > 0 else ()
+        weight = declared_weight(d, k, share, len(declared)) if declared else 0
         cells = sum(math.prod(sizes[a] for a in s) for s in itertools.combinations(range(d), k))
+        cells += sum(math.prod(sizes[a] for a in s) for s in declared)
         if cells > MAX_WORKLOAD_CELLS:
             raise DipsyError(
                 f"the {k}-way workload over these {d} columns has {cells:,} cells, too many to score in memory",
                 "use option workload=2, fewer columns (--columns), or coarser bins",
             )
-        one_way = DiscreteGaussian.for_budget(ZCDP(MEASURE_SHARE * rho / T), theta)
+        one_way = DiscreteGaussian.for_budget(ZCDP(MEASURE_SHARE * own_rho(rho, share) / T), theta)
         measurements = tuple(
             Measurement(
                 f"{self.name}: one-way marginal {name}, discrete Gaussian σ² = {one_way.sigma2}",
@@ -336,6 +433,16 @@ class AIM(Synthesizer):
                 self.relation,
             )
             for name in names
+        )
+        pair_noise = [DiscreteGaussian.for_budget(ZCDP(r), theta) for _, r in split]
+        measurements += tuple(
+            Measurement(
+                f"{self.name}: declared analysis: two-way marginal {y} × {x}, discrete Gaussian σ² = {noise.sigma2}",
+                Table((y, x)),
+                noise,
+                self.relation,
+            )
+            for ((y, x), _), noise in zip(split, pair_noise)
         )
         adaptive = rho - sum(of_kind(m.cost, ZCDP).rho for m in measurements)
         params = {
@@ -347,14 +454,33 @@ class AIM(Synthesizer):
             "final_iterations": self.settings.get("final_iterations", FINAL_ITERATIONS),
             "one_way_sigma2": str(one_way.sigma2),
         }
+        if share > 0:
+            params |= {
+                "analysis_share": share,
+                "declared_pairs": [list(p) for p, _ in split],
+                "declared_workload": [[names[a] for a in s] for s in declared],
+                "declared_weight": weight,
+            }
+        own = f"(1 − {share:g})ρ" if share > 0 else "ρ"
         mechanism = (
             f"AIM (McKenna, Mullins, Sheldon & Miklau 2022, Alg. 1): discrete Gaussian one-way marginals at "
-            f"{MEASURE_SHARE:g}ρ/{T} each, then rounds of an exact exponential-mechanism choice among the {k}-way "
+            f"{MEASURE_SHARE:g}{own}/{T} each, then rounds of an exact exponential-mechanism choice among the {k}-way "
             f"workload's marginals ({1 - MEASURE_SHARE:.1g} of the round's ρ) and a discrete Gaussian measurement of the "
             f"chosen one ({MEASURE_SHARE:g}); graphical-model estimation (Private-PGM) and sampling are post-processing"
         )
+        if share > 0:
+            shown = ", ".join(f"{y} × {x}" for (y, x), _ in split)
+            mechanism += (
+                f"; before the rounds, the two-way marginals of the domain's declared analyses ({shown}) with discrete "
+                f"Gaussian noise at {share:g}ρ together, split ∝ cells^(2/3), and the analyses' column sets in the "
+                f"workload at weight {weight} (a default marginal's is 1)"
+            )
         composition = (
             "zCDP composition of the one-way marginals and the rounds, each round's choice and measurement "
+            "adaptive: a privacy filter bounds them by the declared remainder of ρ"
+            if share == 0
+            else "zCDP composition of the one-way marginals, the declared analyses' two-way marginals (fixed in advance "
+            f"from the public domain, {share:g}ρ together) and the rounds, each round's choice and measurement "
             "adaptive: a privacy filter bounds them by the declared remainder of ρ"
         )
         public = (*self.public(None), f"θ = {theta}, the most rows one individual owns")
@@ -378,23 +504,30 @@ class AIM(Synthesizer):
         k = plan.parameters["workload"]
         iterations, final_iterations = plan.parameters["iterations"], plan.parameters["final_iterations"]
         limit_mb = plan.parameters["max_size_mb"]
-        weights = workload_weights(d, k)
-        exact = ExactTables(names, sizes, list(itertools.combinations(range(d), k)))
+        share = float(plan.parameters.get("analysis_share", 0.0))
+        index = {name: a for a, name in enumerate(names)}
+        declared = [tuple(index[c] for c in s) for s in plan.parameters.get("declared_workload", [])]
+        weights = workload_weights(d, k, declared, int(plan.parameters.get("declared_weight", 0)))
+        exact = ExactTables(names, sizes, list(itertools.combinations(range(d), k)) + declared)
         rules = session.domain.rule_cells  # public: structural zeros of the models fitted (held_rules)
 
-        # initialisation: the one-way marginals at σ₀, and p̂₀
+        # initialisation: the one-way marginals at σ₀ (then the declared analyses' pairs), and p̂₀
         measured: list[NoisyMarginal] = []
         history: list[dict[str, Any]] = []
-        for a, m in enumerate(plan.measurements):
-            out = np.asarray(session.measure(m), dtype=float)
+        cliques: list[tuple[int, ...]] = []
+        for m in plan.measurements:
+            columns = cast(Table, m.query).columns
+            out = np.asarray(session.measure(m), dtype=float).reshape([size_of[c] for c in columns])
             first = m.mechanism_as(DiscreteGaussian)
-            measured.append(NoisyMarginal((names[a],), out, first.sd))
-            history.append({"round": 0, "marginal": [names[a]], "sigma2": str(first.sigma2)})
-        session.report(f"{self.name}: estimating from the one-way marginals")
+            measured.append(NoisyMarginal(columns, out, first.sd))
+            cliques.append(tuple(sorted(index[c] for c in columns)))
+            entry: dict[str, Any] = {"round": 0, "marginal": list(columns), "sigma2": str(first.sigma2)}
+            history.append(entry | ({"declared": True} if len(columns) > 1 else {}))
+        session.report(f"{self.name}: estimating from the one-way marginals" + (" and the declared pairs" if share else ""))
         model = estimate(size_of, measured, iterations=iterations)
-        cliques: list[tuple[int, ...]] = [(a,) for a in range(d)]
 
-        rho_measure, rho_select = MEASURE_SHARE * rho / T, (1 - MEASURE_SHARE) * rho / T
+        own = own_rho(rho, share)  # the declared pairs took the rest
+        rho_measure, rho_select = MEASURE_SHARE * own / T, (1 - MEASURE_SHARE) * own / T
         annealings: list[int] = []
         t = 0
         try:
@@ -525,4 +658,14 @@ class AIMModel(Model):
         return self.model.sample(n, rand)
 
 
-__all__ = ["AIM", "AIMModel", "ExactTables", "epsilon_for", "filter_candidates", "qualities", "workload_weights"]
+__all__ = [
+    "AIM",
+    "AIMModel",
+    "ExactTables",
+    "declared_weight",
+    "declared_workload",
+    "epsilon_for",
+    "filter_candidates",
+    "qualities",
+    "workload_weights",
+]

@@ -52,6 +52,27 @@ inputs only, so the measurements compose adaptively: their ρ's add (Bun & Stein
 (Rogers et al. 2016) admits the adaptive ones only within their declared ``2ρ/3``. Everything
 after is post-processing (Bun & Steinke 2016, Lemma 1.8). The statement is the sum of what ran.
 
+**Declared analyses** (issue #31; :mod:`.declared`). When the domain declares analyses
+(:mod:`dipsy.domain.analyses`), each set first measures, in the plan, the two-way marginal of each
+analysis's response with each column its terms name (:func:`~dipsy.domain.analyses.declared_pairs`),
+over the original values, with discrete Gaussian noise at ``ρ_i`` — the set's ``s·ρ/m`` split
+∝ cells^(2/3) (:func:`~.declared.declared_split`; s the option ``analysis_share``, 0.25 unless set) —
+and MST's own three parts above take ``(1 − s)·ρ/m``. Those pairs are forced into the tree first, in
+the order declared, each unless it would close a cycle with those before it (:func:`forced_edges`:
+recorded as ``declared_left_out``; measured and listed all the same). The exponential mechanism then
+chooses the ``d − 1 − F`` edges still needed (F forced) among the pairs joining two components, each
+choice at ``(1 − s)ρ/(3m(d − 1 − F))`` and each chosen two-way at the same; when every edge is forced
+nothing is chosen and the one-ways take all of ``(1 − s)ρ/m``. A forced edge's table in the tree is its
+noisy declared marginal summed over the merged values (post-processing), weighed in consistency by its
+own noise (a merged cell sums several noisy cells but is weighed as one, as for the one-ways).
+*Privacy:* the pairs, their ρ_i, which are forced and which left out, and F are functions of the
+domain and the option alone — public inputs — so they are fixed before any read like the one-ways,
+and the adaptive part's size depends on them only; the sum is ``s·ρ/m + (1 − s)ρ/m·(1/3 + 2/3) = ρ/m``
+per set (``s·ρ/m + (1 − s)ρ/m`` when nothing is chosen), each discrete Gaussian's σ² rounded up so its
+cost is at most its share, and the proof above holds with these shares. Without declared analyses
+(or with ``analysis_share`` 0) nothing is declared or forced and every share, noise and draw is as
+above, bit for bit.
+
 **m sets** (``--sets m``; :mod:`.sets`). Each set is its own complete run of steps 1–4 at ``ρ/m``
 with its own noise, selection and tree; the plan holds every set's one-ways and declares each
 set's adaptive part (``2ρ/(3m)``) as its own spend, which the ledger reserves before any read.
@@ -92,7 +113,7 @@ total is below half a record no measurement says anything: the release is ``rows
 column drawn from its noisy one-way counts clipped at 0 (uniformly when all are ≤ 0).
 
 Neighbouring: add or remove one individual, who owns at most θ records (θ = 1: one record;
-METHODS.md §0.1). Public: the domain and θ. Released beside the records (``release.json``
+METHODS.md §0.1). Public: the domain (with its declared analyses) and θ. Released beside the records (``release.json``
 parameters, public as functions of the noisy outputs): the tree's edges and the merged values.
 """
 
@@ -107,6 +128,7 @@ from typing import Any
 import numpy as np
 
 from ...domain import Domain
+from ...errors import DipsyError
 from ...privacy import ZCDP, Spend
 from ...privacy.measurement import DiscreteGaussian, Measurement, Statistic, Table
 from ...privacy.relation import ADD_REMOVE, Relation, individual
@@ -115,6 +137,7 @@ from ...privacy.selection import ExponentialSelection
 from ...privacy.session import Session
 from ..base import MAX_ROWS, Model, Option, Plan, Synthesizer, theta_option, whole
 from .consistency import make_consistent
+from .declared import ANALYSIS_SHARE, analysis_share, analysis_share_option, declared_split
 from .marginal import Marginal, Zeros, held_at_zero, independent_records, rule_zeros
 from .privsyn import MergedTable, expand, merge_rare
 from .sets import SetsModel, SetsPlan, set_slices
@@ -135,6 +158,80 @@ def shares(d: int) -> tuple[float, float, float]:
     if d >= 3:
         return (1 / 3, 1 / 3, 1 / 3)
     return (0.5, 0.0, 0.5) if d == 2 else (1.0, 0.0, 0.0)
+
+
+def own_shares(d: int, rounds: int) -> tuple[float, float, float]:
+    """MST's own shares (one-ways, edge choices, chosen two-ways) when ``rounds`` of the d − 1
+    edges are left to choose (the rest are declared pairs forced into the tree): :func:`shares`
+    when none is forced; the one-ways alone when every edge is forced; else thirds.
+
+    >>> own_shares(5, 4) == shares(5), own_shares(5, 2), own_shares(5, 0), own_shares(2, 0)
+    (True, (0.3333333333333333, 0.3333333333333333, 0.3333333333333333), (1.0, 0.0, 0.0), (1.0, 0.0, 0.0))
+    """
+    if rounds == d - 1:
+        return shares(d)
+    return (1 / 3, 1 / 3, 1 / 3) if rounds > 0 else (1.0, 0.0, 0.0)
+
+
+def forced_edges(
+    names: Sequence[str], pairs: Sequence[tuple[str, str]]
+) -> tuple[tuple[tuple[int, int], ...], tuple[tuple[str, str], ...]]:
+    """The declared pairs forced into the tree, in Kruskal's order (the order declared), each as
+    its columns' indices ascending; and the pairs left out because they would close a cycle with
+    those before them. A function of the (public) domain alone.
+
+    >>> forced_edges(("y", "a", "b", "c"), [("y", "a"), ("y", "b"), ("a", "b"), ("b", "c")])
+    (((0, 1), (0, 2), (2, 3)), (('a', 'b'),))
+    """
+    index = {name: i for i, name in enumerate(names)}
+    component = list(range(len(names)))
+
+    def find(a: int) -> int:
+        while component[a] != a:
+            a = component[a]
+        return a
+
+    forced, left_out = [], []
+    for x, y in pairs:
+        a, b = index[x], index[y]
+        if find(a) == find(b):
+            left_out.append((x, y))
+            continue
+        component[find(a)] = find(b)
+        forced.append((min(a, b), max(a, b)))
+    return tuple(forced), tuple(left_out)
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One set's declared analyses (public: the domain and the ``analysis_share`` option alone).
+
+    ``share`` is s, the share of each set's budget their two-way marginals take; ``split`` each
+    pair with its ρ (s·ρ/m split ∝ cells^(2/3)); ``forced`` the pairs forced into the tree and
+    ``left_out`` those that would close a cycle (:func:`forced_edges`); ``rounds`` the edges the
+    exponential mechanism still chooses (d − 1 − |forced|). Without analyses (or with s = 0):
+    nothing declared, nothing forced, MST as the paper runs it.
+    """
+
+    share: float
+    split: tuple[tuple[tuple[str, str], float], ...]
+    forced: tuple[tuple[int, int], ...]
+    left_out: tuple[tuple[str, str], ...]
+    rounds: int
+
+
+def merged_counts(noisy: np.ndarray, shape: tuple[int, int], map_a: np.ndarray, map_b: np.ndarray) -> np.ndarray:
+    """A noisy two-way table (flat, C order, of ``shape``) summed over merged values: cell (i, j)
+    of the result sums the cells whose values ``map_a``, ``map_b`` merge into i and j.
+    Post-processing.
+
+    >>> merged_counts(np.array([1, 2, 3, 4, 5, 6]), (2, 3), np.array([0, 1]), np.array([0, 1, 1])).tolist()
+    [[1.0, 5.0], [4.0, 11.0]]
+    """
+    map_a, map_b = np.asarray(map_a, dtype=np.int64), np.asarray(map_b, dtype=np.int64)
+    out = np.zeros((int(map_a.max()) + 1, int(map_b.max()) + 1))
+    np.add.at(out, np.ix_(map_a, map_b), np.asarray(noisy, dtype=float).reshape(shape))
+    return out
 
 
 def compress(noisy: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
@@ -228,51 +325,114 @@ class MST(Synthesizer):
     options = (
         theta_option("every count and score"),
         Option("rows", whole("rows", 1, MAX_ROWS, 1000), "synthetic rows (a public choice); default the noisy total"),
+        Option(
+            "analysis_share",
+            analysis_share_option,
+            "share of each set's budget for the two-way marginals of the domain's declared analyses, forced into the "
+            f"tree (default {ANALYSIS_SHARE:g} when the domain declares analyses, else 0)",
+        ),
     )
+
+    def declared(self, domain: Domain) -> Declared:
+        """The declared analyses' measurements and forced edges of one set (public: see :class:`Declared`)."""
+        d = len(domain.names)
+        share = analysis_share(self.settings, domain) if d > 1 else 0.0
+        if share <= 0:
+            return Declared(0.0, (), (), (), max(d - 1, 0))  # MST as the paper runs it
+        split = tuple(declared_split(domain, share * self.budget.rho / self.sets))
+        forced, left_out = forced_edges(domain.names, [pair for pair, _ in split])
+        return Declared(share, split, forced, left_out, d - 1 - len(forced))
 
     def relation_for(self, relation: Relation) -> Relation:
         return individual(self.settings.get("theta", 1))
 
-    def _mechanisms(self, d: int) -> tuple[DiscreteGaussian, ExponentialSelection | None, DiscreteGaussian | None]:
-        """One set's one-way noise, edge choice and two-way noise (each the same for every column and edge)."""
-        theta, per = self.relation.theta, self.budget.rho / self.sets
-        s1, s2, s3 = shares(d)
-        one = DiscreteGaussian.for_budget(ZCDP(s1 * per / d), theta)
-        choose = ExponentialSelection.for_rho(s2 * per / (d - 1), theta) if s2 else None
-        two = DiscreteGaussian.for_budget(ZCDP(s3 * per / (d - 1)), theta) if s3 else None
+    def _mechanisms(
+        self, d: int, declared: Declared | None = None
+    ) -> tuple[DiscreteGaussian, ExponentialSelection | None, DiscreteGaussian | None]:
+        """One set's one-way noise, edge choice and two-way noise (each the same for every column and
+        chosen edge): MST's own shares of ``(1 − s)·ρ/m``, the choices and two-ways split over the
+        ``rounds`` edges left to choose (``1 − s`` is exactly 1.0 without declared analyses, the default)."""
+        declared = declared or Declared(0.0, (), (), (), max(d - 1, 0))
+        theta, per, rounds = self.relation.theta, self.budget.rho / self.sets, declared.rounds
+        s1, s2, s3 = own_shares(d, rounds)
+        keep = 1 - declared.share
+        one = DiscreteGaussian.for_budget(ZCDP(keep * s1 * per / d), theta)
+        choose = ExponentialSelection.for_rho(keep * s2 * per / rounds, theta) if s2 else None
+        two = DiscreteGaussian.for_budget(ZCDP(keep * s3 * per / rounds), theta) if s3 else None
         return one, choose, two
+
+    def _declared_mechanisms(self, declared: Declared) -> list[tuple[tuple[str, str], DiscreteGaussian]]:
+        """Each declared pair with its two-way's discrete Gaussian, at its ρ_i of the set's s·ρ/m."""
+        return [(pair, DiscreteGaussian.for_budget(ZCDP(r), self.relation.theta)) for pair, r in declared.split]
 
     def plan(self, n: int | None, domain: Domain) -> Plan:
         names = domain.names
         domain.shape(names)  # every column needs cells: numeric columns need bins
         d, m, theta, rho = len(names), self.sets, self.relation.theta, self.budget.rho
-        one, choose, two = self._mechanisms(d)
-        measurements = [
-            Measurement(
-                self.set_label(f"one-way marginal {name}, discrete Gaussian σ² = {one.sigma2}", k),
-                Table((name,)),
-                one,
-                self.relation,
-                self.set_index(k),
+        declared = self.declared(domain)
+        rounds = declared.rounds
+        one, choose, two = self._mechanisms(d, declared)
+        pairs = self._declared_mechanisms(declared)
+        measurements: list[Measurement] = []
+        for k in range(m):  # set-major, each set's one-ways then its declared pairs (fit relies on the order)
+            measurements += [
+                Measurement(
+                    self.set_label(f"one-way marginal {name}, discrete Gaussian σ² = {one.sigma2}", k),
+                    Table((name,)),
+                    one,
+                    self.relation,
+                    self.set_index(k),
+                )
+                for name in names
+            ]
+            measurements += [
+                Measurement(
+                    self.set_label(f"declared analysis: two-way marginal {y} × {x}, discrete Gaussian σ² = {g.sigma2}", k),
+                    Table((y, x)),
+                    g,
+                    self.relation,
+                    self.set_index(k),
+                )
+                for (y, x), g in pairs
+            ]
+        s1, s2, s3 = own_shares(d, rounds)
+        keep = 1 - declared.share  # exactly 1.0 without declared analyses
+        adaptive = keep * (s2 + s3) * rho if rounds > 0 else 0.0
+        if not pairs:
+            mechanism = (
+                f"MST (McKenna, Miklau & Sheldon 2021): discrete Gaussian one-way marginals ({s1:.3g}ρ)"
+                + (f", a maximum spanning tree of pairs chosen by {d - 1} exponential mechanisms ({s2:.3g}ρ)" if s2 else "")
+                + (f", the tree's {d - 1} two-way marginals over merged values ({s3:.3g}ρ)" if s3 else "")
+                + "; consistency and records drawn along the tree are post-processing"
             )
-            for k in range(m)
-            for name in names
-        ]  # set-major (fit relies on the order)
-        s1, s2, s3 = shares(d)
-        adaptive = (s2 + s3) * rho if d > 1 else 0.0
-        mechanism = (
-            f"MST (McKenna, Miklau & Sheldon 2021): discrete Gaussian one-way marginals ({s1:.3g}ρ)"
-            + (f", a maximum spanning tree of pairs chosen by {d - 1} exponential mechanisms ({s2:.3g}ρ)" if s2 else "")
-            + (f", the tree's {d - 1} two-way marginals over merged values ({s3:.3g}ρ)" if s3 else "")
-            + "; consistency and records drawn along the tree are post-processing"
-        )
+        else:
+            shown = ", ".join(f"{y} × {x}" for (y, x), _ in pairs)
+            edges = f"{rounds} edge" + "s" * (rounds > 1)
+            left = (
+                "; left out, as each would close a cycle: " + ", ".join(f"{y} × {x}" for y, x in declared.left_out)
+                if declared.left_out
+                else ""
+            )
+            mechanism = (
+                f"MST (McKenna, Miklau & Sheldon 2021) with declared analyses: the {len(pairs)} two-way marginals the "
+                f"domain's analyses need ({shown}), discrete Gaussian ({declared.share:.3g}ρ, split ∝ cells^(2/3)), "
+                f"forced into the tree first ({len(declared.forced)} of them{left}); discrete Gaussian one-way marginals "
+                f"({keep * s1:.3g}ρ)"
+                + (
+                    f", the tree's other {edges} chosen by {rounds} exponential mechanism{'s' * (rounds > 1)} among the "
+                    f"pairs joining two components ({keep * s2:.3g}ρ)"
+                    if s2
+                    else ""
+                )
+                + (f", their two-way marginals over merged values ({keep * s3:.3g}ρ)" if s3 else "")
+                + "; consistency and records drawn along the tree are post-processing"
+            )
+        own = "the one-way marginals and the tree's choices and marginals" if rounds > 0 else "the one-way marginals"
+        own = f"the declared analyses' two-way marginals, {own}" if pairs else own
         composition = (
-            (
-                "zCDP composition of the one-way marginals and the tree's choices and marginals (adaptive: a privacy filter "
-                "bounds them by their declared share)"
-            )
-            if d > 1
-            else "zCDP composition of the one-way marginals"
+            f"zCDP composition of {own} (adaptive: a privacy filter bounds them by their declared share)"
+            if rounds > 0
+            else f"zCDP composition of {own}"
         )
         if m > 1:
             mechanism += f"; {m} independent sets, each from its own complete run of these measurements at ρ/{m}"
@@ -282,13 +442,20 @@ class MST(Synthesizer):
             params["epsilon_edge_choice"] = float(choose.epsilon)
         if two is not None:
             params["sigma2_two_way"] = str(two.sigma2)
+        if pairs:
+            params["analysis_share"] = declared.share
+            params["declared_pairs"] = [list(pair) for pair, _ in pairs]
+            params["sigma2_declared"] = [str(g.sigma2) for _, g in pairs]
+            params["declared_left_out"] = [list(pair) for pair in declared.left_out]
         if m > 1:
             params["rho_per_set"] = rho / m
         public = (*self.public(None), f"θ = {theta}, the most rows one individual owns")
+        if pairs:
+            public += ("the declared analyses (the domain's): which two-way marginals are measured and forced into the tree",)
         what = (
-            f"the {d - 1} tree edges chosen by the exponential mechanism and " if s2 else "the "
+            f"the {rounds} tree edges chosen by the exponential mechanism and " if s2 else "the "
         ) + "two-way marginals, discrete Gaussian"
-        if d == 1:
+        if rounds == 0:
             return Plan(tuple(measurements), self.relation, public, mechanism, composition, params)
         if m == 1:
             return Plan(
@@ -324,13 +491,20 @@ class MST(Synthesizer):
             )
         )
 
-    def _fit_set(self, session: Session, one_way: Sequence[Measurement], k: int) -> MSTModel:
+    def _fit_set(self, session: Session, planned: Sequence[Measurement], k: int) -> MSTModel:
         names = session.domain.names
         d = len(names)
-        _, choose, two = self._mechanisms(d)
+        declared = self.declared(session.domain)
+        _, choose, two = self._mechanisms(d, declared)
+        one_way, pairs = planned[:d], planned[d:]
+        if len(pairs) != len(declared.split):
+            raise DipsyError(
+                f"set {k + 1} has {len(pairs)} declared measurements for {len(declared.split)} pairs", "report this bug"
+            )
 
-        # 1-2. one-way marginals, then the 3σ₁ compression (reference: compress_domain)
+        # 1-2. one-way marginals (and the declared pairs' two-ways), then the 3σ₁ compression (reference: compress_domain)
         noisy_one = tuple(np.asarray(session.measure(m), dtype=np.int64) for m in one_way)
+        noisy_pairs = [np.asarray(session.measure(m), dtype=np.int64) for m in pairs]
         first = one_way[0].mechanism_as(DiscreteGaussian)
         sd = first.sd
         maps, compressed = zip(*(compress(y, COMPRESS_SDS * sd) for y in noisy_one))
@@ -338,13 +512,25 @@ class MST(Synthesizer):
         one = tuple(Marginal((a,), compressed[a], weight) for a in range(d))
         merged_maps = tuple(tuple(int(v) for v in x) for x in maps)
 
+        # the declared pairs forced into the tree: their noisy two-ways summed over merged values (post-processing)
+        index = {name: a for a, name in enumerate(names)}
+        forced = {}
+        for m, noisy in zip(pairs, noisy_pairs):
+            y, x = m.query.columns  # type: ignore[attr-defined]  # a Table, as planned
+            a, b = index[y], index[x]
+            table = merged_counts(noisy, (len(maps[a]), len(maps[b])), maps[a], maps[b])
+            if (min(a, b), max(a, b)) in declared.forced:
+                forced[(min(a, b), max(a, b))] = Marginal(
+                    (min(a, b), max(a, b)), table if a < b else table.T, m.mechanism_as(DiscreteGaussian).cost.rho
+                )
+
         # 3. Kruskal with one exponential mechanism per edge, scores from the one-way estimate
-        edges = self._select(session, names, merged_maps, one, choose, k) if d > 1 else []
+        edges = self._select(session, names, merged_maps, one, choose, k, declared.forced) if d > 1 else []
         logger.info("mst tree: %s", [(names[a], names[b]) for a, b in edges])
 
-        # 4. the tree's two-way marginals over merged values
-        measured = []
-        for a, b in edges:
+        # 4. the chosen edges' two-way marginals over merged values
+        measured = [forced[e] for e in declared.forced]
+        for a, b in edges[len(declared.forced) :]:
             assert two is not None, "shares(d) gives the two-way marginals a share whenever there are edges (d > 1)"
             query = MergedTable((names[a], names[b]), (merged_maps[a], merged_maps[b]))
             m = Measurement(
@@ -357,7 +543,7 @@ class MST(Synthesizer):
             measured.append(Marginal((a, b), np.asarray(session.measure(m), dtype=float), two.cost.rho))
         maps = tuple(np.asarray(x) for x in maps)
         zeros = rule_zeros(session.domain.rule_cells, names, maps)
-        return MSTModel(names, noisy_one, maps, one, tuple(measured), self.settings.get("rows"), zeros)
+        return MSTModel(names, noisy_one, maps, one, tuple(measured), self.settings.get("rows"), zeros, declared.left_out)
 
     def _select(
         self,
@@ -367,10 +553,14 @@ class MST(Synthesizer):
         one: tuple[Marginal, ...],
         choose: ExponentialSelection | None,
         k: int,
+        forced: tuple[tuple[int, int], ...] = (),
     ) -> list[tuple[int, int]]:
-        """The d − 1 edges: Kruskal's rounds, each an exponential mechanism over the pairs joining
-        two components (reference: ``select``); with d = 2 the one pair, chosen without a read."""
+        """The d − 1 edges: the ``forced`` ones (the declared pairs, public), then Kruskal's rounds,
+        each an exponential mechanism over the pairs joining two components (reference:
+        ``select``); with d = 2 and nothing forced the one pair, chosen without a read."""
         d = len(names)
+        if len(forced) == d - 1:
+            return list(forced)
         if choose is None:
             return [(0, 1)]
         estimate = independent_estimate(one)
@@ -382,6 +572,10 @@ class MST(Synthesizer):
                 a = component[a]
             return a
 
+        for a, b in forced:
+            component[find(a)] = find(b)
+        rounds = d - 1 - len(forced)
+
         pairs = tuple((a, b) for a in range(d) for b in range(a + 1, d))
         every = partial(
             pair_scores,
@@ -391,8 +585,8 @@ class MST(Synthesizer):
             attributes=pairs,
         )
         memo: dict = {}  # exact scores: read by the measurements' statistics only, dropped below
-        edges = []
-        for r in range(d - 1):
+        edges = list(forced)
+        for r in range(rounds):
             candidates = tuple(p for p in pairs if find(p[0]) != find(p[1]))
             scores = Statistic(
                 f"the L1 distances of {len(candidates)} candidate pairs' two-way tables (rare values merged) "
@@ -401,7 +595,7 @@ class MST(Synthesizer):
             )
             m = Measurement(
                 self.set_label(
-                    f"tree edge {r + 1} of {d - 1}, exponential mechanism over {len(candidates)} pairs, "
+                    f"tree edge {r + 1} of {rounds}, exponential mechanism over {len(candidates)} pairs, "
                     f"ε = {float(choose.epsilon):.4g}",
                     k,
                 ),
@@ -434,6 +628,8 @@ class MSTModel(Model):
     rows: int | None = None
     #: The edit rules' forbidden cells over merged values, held at 0 in the tree's marginals.
     zeros: Zeros = ()
+    #: The declared pairs measured but left out of the tree (each would close a cycle; public).
+    declared_left_out: tuple[tuple[str, str], ...] = ()
 
     sets = 1
 
@@ -485,4 +681,17 @@ class MSTModel(Model):
         return dict(zip(self.names, independent_records(self.noisy_one_way, n, rng)))
 
 
-__all__ = ["MST", "MSTModel", "compress", "consistent", "independent_estimate", "pair_scores", "scores_once", "shares"]
+__all__ = [
+    "MST",
+    "MSTModel",
+    "Declared",
+    "compress",
+    "forced_edges",
+    "merged_counts",
+    "own_shares",
+    "consistent",
+    "independent_estimate",
+    "pair_scores",
+    "scores_once",
+    "shares",
+]
