@@ -47,12 +47,13 @@ Writes ``results.json``, ``results.md`` and ``coverage.png`` under ``--out``
 (default ``build/bench/marginal_coverage``).
 
 Usage: .venv/bin/python benchmarks/marginal_coverage.py [--reps 80] [--n 10000] [--jobs 2]
-       [--methods privsyn,dpsyn] [--epsilons 1,10] [--sets 5] [--out build/bench/marginal_coverage]
+       [--methods privsyn,dpsyn] [--epsilons 1,10] [--sets 5] [--declare "Y ~ E"] [--out build/bench/marginal_coverage]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import math
@@ -73,6 +74,7 @@ from scipy import stats  # noqa: E402
 import dipsy  # noqa: E402
 from dipsy import inference  # noqa: E402
 from dipsy.domain import Domain  # noqa: E402
+from dipsy.domain.analyses import Analysis  # noqa: E402
 
 logger = logging.getLogger("marginal_coverage")
 
@@ -202,6 +204,8 @@ class Task:
     epsilons: tuple[float, ...]
     sets: int
     public: str
+    #: Analyses the domain declares (formulas), which the marginal methods then measure first.
+    declare: tuple[str, ...] = ()
 
 
 def one_repetition(task: Task) -> dict[str, Any]:
@@ -209,6 +213,7 @@ def one_repetition(task: Task) -> dict[str, Any]:
     rng = np.random.default_rng([SEED, task.rep])
     data = CONFIDENTIAL.draw(task.n, rng)
     out: dict[str, Any] = {"rep": task.rep, "intervals": {"original": intervals([data], "single")}, "choices": {}, "seconds": {}}
+    domain = dataclasses.replace(DOMAIN, analyses=tuple(Analysis(f) for f in task.declare))
     for i, method in enumerate(task.methods):
         options = {"public": task.public} if method == "dpsyn" else {}
         for j, epsilon in enumerate(task.epsilons):
@@ -217,7 +222,7 @@ def one_repetition(task: Task) -> dict[str, Any]:
                 start = time.perf_counter()
                 release = dipsy.synthesize(
                     data,
-                    DOMAIN,
+                    domain,
                     method=method,
                     epsilon=epsilon,
                     delta=DELTA,
@@ -379,7 +384,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epsilons", default="1,10")
     parser.add_argument("--sets", type=int, default=5)
     parser.add_argument("--out", default="build/bench/marginal_coverage")
+    parser.add_argument(
+        "--declare", default="", help="analyses the domain declares, ';'-separated (e.g. 'Y ~ E'): measured first by the methods"
+    )
     args = parser.parse_args(argv)
+    declare = tuple(f.strip() for f in args.declare.split(";") if f.strip())
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     logging.getLogger("dipsy").setLevel(logging.WARNING)
     out = Path(args.out)
@@ -388,7 +397,13 @@ def main(argv: list[str] | None = None) -> int:
     PUBLIC.draw(PUBLIC_ROWS, np.random.default_rng([SEED, 10**6])).to_csv(public, index=False)
     tasks = [
         Task(
-            rep, args.n, tuple(args.methods.split(",")), tuple(float(e) for e in args.epsilons.split(",")), args.sets, str(public)
+            rep,
+            args.n,
+            tuple(args.methods.split(",")),
+            tuple(float(e) for e in args.epsilons.split(",")),
+            args.sets,
+            str(public),
+            declare,
         )
         for rep in range(args.reps)
     ]
@@ -407,6 +422,7 @@ def main(argv: list[str] | None = None) -> int:
         "reps": args.reps,
         "jobs": args.jobs,
         "sets": args.sets,
+        "declared_analyses": list(declare),
         "delta": DELTA,
         "seconds": seconds,
         "truth": truth,
