@@ -75,3 +75,16 @@ def test_the_statement_lists_them_and_the_declared_relationship_is_kept_closer()
                 assert any("declared analysis: two-way marginal y × x" in label for label in labels), labels
     # y's dependence on x, weaker than a → b → c → e's, is measured for sure: P(y | x) about half as far off
     assert np.mean(errors["declared"]) < 0.7 * np.mean(errors["plain"]), errors
+
+
+def test_the_evaluation_says_which_models_the_release_measured_for(tmp_path):
+    df = generated(600, 2)
+    kwargs = dict(epsilon=1.0, delta=1e-9, seed=3, ledger=False, options={"iterations": 5})
+    declared = dipsy.synthesize(df, DECLARED, "privsyn", **kwargs)
+    plain = dipsy.synthesize(df, BASE, "privsyn", **kwargs)
+    # the declared analyses are the models of both evaluations: measured for in the one release only
+    ours = dipsy.evaluate(df, declared, DECLARED, report=tmp_path / "declared.html")["inference"]["models"]
+    theirs = dipsy.evaluate(df, plain, DECLARED, report=tmp_path / "plain.html")["inference"]["models"]
+    assert [m["measured_for"] for m in ours] == [True, True] and [m["measured_for"] for m in theirs] == [False, False]
+    assert "Not protected" in (tmp_path / "plain.html").read_text(encoding="utf-8")
+    assert "Not protected" not in (tmp_path / "declared.html").read_text(encoding="utf-8")

@@ -309,8 +309,9 @@ def _inference(
     ``parameters.sensitive``. A declared missing state is no number and no level: the regressions
     leave its rows out."""
     given = meta.get("parameters")
-    sensitive = [c.partition("=")[0].strip() for c in _names((given if isinstance(given, dict) else {}).get("sensitive"))]
-    return compare_models(
+    params = given if isinstance(given, dict) else {}
+    sensitive = [c.partition("=")[0].strip() for c in _names(params.get("sensitive"))]
+    section = compare_models(
         without_states(orig, domain),
         [without_states(t, domain) for t in tables],
         domain,
@@ -320,6 +321,28 @@ def _inference(
         sensitive,
         dropped,
     )
+    if section is not None:
+        for m in section.get("models") or []:
+            m["measured_for"] = measured_for(m.get("formula"), params)
+    return section
+
+
+def measured_for(formula: Any, parameters: dict) -> bool:
+    """Whether the release measured every two-way marginal the model needs as a declared analysis
+    (``parameters.declared_pairs``, as privsyn, mst and aim record them): otherwise the release holds
+    the model's relationships only as far as its data-driven choices happened to measure them.
+
+    >>> measured_for("y ~ a + C(b)", {"declared_pairs": [["y", "a"], ["y", "b"]]}), measured_for("y ~ a", {})
+    (True, False)
+    """
+    from ..domain.analyses import Analysis, declared_pairs
+
+    try:
+        needed = declared_pairs([Analysis(str(formula))])
+    except DipsyError:
+        return False
+    measured = {frozenset(p) for p in parameters.get("declared_pairs") or [] if isinstance(p, (list, tuple))}
+    return bool(needed) and all(frozenset(p) in measured for p in needed)
 
 
 def _sensitive(

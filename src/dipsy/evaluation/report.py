@@ -1491,6 +1491,17 @@ def _inference(inference: Mapping[str, Any], sets: Any = None) -> str:
         if m.get("error"):
             out.append(_p(f"Not compared: {m.get('error')}.", "note"))
             continue
+        if "measured_for" in m:
+            out.append(
+                _p(
+                    "The release measured every two-way marginal this model needs, as a declared analysis."
+                    if m["measured_for"]
+                    else "Not protected: the release did not measure this model's marginals for it (declare it in the domain's "
+                    "analyses: to have privsyn, mst or aim measure them first); it holds the model's relationships only as far "
+                    "as the method's own choices happened to measure them.",
+                    "note",
+                )
+            )
         verdict = judge.inference(m, sets)
         if verdict is not None:
             same = "Same conclusion" if verdict.level == "good" else "Not the same conclusion"
