@@ -206,6 +206,8 @@ class Task:
     public: str
     #: Analyses the domain declares (formulas), which the marginal methods then measure first.
     declare: tuple[str, ...] = ()
+    #: Their share of each set's budget (None: the methods' default).
+    analysis_share: float | None = None
 
 
 def one_repetition(task: Task) -> dict[str, Any]:
@@ -216,6 +218,8 @@ def one_repetition(task: Task) -> dict[str, Any]:
     domain = dataclasses.replace(DOMAIN, analyses=tuple(Analysis(f) for f in task.declare))
     for i, method in enumerate(task.methods):
         options = {"public": task.public} if method == "dpsyn" else {}
+        if task.declare and task.analysis_share is not None and method != "dpsyn":
+            options["analysis_share"] = task.analysis_share
         for j, epsilon in enumerate(task.epsilons):
             for m in (1, task.sets):
                 seed = SEED * 100_000 + task.rep * 1000 + i * 100 + j * 10 + m  # one per release, paired across reps
@@ -387,6 +391,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--declare", default="", help="analyses the domain declares, ';'-separated (e.g. 'Y ~ E'): measured first by the methods"
     )
+    parser.add_argument("--analysis-share", type=float, default=None, help="the declared analyses' share (default the methods')")
     args = parser.parse_args(argv)
     declare = tuple(f.strip() for f in args.declare.split(";") if f.strip())
     logging.basicConfig(level=logging.INFO, format="%(message)s")
@@ -404,6 +409,7 @@ def main(argv: list[str] | None = None) -> int:
             args.sets,
             str(public),
             declare,
+            args.analysis_share,
         )
         for rep in range(args.reps)
     ]
@@ -423,6 +429,7 @@ def main(argv: list[str] | None = None) -> int:
         "jobs": args.jobs,
         "sets": args.sets,
         "declared_analyses": list(declare),
+        "analysis_share": args.analysis_share,
         "delta": DELTA,
         "seconds": seconds,
         "truth": truth,
