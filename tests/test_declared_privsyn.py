@@ -77,7 +77,7 @@ def test_the_statement_lists_them_and_the_declared_relationship_is_kept_closer()
     assert np.mean(errors["declared"]) < 0.7 * np.mean(errors["plain"]), errors
 
 
-def test_the_evaluation_says_which_models_the_release_measured_for(tmp_path):
+def test_the_evaluation_says_which_models_the_release_measured_for(tmp_path, capsys):
     df = generated(600, 2)
     kwargs = dict(epsilon=1.0, delta=1e-9, seed=3, ledger=False, options={"iterations": 5})
     declared = dipsy.synthesize(df, DECLARED, "privsyn", **kwargs)
@@ -88,3 +88,12 @@ def test_the_evaluation_says_which_models_the_release_measured_for(tmp_path):
     assert [m["measured_for"] for m in ours] == [True, True] and [m["measured_for"] for m in theirs] == [False, False]
     assert "Not protected" in (tmp_path / "plain.html").read_text(encoding="utf-8")
     assert "Not protected" not in (tmp_path / "declared.html").read_text(encoding="utf-8")
+    from dipsy.cli import main
+
+    df.to_csv(tmp_path / "data.csv", index=False)
+    for name, release in (("plain", plain), ("declared", declared)):
+        release.save(tmp_path / name)
+        capsys.readouterr()
+        assert main(["evaluate", str(tmp_path / "data.csv"), str(tmp_path / name)]) == 0
+        said = capsys.readouterr().out
+        assert ("not protected" in said) == (name == "plain"), said

@@ -1356,6 +1356,13 @@ def evaluate_command(
             + "; "
             + "; ".join(m["formula"] for m in models)
         )
+        unprotected = [m["formula"] for m in models if m.get("measured_for") is False]
+        if unprotected and len(unprotected) < len(models):
+            out.print(f"  not protected (their marginals not measured as a declared analysis): {'; '.join(unprotected)}")
+        elif unprotected:
+            out.print(
+                "  not protected: the release measured no model's marginals as a declared analysis (see the domain's analyses:)"
+            )
     pending = None
     if json_path:  # written beside its target, and renamed into place once the report is written too
         _keep_no_new_folders(json_path.parent)
