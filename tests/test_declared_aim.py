@@ -14,18 +14,16 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from test_aim import fitted as aim_fitted
 
 import dipsy
 from dipsy.domain import Domain
 from dipsy.domain.analyses import Analysis
-from dipsy.engine import engine_for
 from dipsy.methods.marginals.aim import AIM, declared_weight, declared_workload, workload_weights
 from dipsy.methods.marginals.declared import ANALYSIS_SHARE, declared_split
 from dipsy.privacy import ZCDP
 from dipsy.privacy.budget import of_kind
 from dipsy.privacy.measurement import DiscreteGaussian
-from dipsy.privacy.rng import Randomness
-from dipsy.privacy.session import Session
 
 RHO = 1.0
 #: One round after the one-way marginals (T = d leaves 0.1 of AIM's ρ: the first round is the last).
@@ -50,18 +48,8 @@ def tiny(n: int = 800, seed: int = 0) -> pd.DataFrame:
 
 
 def fitted(data: pd.DataFrame, dom: Domain, seed: int = 0, **options):
-    """plan → session → fit, as the release path runs them."""
-    method = AIM(ZCDP(RHO), options={**OPTIONS, **options})
-    plan = method.plan(None, dom)
-    session = Session(
-        engine_for(data, dom),
-        plan.declared(ZCDP(RHO)),
-        plan.relation,
-        Randomness.from_seed(seed),
-        plan.measurements,
-        plan.adaptive is not None,
-    )
-    return plan, session, method.fit(session, plan)
+    """test_aim's plan → session → fit, with this module's smaller options."""
+    return aim_fitted(data, dom, seed=seed, **{**OPTIONS, **options})
 
 
 def release(data: pd.DataFrame, dom: Domain, seed: int, **options) -> dipsy.Release:

@@ -13,34 +13,19 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from test_mst import DOMAIN, SIZES, chain
+from test_mst import fitted as mst_fitted
 
 import dipsy
 from dipsy.audit import CASES, audit, format_table
 from dipsy.domain import Domain
 from dipsy.domain.analyses import Analysis
-from dipsy.engine import engine_for
 from dipsy.errors import DipsyError
 from dipsy.methods.marginals.declared import ANALYSIS_SHARE, declared_split
 from dipsy.methods.marginals.mst import MST, forced_edges, merged_counts
 from dipsy.methods.marginals.sets import SetsModel
 from dipsy.privacy import ZCDP
 from dipsy.privacy.measurement import DiscreteGaussian
-from dipsy.privacy.rng import Randomness
-from dipsy.privacy.session import Session
-
-SIZES = {"x0": 3, "x1": 4, "x2": 3, "x3": 2, "x4": 5}
-DOMAIN = Domain.from_sizes(SIZES)
-
-
-def chain(n: int, seed: int) -> pd.DataFrame:
-    """x0 → x1 → x2 → x3 strongly, x4 → x0 weakly (as in test_mst)."""
-    rng = np.random.default_rng(seed)
-    x4 = rng.integers(0, 5, n)
-    x0 = np.where(rng.random(n) < 0.5, x4 % 3, rng.integers(0, 3, n))
-    x1 = np.where(rng.random(n) < 0.8, x0, rng.integers(0, 4, n))
-    x2 = np.where(rng.random(n) < 0.7, x1 % 3, rng.integers(0, 3, n))
-    x3 = np.where(rng.random(n) < 0.8, x2 % 2, rng.integers(0, 2, n))
-    return pd.DataFrame({"x0": x0, "x1": x1, "x2": x2, "x3": x3, "x4": x4})
 
 
 def declaring(domain: Domain, *formulas: str) -> Domain:
@@ -48,18 +33,8 @@ def declaring(domain: Domain, *formulas: str) -> Domain:
 
 
 def fitted(data: pd.DataFrame, domain: Domain, rho: float, seed: int = 0, sets: int = 1, **options):
-    """plan → session → fit, as the release path runs them."""
-    method = MST(ZCDP(rho), sets=sets, options=options)
-    plan = method.plan(None, domain)
-    session = Session(
-        engine_for(data, domain),
-        plan.declared(ZCDP(rho)),
-        plan.relation,
-        Randomness.from_seed(seed),
-        plan.measurements,
-        plan.adaptive is not None,
-    )
-    return plan, session, method.fit(session, plan)
+    """test_mst's plan → session → fit: the plan, the session and the model."""
+    return mst_fitted(data, domain, rho, seed, sets, **options)[:3]
 
 
 def declared_of(plan) -> list:

@@ -28,7 +28,7 @@ Intervals: ``q̄ ± t_{ν, (1+level)/2} sqrt(T)`` (normal when ν is infinite, i
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import stats
@@ -175,18 +175,24 @@ def fit(formula: str, data: pd.DataFrame, model: str = "ols"):  # noqa: ANN201 (
     The formula is read by :mod:`dipsy.formula` (a grammar, never evaluated as Python) and its
     design matrix, with patsy's column names, is fitted by statsmodels' array API.
     """
-    import statsmodels.api as sm
-
     if model not in ("ols", "logit"):
         raise DipsyError(f"unknown regression model {model!r}", "use ols or logit")
     response, design = formula_design(formula, data, binary=model == "logit")
+    return fit_design(
+        response, design, model, f"cannot fit {formula!r}", "write the formula over the released columns, e.g. 'y ~ x + C(group)'"
+    )
+
+
+def fit_design(response: Any, design: Any, model: str, problem: str, fix: str) -> Any:
+    """statsmodels' OLS or logit fit of ``response`` on ``design``; a model it cannot fit (no rows, a
+    singular matrix: statsmodels raises many types) is a DipsyError, ``problem: its first line``."""
+    import statsmodels.api as sm
+
     try:
         return sm.OLS(response, design).fit() if model == "ols" else sm.Logit(response, design).fit(disp=0)
-    except Exception as e:  # statsmodels raises many types for a model it cannot fit (no rows, a singular matrix)
+    except Exception as e:
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise DipsyError(
-            f"cannot fit {formula!r}: {first}", "write the formula over the released columns, e.g. 'y ~ x + C(group)'"
-        ) from None
+        raise DipsyError(f"{problem}: {first}", fix) from None
 
 
 def _rule(rule: str, tables: list) -> str:

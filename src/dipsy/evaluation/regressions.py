@@ -50,34 +50,7 @@ def regression(formula: str, original: pd.DataFrame, tables: list[pd.DataFrame],
             f"the synthetic sets give terms {list(synthetic.terms)}, the original {terms}",
             "use categories present in every set, or a simpler formula",
         )
-    ci = base.conf_int(0.05)
-    overlap = interval_overlap(ci[0].to_numpy(), ci[1].to_numpy(), combined.lower, combined.upper)
-    rows = []
-    for k, term in enumerate(terms):
-        rows.append(
-            {
-                "term": term,
-                "original": {
-                    "estimate": float(base.params.iloc[k]),
-                    "se": float(base.bse.iloc[k]),
-                    "lower": float(ci.iloc[k, 0]),
-                    "upper": float(ci.iloc[k, 1]),
-                },
-                "synthetic": {
-                    "estimate": float(combined.estimate[k]),
-                    "variance": float(combined.variance[k]),
-                    "df": float(combined.df[k]),
-                    "lower": float(combined.lower[k]),
-                    "upper": float(combined.upper[k]),
-                },
-                "ci_overlap": float(overlap[k]),
-                "std_diff": float((combined.estimate[k] - base.params.iloc[k]) / base.bse.iloc[k]),
-            }
-        )
-    seen = sorted({str(w.message).splitlines()[0] for w in caught if str(w.message)})
-    return {"formula": formula, "model": model, "rule": combined.rule, "coefficients": rows} | (
-        {"warnings": seen} if seen else {}
-    )
+    return _rows(formula, model, base, terms, combined, caught)
 
 
 # -- the models the inference section compares -----------------------------------------------------
@@ -367,8 +340,6 @@ def _rows(formula: str, model: str, base: Any, terms: list[str], combined: infer
 
 def _fit(parsed: Formula, frame: pd.DataFrame, model: str, what: str) -> Any:
     """Fit one frame, leaving out the coefficients of categories it lacks (all-zero columns)."""
-    import statsmodels.api as sm
-
     response, design = formula_design(parsed, frame, binary=model == "logit")
     empty = [c for c in design.columns if c != "Intercept" and not design[c].any()]
     design = design.drop(columns=empty)
@@ -382,13 +353,9 @@ def _fit(parsed: Formula, frame: pd.DataFrame, model: str, what: str) -> Any:
                 f"cannot compare {parsed.text!r}: {what} holds no record in the reference category of {factor}",
                 "name a reference category every set holds, e.g. C(column, Treatment(reference=...))",
             )
-    try:
-        return sm.OLS(response, design).fit() if model == "ols" else sm.Logit(response, design).fit(disp=0)
-    except Exception as e:  # statsmodels raises many types for a model it cannot fit (no rows, a singular matrix)
-        first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise DipsyError(
-            f"cannot fit {parsed.text!r} to {what}: {first}", "write a simpler formula over the released columns"
-        ) from None
+    return inference.fit_design(
+        response, design, model, f"cannot fit {parsed.text!r} to {what}", "write a simpler formula over the released columns"
+    )
 
 
 def _formula_columns(parsed: Formula) -> set[str]:
