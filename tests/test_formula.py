@@ -175,10 +175,14 @@ def test_a_fit_evaluates_no_text(data, monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("text was evaluated")
 
+    # the same fit once first: the modules it imports on first use are compiled from source where an
+    # install wrote no bytecode (import calls compile), which is not the formula's text being evaluated
+    formula = "y ~ C(g) * np.log(z) + I(x ** 2) + Q('odd name')"
+    inference.fit(formula, data)
     for name in ("eval", "exec", "compile"):
         monkeypatch.setattr(builtins, name, refuse)
     monkeypatch.setattr(patsy.eval.EvalEnvironment, "eval", refuse)
-    result = inference.fit("y ~ C(g) * np.log(z) + I(x ** 2) + Q('odd name')", data)
+    result = inference.fit(formula, data)
     assert "C(g)[T.b]:np.log(z)" in result.params.index
 
 
