@@ -34,7 +34,7 @@ PLACED = {
                  engine.numpy_engine engine.owner engine.spark_engine""",
     "privacy": """privacy privacy.accountant privacy.audit privacy.budget privacy.composition privacy.conversions privacy.known
                   privacy.ledger privacy.ledger_records privacy.loss privacy.measurement privacy.relation privacy.rng
-                  privacy.samplers privacy.selection privacy.session""",
+                  privacy.published privacy.samplers privacy.selection privacy.session""",
     "methods": """methods methods.base methods.counts methods.dirichlet_multinomial methods.discovery methods.dp_prior
                   methods.enforce methods.exponential_ecdf methods.gamma_poisson methods.histograms methods.laplace_sanitizer
                   methods.marginals methods.marginals.aim methods.marginals.consistency methods.marginals.declared methods.marginals.dpsyn
@@ -48,7 +48,7 @@ PLACED = {
     "release": """authoring discovery_run forecast forecast_marginals forecast_noise release release_sets request""",
     "evaluation": """evaluation evaluation.compare evaluation.groups evaluation.marginals evaluation.missing evaluation.numeric evaluation.plots
                      evaluation.propensity evaluation.regressions evaluation.relationships evaluation.report evaluation.rules
-                     evaluation.sdnist evaluation.sensitive evaluation.verdicts evaluation.yardsticks inference""",
+                     evaluation.sdnist evaluation.sensitive evaluation.verdicts evaluation.yardsticks inference noise_aware""",
     "api": """dipsy api synthesizer""",
     "audit": """audit audit.cases audit.losses audit.record audit.runner""",
     "cli": """__main__ cli""",

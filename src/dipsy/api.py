@@ -42,6 +42,7 @@ from .privacy.budget import LocalDP
 from .privacy.composition import parse_cap, requested_budget
 from .privacy.ledger import take_back
 from .privacy.measurement import Measurement
+from .privacy.published import PublishedTable
 from .privacy.rng import Randomness
 from .privacy.session import Session
 from .release import LABELLED_FORMATS, REPORTER, ROOM_FLOOR, Output, Release, check_room, check_writable_folder
@@ -425,6 +426,7 @@ def run(
             forecast=outlook.to_dict() | {"accepted_noise": outlook.noise},
             request=r.public(public_options(synthesizer, r.options)),
             rules=rules if rules or rules.dropped else None,
+            published=tuple(PublishedTable.of(m, answer, scope) for m, answer in session.published),
         )
         if ledger is not None and local:
             with held():

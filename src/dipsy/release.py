@@ -64,6 +64,7 @@ from .methods.counts import describe_cells
 from .methods.enforce import Enforcement
 from .permissions import umask
 from .privacy import Spend
+from .privacy.published import PublishedTable
 from .release_sets import ChunkedSet, check_partition_columns, is_set_folder, write_set
 
 #: The agencies' formats a release can be written in, with variable labels (and value labels in dta and sav).
@@ -128,6 +129,9 @@ class Release:
     request: dict[str, Any] | None = None
     #: The domain's edit rules and what enforcing them did (None: the domain has none).
     rules: Enforcement | None = None
+    #: Noisy tables released as they were measured (:mod:`dipsy.privacy.published`): the declared
+    #: analyses' tables, from which :mod:`dipsy.noise_aware` computes intervals.
+    published: tuple[PublishedTable, ...] = ()
 
     def metadata(self) -> dict[str, Any]:
         """The content of ``release.json``."""
@@ -166,6 +170,8 @@ class Release:
             meta["request"] = self.request
         if self.rules is not None:  # only with rules: a release without them has the same release.json as before
             meta["rules"] = self.rules.to_dict(self.kind)
+        if self.published:  # only with published tables: a release without them has the same release.json as before
+            meta["published"] = [t.to_dict() for t in self.published]
         if self.kind == "table":
             meta["cells"] = describe_cells(self.domain)
             meta["files"] = [f"{self.stem}_{k}" for k in range(1, len(self.tables) + 1)]

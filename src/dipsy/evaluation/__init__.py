@@ -21,6 +21,7 @@ from ..domain.codec import numbers, states
 from ..engine.agency import is_agency, read_frame
 from ..errors import DataError, DipsyError
 from ..formula import parse
+from ..privacy.published import PublishedTable
 from ..release import Release
 from ..release_sets import read_set
 from .groups import grouped_kmarginal
@@ -264,7 +265,7 @@ def evaluate(
         "numeric": numeric_summary(orig, tables, domain, seed=seed, privacy=meta["privacy"]),
         "propensity": pmse_all(orig, tables, domain, seed=seed),
         "relationships": relationships_section(orig, tables, domain, seed=seed),
-        "inference": _inference(orig, tables, domain, meta, formula, model, dropped),
+        "inference": _inference(orig, tables, domain, meta, formula, model, dropped, seed),
         "sensitive": _sensitive(orig, tables, domain, meta, sensitive, seed),
         "missing": missing_shares(orig, tables, domain),
         "rules": rule_breaks(orig, tables, domain),
@@ -303,11 +304,13 @@ def _inference(
     formula: str | None,
     model: str | None,
     dropped: Sequence[Any],
+    seed: int = 0,
 ) -> dict | None:
     """The inference section (:func:`.regressions.compare_models`): the formula given, else the
     domain's declared analyses, else default models chosen from the domain and the release's
     ``parameters.sensitive``. A declared missing state is no number and no level: the regressions
-    leave its rows out."""
+    leave its rows out. The models whose table the release publishes (``published``) get
+    noise-aware intervals too."""
     given = meta.get("parameters")
     params = given if isinstance(given, dict) else {}
     sensitive = [c.partition("=")[0].strip() for c in _names(params.get("sensitive"))]
@@ -320,6 +323,8 @@ def _inference(
         model,
         sensitive,
         dropped,
+        [PublishedTable.from_dict(t) for t in meta.get("published") or []],
+        seed,
     )
     if section is not None:
         for m in section.get("models") or []:

@@ -28,6 +28,24 @@ from ..formula import Column as FormulaColumn
 from ..formula import Formula, parse
 from ..formula import design as formula_design
 from ..inference import fit, interval_overlap
+from ..noise_aware import noise_aware, pooled
+from ..privacy.published import PublishedTable
+
+#: What the noise-aware intervals are, for the section's readers.
+NOISE_AWARE_RULE = (
+    "parametric bootstrap over the published noisy table (Ferrando, Wang & Sheldon 2022): the sample and the DP "
+    "noise drawn again; binned columns at their bins' midpoints"
+)
+
+
+def conclusion(interval: dict[str, float]) -> str:
+    """What a 95 % interval says of a coefficient's sign: ``positive``, ``negative`` or ``unclear`` (it holds 0).
+
+    >>> conclusion({"lower": 0.1, "upper": 0.4}), conclusion({"lower": -0.1, "upper": 0.4})
+    ('positive', 'unclear')
+    """
+    lower, upper = interval["lower"], interval["upper"]
+    return "positive" if lower > 0 else "negative" if upper < 0 else "unclear"
 
 
 def regression(formula: str, original: pd.DataFrame, tables: list[pd.DataFrame], rule: str | None, model: str = "ols") -> dict:
@@ -228,6 +246,8 @@ def compare_models(
     model: str | None = None,
     sensitive: Sequence[str] = (),
     dropped: Sequence[Analysis] = (),
+    published: Sequence[PublishedTable] = (),
+    seed: int = 0,
 ) -> dict[str, Any] | None:
     """The inference section: every chosen model (:func:`choose_models`) fitted to the original and
     to each set and compared term by term (:func:`compare`).
@@ -236,7 +256,8 @@ def compare_models(
     ``why`` (or, for a declared or default model that cannot be fitted, its ``error``), and, for
     one-formula readers, the first compared model's keys at the top (``formula``, ``model``,
     ``rule``, ``coefficients``). A given formula that cannot be fitted is an error; None when there
-    is no model and nothing was left out.
+    is no model and nothing was left out. ``published``: the release's noisy tables, for the
+    noise-aware intervals of the models whose table it carries (bootstrap seeded by ``seed``).
     """
     source, choices, left = choose_models(domain, formula, model, sensitive, dropped)
     if not choices and not left:
@@ -244,7 +265,7 @@ def compare_models(
     models = []
     for choice in choices:
         try:
-            result = compare(choice.formula, original, tables, domain, rule, choice.model)
+            result = compare(choice.formula, original, tables, domain, rule, choice.model, published, seed)
         except DipsyError as e:
             if source == "given":
                 raise
@@ -256,7 +277,14 @@ def compare_models(
 
 
 def compare(
-    formula: str, original: pd.DataFrame, tables: list[pd.DataFrame], domain: Domain, rule: str | None, model: str = "ols"
+    formula: str,
+    original: pd.DataFrame,
+    tables: list[pd.DataFrame],
+    domain: Domain,
+    rule: str | None,
+    model: str = "ols",
+    published: Sequence[PublishedTable] = (),
+    seed: int = 0,
 ) -> dict[str, Any]:
     """One model on the original and on each set, as :func:`regression` gives it, with the domain's
     reading of the columns: a categorical column is categorical whatever its codes (``Race`` coded
@@ -267,6 +295,11 @@ def compare(
     A set that lacks a category the original holds estimates no coefficient for it (NaN there,
     and so in the combined estimate); a set that lacks a factor's reference category cannot be
     compared with the original (an error naming it).
+
+    When the release publishes the noisy table of the model's columns (``published``: a declared
+    analysis of one column on another), each term also gets its noise-aware interval
+    (:func:`dipsy.noise_aware.noise_aware`, bootstrap seeded by ``seed``). Every interval gets its
+    conclusion (:func:`conclusion`), so a reader sees where the synthetic answer differs.
     """
     parsed = parse(formula)
     names = [n for n in domain.names if n in _formula_columns(parsed)]
@@ -301,6 +334,20 @@ def compare(
             q, u, "single" if len(tables) == 1 else rule or "reiter2003-partial", n_ratio=n_ratio, single_df=single_df
         )
     out = _rows(formula, model, base, terms, combined, caught)
+    if pooled(published, names) is not None:  # the release publishes the model's table: intervals that count the noise
+        prepare = lambda cells: _categorical(cells, domain, levels)  # noqa: E731 - the cells read as the sets are
+        try:
+            aware = noise_aware(formula, published, names, model, seed=seed, prepare=prepare).table()
+        except DipsyError as e:
+            out["noise_aware_error"] = (str(e.problem).splitlines() or ["?"])[0]
+        else:
+            out["noise_aware_rule"] = NOISE_AWARE_RULE
+            for row in out["coefficients"]:
+                if row["term"] in aware.index:
+                    a = aware.loc[row["term"]]
+                    row["noise_aware"] = {k: float(a[k]) for k in ("estimate", "variance", "lower", "upper")}
+    for row in out["coefficients"]:
+        row["conclusion"] = {k: conclusion(row[k]) for k in ("original", "synthetic", "noise_aware") if k in row}
     if response is not None and model == "logit" and response in levels:
         column, (first, second) = domain[response], levels[response]
         out["response"] = f"{response} = {_shown(column, second)}, against {_shown(column, first)}"

@@ -240,7 +240,18 @@ class Statement:
             "composition": self.composition,
             **({"conversion": "ρ-zCDP stated as (ε, δ)-DP by Canonne, Kamath & Steinke 2020, §2.3"} if equivalent else {}),
             **({"reveals": list(self.reveals)} if self.reveals else {}),
+            **self._published(),
             "measurements": list(self.measurements),
+        }
+
+    def _published(self) -> dict[str, str]:
+        """The line for the noisy tables released as measured (none when none is)."""
+        count = sum(1 for m in self.measurements if "published" in m)
+        if not count:
+            return {}
+        return {
+            "published": f"the noisy answers of the {count} measurement(s) marked published, as measured (release.json's "
+            "'published'): post-processing of outputs charged above, within the total (Dwork & Roth 2014, Prop. 2.1)"
         }
 
     def to_dict(self) -> dict[str, Any]:

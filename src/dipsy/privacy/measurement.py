@@ -444,6 +444,10 @@ class Measurement:
     #: The one synthetic set (0-based) this measurement serves; None for one every set uses. The
     #: statement's per-set guarantee composes what each set uses (:func:`dipsy.methods.base.build_statement`).
     set_index: int | None = None
+    #: Whether the noisy answer itself is released beside the records (``release.json``'s
+    #: ``published``): post-processing of a charged output, free (Dwork & Roth 2014, Prop. 2.1), and
+    #: stated with the measurement. The declared analyses' tables are, for noise-aware intervals.
+    published: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.mechanism, DeclaredPublic):
@@ -510,4 +514,5 @@ class Measurement:
             "noise": {**self.mechanism.describe(), "exact_sampler": self.mechanism.exact},
             **self.cost.to_dict(),
             **({"set": self.set_index + 1} if self.set_index is not None else {}),
+            **({"published": "its noisy answer, beside the records"} if self.published else {}),
         }

@@ -80,6 +80,7 @@ class Session:
         self._adaptive = adaptive
         self._tamper = tamper
         self._ran: list[Measurement] = []
+        self._published: list[tuple[Measurement, Any]] = []
         self._answers: dict = {}
         self._domain = None
 
@@ -91,6 +92,11 @@ class Session:
     @property
     def ran(self) -> tuple[Measurement, ...]:
         return tuple(self._ran)
+
+    @property
+    def published(self) -> tuple[tuple[Measurement, Any], ...]:
+        """The measurements marked :attr:`~Measurement.published` that ran, each with its noisy answer."""
+        return tuple(self._published)
 
     @property
     def spends(self) -> tuple[Spend, ...]:
@@ -142,6 +148,8 @@ class Session:
                 "raise --epsilon (the largest ε_x to release), or weight the records down more (e.g. option target=)",
             )
         self._ran.append(m)
+        if m.published:
+            self._published.append((m, out))
         return out
 
     def _charge(self, m: Measurement, problem: str, fix: str) -> None:

@@ -441,6 +441,7 @@ class AIM(Synthesizer):
                 Table((y, x)),
                 noise,
                 self.relation,
+                published=True,
             )
             for ((y, x), _), noise in zip(split, pair_noise)
         )

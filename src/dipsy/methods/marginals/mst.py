@@ -392,6 +392,7 @@ class MST(Synthesizer):
                     g,
                     self.relation,
                     self.set_index(k),
+                    published=True,
                 )
                 for (y, x), g in pairs
             ]

@@ -274,6 +274,7 @@ class PrivSyn(Synthesizer):
                     noise,
                     self.relation,
                     self.set_index(k),
+                    published=True,
                 )
                 for (a, b), noise in declared_noise
             ]
