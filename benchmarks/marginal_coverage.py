@@ -72,7 +72,7 @@ import pandas as pd  # noqa: E402
 from scipy import stats  # noqa: E402
 
 import dipsy  # noqa: E402
-from dipsy import inference  # noqa: E402
+from dipsy import inference, noise_aware  # noqa: E402
 from dipsy.domain import Domain  # noqa: E402
 from dipsy.domain.analyses import Analysis  # noqa: E402
 
@@ -84,7 +84,13 @@ DELTA = 1e-9
 LEVEL = 0.95
 SEED = 1313
 PUBLIC_ROWS = 5000
-ESTIMANDS = ("mean(Y)", "P(B = 1)", "slope of Y ~ E")
+ESTIMANDS = ("mean(Y)", "P(B = 1)", "slope of Y ~ E", "logit slope of B ~ E", "E:S of Y ~ E * S")
+#: The regressions behind the estimands: formula, model, the term.
+MODELS = {
+    "slope of Y ~ E": ("Y ~ E", "ols", "E"),
+    "logit slope of B ~ E": ("B ~ E", "logit", "E"),
+    "E:S of Y ~ E * S": ("Y ~ E * S", "ols", "E:S"),
+}
 
 
 @dataclass(frozen=True)
@@ -98,6 +104,8 @@ class Network:
     y_intercept: float
     y_slope_e: float
     y_slope_s: float
+    #: The E × S interaction in Y's mean (its slope on E is ``y_slope_e + y_interaction`` where S = 1).
+    y_interaction: float
     y_sd: float
     p_c_given_r: tuple[tuple[float, ...], ...]
     p_d: tuple[float, ...]
@@ -105,7 +113,7 @@ class Network:
     def y_given_es(self) -> np.ndarray:
         """``P(Y = y | E = e, S = s)``, shape (6, 2, 10): the normal discretised at y ± 0.5, end cells open."""
         e, s = np.meshgrid(np.arange(SIZES["E"]), np.arange(SIZES["S"]), indexing="ij")
-        mu = self.y_intercept + self.y_slope_e * e + self.y_slope_s * s
+        mu = self.y_intercept + self.y_slope_e * e + self.y_slope_s * s + self.y_interaction * e * s
         edges = np.concatenate([[-np.inf], np.arange(SIZES["Y"] - 1) + 0.5, [np.inf]])
         cdf = stats.norm.cdf((edges[None, None, :] - mu[..., None]) / self.y_sd)
         return np.diff(cdf, axis=-1)
@@ -113,16 +121,33 @@ class Network:
     def p_e(self) -> np.ndarray:
         return np.asarray(self.p_r) @ np.asarray(self.p_e_given_r)
 
+    def joint(self) -> np.ndarray:
+        """``P(E = e, S = s, Y = y)``, shape (6, 2, 10): S independent of E."""
+        p_s = np.array([1 - self.p_s1, self.p_s1])
+        return self.p_e()[:, None, None] * p_s[None, :, None] * self.y_given_es()
+
     def truth(self) -> dict[str, float]:
-        """The estimands' population values, exactly from the probability tables."""
-        p_e, p_s = self.p_e(), np.array([1 - self.p_s1, self.p_s1])
-        y = np.arange(SIZES["Y"])
-        mean_y_given_e = (self.y_given_es() @ y) @ p_s  # E[Y | E = e], S independent of E
-        mean_y = float(p_e @ mean_y_given_e)
-        e = np.arange(SIZES["E"])
-        mean_e = float(p_e @ e)
-        slope = float(p_e @ ((e - mean_e) * (mean_y_given_e - mean_y))) / float(p_e @ (e - mean_e) ** 2)
-        return {"mean(Y)": mean_y, "P(B = 1)": float(p_e @ np.asarray(self.p_b1_given_e)), "slope of Y ~ E": slope}
+        """The estimands' population values, exactly from the probability tables: the moments of the
+        best linear (or logistic) predictor under the joint distribution, what OLS (the logit's
+        maximum likelihood) estimates from a sample."""
+        p_e = self.p_e()
+        joint = self.joint()
+        e, s, y = np.meshgrid(np.arange(SIZES["E"]), np.arange(SIZES["S"]), np.arange(SIZES["Y"]), indexing="ij")
+        w = joint.ravel()
+        # OLS Y ~ E and Y ~ E * S: the normal equations with the population's moments
+        slope = _population_ols(np.column_stack([np.ones(w.size), e.ravel()]), y.ravel(), w)[1]
+        design = np.column_stack([np.ones(w.size), e.ravel(), s.ravel(), (e * s).ravel()])
+        interaction = _population_ols(design, y.ravel(), w)[3]
+        # the logit of B on E: P(B = 1 | E) from the table, fitted by Newton's method with P(E) as weights
+        p_b = np.asarray(self.p_b1_given_e)
+        logit = _population_logit(np.column_stack([np.ones(SIZES["E"]), np.arange(SIZES["E"])]), p_b, p_e)[1]
+        return {
+            "mean(Y)": float(w @ y.ravel()),
+            "P(B = 1)": float(p_e @ p_b),
+            "slope of Y ~ E": float(slope),
+            "logit slope of B ~ E": float(logit),
+            "E:S of Y ~ E * S": float(interaction),
+        }
 
     def draw(self, n: int, rng: np.random.Generator) -> pd.DataFrame:
         """n records, column by column along the network (vectorised inverse-CDF draws)."""
@@ -152,6 +177,7 @@ CONFIDENTIAL = Network(
     y_intercept=1.5,
     y_slope_e=1.0,
     y_slope_s=0.8,
+    y_interaction=0.3,
     y_sd=1.6,
     p_c_given_r=((0.4, 0.3, 0.2, 0.1), (0.25, 0.25, 0.25, 0.25), (0.1, 0.2, 0.3, 0.4)),
     p_d=(0.2, 0.2, 0.2, 0.2, 0.2),
@@ -165,10 +191,25 @@ PUBLIC = Network(
     y_intercept=1.8,
     y_slope_e=0.85,
     y_slope_s=0.8,
+    y_interaction=0.2,
     y_sd=1.6,
     p_c_given_r=CONFIDENTIAL.p_c_given_r,
     p_d=CONFIDENTIAL.p_d,
 )
+
+
+def _population_ols(x: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """The best linear predictor's coefficients: ``(Xᵀ W X)⁻¹ Xᵀ W y`` with the probabilities ``w``."""
+    return np.linalg.solve(x.T @ (w[:, None] * x), x.T @ (w * y))
+
+
+def _population_logit(x: np.ndarray, p: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """The logit's population coefficients: the root of ``Σ w (p − σ(Xβ)) X = 0`` (Newton's method)."""
+    beta = np.zeros(x.shape[1])
+    for _ in range(50):
+        q = 1 / (1 + np.exp(-(x @ beta)))
+        beta = beta + np.linalg.solve(x.T @ ((w * q * (1 - q))[:, None] * x), x.T @ (w * (p - q)))
+    return beta
 
 
 # -- one repetition ----------------------------------------------------------------------------------
@@ -177,23 +218,37 @@ PUBLIC = Network(
 def intervals(tables: list[pd.DataFrame], rule: str) -> dict[str, dict[str, float]]:
     """Estimate, variance, df and the 95 % interval of each estimand from ``tables`` by ``rule``."""
     rule = "single" if len(tables) == 1 else rule
-    fits = {
-        "mean(Y)": inference.mean(tables, "Y", rule, LEVEL).combined,
-        "P(B = 1)": inference.proportion(tables, "B", 1, rule, LEVEL).combined,
+    fits: dict[str, tuple[inference.Combined, int]] = {
+        "mean(Y)": (inference.mean(tables, "Y", rule, LEVEL).combined, 0),
+        "P(B = 1)": (inference.proportion(tables, "B", 1, rule, LEVEL).combined, 0),
     }
-    reg = inference.regression(tables, "Y ~ E", rule, level=LEVEL)
-    fits["slope of Y ~ E"] = reg.combined
-    k = {"slope of Y ~ E": reg.terms.index("E")}
+    for name, (formula, model, term) in MODELS.items():
+        reg = inference.regression(tables, formula, rule, model=model, level=LEVEL)
+        fits[name] = (reg.combined, reg.terms.index(term))
+    return {name: _interval(c, k) for name, (c, k) in fits.items()}
+
+
+def _interval(c: inference.Combined, k: int) -> dict[str, float]:
     return {
-        name: {
-            "estimate": float(c.estimate[k.get(name, 0)]),
-            "variance": float(c.variance[k.get(name, 0)]),
-            "df": float(c.df[k.get(name, 0)]),
-            "lower": float(c.lower[k.get(name, 0)]),
-            "upper": float(c.upper[k.get(name, 0)]),
-        }
-        for name, c in fits.items()
+        "estimate": float(c.estimate[k]),
+        "variance": float(c.variance[k]),
+        "df": float(c.df[k]),
+        "lower": float(c.lower[k]),
+        "upper": float(c.upper[k]),
     }
+
+
+def noise_aware_intervals(release: dipsy.Release, seed: int) -> dict[str, dict[str, float]]:
+    """The noise-aware interval (:mod:`dipsy.noise_aware`) of each estimand whose model's table the
+    release publishes (a declared analysis of one column on another); the others are left out."""
+    out = {}
+    for name, (formula, model, term) in MODELS.items():
+        columns = Analysis(formula).columns
+        if noise_aware.pooled(release.published, columns) is None:
+            continue
+        e = noise_aware.noise_aware(formula, release.published, columns, model, LEVEL, seed=seed)
+        out[name] = _interval(e.combined, e.terms.index(term))
+    return out
 
 
 @dataclass(frozen=True)
@@ -244,6 +299,8 @@ def one_repetition(task: Task) -> dict[str, Any]:
                     assert release.metadata()["combining_rule"] == "reiter2003-partial"
                     out["intervals"][f"{key}|m={m}, set 1 naive"] = intervals(release.tables[:1], "single")
                     out["intervals"][f"{key}|m={m}, combined"] = intervals(release.tables, "reiter2003-partial")
+                if release.published:
+                    out["intervals"][f"{key}|m={m}, noise-aware"] = noise_aware_intervals(release, seed)
                 out["choices"][f"{key}|m={m}"] = summarise_choices(release.parameters)
     return out
 
@@ -265,6 +322,8 @@ def summarise(reps: list[dict[str, Any]], truth: dict[str, float]) -> list[dict[
     rows = []
     for key in reps[0]["intervals"]:
         for name in ESTIMANDS:
+            if name not in reps[0]["intervals"][key]:  # a noise-aware interval only where the table is published
+                continue
             got = [r["intervals"][key][name] for r in reps]
             est = np.array([g["estimate"] for g in got])
             lo, hi = np.array([g["lower"] for g in got]), np.array([g["upper"] for g in got])
@@ -344,8 +403,8 @@ def plot(rows: list[dict[str, Any]], path: Path, sets: int) -> None:
     import matplotlib.pyplot as plt
 
     methods = sorted({r["method"] for r in rows if r["method"]})
-    kinds = ["m=1, naive", f"m={sets}, set 1 naive", f"m={sets}, combined"]
-    colours = ["#c44e52", "#dd8452", "#4c72b0"]
+    kinds = ["m=1, naive", f"m={sets}, set 1 naive", f"m={sets}, combined", f"m={sets}, noise-aware"]
+    colours = ["#c44e52", "#dd8452", "#4c72b0", "#55a868"]
     fig, axes = plt.subplots(len(methods), len(ESTIMANDS), figsize=(4.2 * len(ESTIMANDS), 3.2 * len(methods)), squeeze=False)
     original = {r["estimand"]: r for r in rows if r["interval"] == "original"}
     for i, method in enumerate(methods):
@@ -354,12 +413,14 @@ def plot(rows: list[dict[str, Any]], path: Path, sets: int) -> None:
             mine = [r for r in rows if r["method"] == method and r["estimand"] == name]
             epsilons = sorted({r["epsilon"] for r in mine})
             for k, kind in enumerate(kinds):
-                got = [next(r for r in mine if r["epsilon"] == e and r["interval"] == kind) for e in epsilons]
-                x = np.arange(len(epsilons)) + (k - 1) * 0.27
+                got = [r for e in epsilons for r in mine if r["epsilon"] == e and r["interval"] == kind]
+                if len(got) != len(epsilons):  # no noise-aware interval for an estimand whose table is not published
+                    continue
+                x = np.arange(len(epsilons)) + (k - 1.5) * 0.2
                 ax.bar(
                     x,
                     [g["coverage"] for g in got],
-                    0.25,
+                    0.19,
                     yerr=[2 * g["coverage_sd"] for g in got],
                     color=colours[k],
                     label=kind,

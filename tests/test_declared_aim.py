@@ -69,17 +69,22 @@ def test_the_plan_measures_each_declared_pair_and_totals_exactly_rho():
     assert all(0.999 * 0.9 * (1 - s) * RHO / T <= c <= 0.9 * (1 - s) * RHO / T for c in costs[:d])
     # then one measurement per declared pair, y first, at its share of sρ (∝ cells^(2/3): equal here)
     declared = plan.measurements[d:]
-    assert [m.query.columns for m in declared] == [("y", "x"), ("y", "a")]
-    for m, ((y, x), rho_i) in zip(declared, declared_split(dom, s * RHO)):
+    # (and the analysis's whole table, its sufficient statistic, published), each at its share of sρ ∝ cells^(2/3)
+    assert [m.query.columns for m in declared] == [("y", "x"), ("y", "a"), ("y", "x", "a")]
+    split = declared_split(dom, s * RHO)
+    assert split[0][1] == pytest.approx(split[1][1]) and sum(r for _, r in split) == pytest.approx(s * RHO)
+    for m, (columns, rho_i) in zip(declared, split):
         noise = m.mechanism_as(DiscreteGaussian)
-        assert m.label == f"aim: declared analysis: two-way marginal {y} × {x}, discrete Gaussian σ² = {noise.sigma2}"
-        assert noise == DiscreteGaussian.for_budget(ZCDP(rho_i), 1) and rho_i == pytest.approx(s * RHO / 2)
+        what = f"two-way marginal {columns[0]} × {columns[1]}" if len(columns) == 2 else "the whole y × x × a table"
+        assert m.label == f"aim: declared analysis: {what}, discrete Gaussian σ² = {noise.sigma2}" and m.published
+        assert noise == DiscreteGaussian.for_budget(ZCDP(rho_i), 1)
         assert 0.999 * rho_i <= of_kind(m.cost, ZCDP).rho <= rho_i
     # the rounds get the rest: exactly ρ declared in all
     assert of_kind(plan.adaptive, ZCDP).rho + sum(costs) == pytest.approx(RHO, abs=1e-15)
     assert of_kind(plan.declared(ZCDP(RHO)), ZCDP).rho == pytest.approx(RHO, abs=1e-15)
     p = plan.parameters
     assert p["analysis_share"] == s and p["declared_pairs"] == [["y", "x"], ["y", "a"]]
+    assert p["declared_tables"] == [["y", "x", "a"]]
     assert p["declared_workload"] == [["a", "x", "y"]] and p["declared_weight"] == declared_weight(d, 3, s, 1)
     assert "declared analyses" in plan.mechanism and "declared analyses" in plan.composition
     # the steward's share

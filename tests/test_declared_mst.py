@@ -54,17 +54,20 @@ def test_plan_measures_each_declared_pair_at_its_share_and_the_total_stays_rho(s
     s = ANALYSIS_SHARE if share is None else share
     per = rho / sets
     split = declared_split(domain, s * per)
-    assert [p for p, _ in split] == [("x3", "x4"), ("x3", "x0"), ("x1", "x2")]
+    # the pairs, then the whole table of the analysis naming two columns besides its response
+    assert [p for p, _ in split] == [("x3", "x4"), ("x3", "x0"), ("x1", "x2"), ("x3", "x4", "x0")]
     assert math.isclose(sum(r for _, r in split), s * per, rel_tol=1e-12)
     declared = declared_of(plan)
-    assert len(declared) == 3 * sets  # one per pair and set
+    assert len(declared) == 4 * sets  # one per table and set
+    assert all(m.published for m in declared)
     for k in range(sets):
         mine = [m for m in declared if m.set_index == (None if sets == 1 else k)]
         assert [m.query.columns for m in mine] == [p for p, _ in split]
         for m, (pair, r) in zip(mine, split):
             g = DiscreteGaussian.for_budget(ZCDP(r), 1)
             assert m.mechanism == g and m.cost.rho <= r and m.cost.rho == pytest.approx(r, rel=1e-3)
-            assert f"two-way marginal {pair[0]} × {pair[1]}, discrete Gaussian σ² = {g.sigma2}" in m.label
+            what = f"two-way marginal {pair[0]} × {pair[1]}" if len(pair) == 2 else f"the whole {' × '.join(pair)} table"
+            assert f"declared analysis: {what}, discrete Gaussian σ² = {g.sigma2}" in m.label
     # MST's own parts take (1 − s) of each set's ρ: one-ways (1 − s)/3, the chosen edge's choice and
     # two-way (1 − s)·2/3 (the three declared pairs are forced: 1 of the 4 edges is left to choose)
     one = [m for m in plan.measurements if "one-way" in m.label]
@@ -79,6 +82,7 @@ def test_plan_measures_each_declared_pair_at_its_share_and_the_total_stays_rho(s
     assert plan.parameters["declared_pairs"] == [["x3", "x4"], ["x3", "x0"], ["x1", "x2"]]
     assert plan.parameters["analysis_share"] == s
     assert plan.parameters["declared_left_out"] == []
+    assert plan.parameters["declared_tables"] == [["x3", "x4", "x0"]]
     assert "declared analyses" in plan.mechanism and "declared analyses" in plan.composition
 
 
@@ -98,7 +102,8 @@ def test_every_edge_declared_leaves_no_selection():
         data = pd.DataFrame({c: np.arange(600) % SIZE for c, SIZE in zip(domain.names, domain.shape(domain.names))})
         _, session, model = fitted(data, domain, rho)
         assert len(model.two_way) == d - 1
-        assert {tuple(sorted(e)) for e in model.edges} == {tuple(sorted(p)) for p, _ in declared_split(domain, 1.0)}
+        pairs = {tuple(sorted(p)) for p, _ in declared_split(domain, 1.0) if len(p) == 2}  # a whole table is not an edge
+        assert {tuple(sorted(e)) for e in model.edges} == pairs
         assert session.spent.rho == pytest.approx(plan.declared(ZCDP(rho)).rho, rel=1e-12)
 
 
@@ -144,7 +149,7 @@ def test_a_cycle_closing_declared_pair_is_recorded_as_left_out():
     assert plan.parameters["declared_left_out"] == [["x1", "x2"]]
     assert model.declared_left_out == (("x1", "x2"),)
     assert {("x0", "x1"), ("x0", "x2")} <= set(model.edges) and ("x1", "x2") not in model.edges
-    assert len(declared_of(plan)) == 3 and "left out" in plan.mechanism
+    assert len(declared_of(plan)) == 4 and "left out" in plan.mechanism  # the 3 pairs and x0 ~ x1 + x2's whole table
     assert sum("tree edge" in m.label for m in session.ran) == 2
 
 
@@ -204,8 +209,9 @@ def test_the_statement_lists_the_declared_measurements_and_adds_up_to_the_budget
     release = dipsy.synthesize(chain(1500, 3), declaring(DOMAIN, "x3 ~ x4 + x0"), "mst", rho=rho, sets=sets, seed=1)
     claim = release.statement.to_dict()["if_unseeded"]
     spends = [m["rho"] for m in claim["measurements"]]
-    declared = [m for m in claim["measurements"] if "declared analysis: two-way marginal" in m["label"]]
-    assert len(declared) == 2 * sets
+    declared = [m for m in claim["measurements"] if "declared analysis:" in m["label"]]
+    assert len(declared) == 3 * sets  # the two pairs and the analysis's whole table, per set
+    assert sum("the whole x3 × x4 × x0 table" in m["label"] for m in declared) == sets
     assert claim["rho_total"] <= rho and claim["rho_total"] == pytest.approx(rho, rel=1e-3)
     assert sum(spends) == pytest.approx(claim["rho_total"], rel=1e-9)  # every spend is listed, and they add up
     assert sum(m["rho"] for m in declared) == pytest.approx(ANALYSIS_SHARE * rho, rel=1e-3)

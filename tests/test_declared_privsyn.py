@@ -1,4 +1,4 @@
-"""privsyn with declared analyses: their pairs measured first at the steward's share, the rest as
+"""privsyn with declared analyses: their pairs (and a multi-column analysis's whole table) measured first at the steward's share, the rest as
 before, the total unchanged; the declared relationship kept closer than without the declaration."""
 
 from __future__ import annotations
@@ -36,12 +36,15 @@ def test_the_declared_pairs_take_their_share_and_the_total_stays_rho(sets):
     rho = 0.6
     plan = get("privsyn")(ZCDP(rho), sets).plan(None, DECLARED)
     declared = [m for m in plan.measurements if "declared analysis" in m.label]
-    assert [m.query.columns for m in declared] == [("y", "x"), ("y", "a")] * sets
+    # the pairs, then the whole table of the analysis naming two columns besides y (its sufficient statistic)
+    assert [m.query.columns for m in declared] == [("y", "x"), ("y", "a"), ("y", "x", "a")] * sets
+    assert all(m.published for m in declared)
     share = 0.25  # the default with analyses declared
     assert sum(m.cost.rho for m in declared) == pytest.approx(share * rho, rel=1e-3)  # σ² rounded up: at most
     assert sum(m.cost.rho for m in declared) <= share * rho
     assert plan.declared(ZCDP(rho)).rho == pytest.approx(rho, rel=1e-3) and plan.declared(ZCDP(rho)).rho <= rho
     assert plan.parameters["declared_pairs"] == [["y", "x"], ["y", "a"]] and plan.parameters["analysis_share"] == share
+    assert plan.parameters["declared_tables"] == [["y", "x", "a"]]
     plain = get("privsyn")(ZCDP(rho), sets).plan(None, BASE)
     assert not [m for m in plain.measurements if "declared analysis" in m.label] and "declared_pairs" not in plain.parameters
     # the one-way marginals of the rest are measured at (1 − share) of their budget without analyses

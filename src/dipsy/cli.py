@@ -1363,6 +1363,8 @@ def evaluate_command(
             out.print(
                 "  not protected: the release measured no model's marginals as a declared analysis (see the domain's analyses:)"
             )
+        for m in models:
+            _print_conclusions(m)
     pending = None
     if json_path:  # written beside its target, and renamed into place once the report is written too
         _keep_no_new_folders(json_path.parent)
@@ -1386,6 +1388,27 @@ def evaluate_command(
         out.print(f"wrote {json_path}")
     if report_path:
         out.print(f"wrote {report_path}")
+
+
+def _print_conclusions(model: dict[str, Any]) -> None:
+    """One line per term with a noise-aware interval, beside the original's; one per term whose synthetic
+    interval reaches another conclusion than the original's (its sign: positive, negative or unclear)."""
+    formula = model.get("formula", "?")
+    if model.get("noise_aware_error"):
+        out.print(f"  noise-aware  {formula}: not fitted ({model['noise_aware_error']})")
+    interval = lambda part: f"{part['estimate']:.3g} [{part['lower']:.3g}, {part['upper']:.3g}]"
+    for row in model.get("coefficients") or []:
+        said = row.get("conclusion") or {}
+        if "noise_aware" in row:
+            same = "same" if said.get("noise_aware") == said.get("original") else "differs"
+            out.print(
+                f"  noise-aware  {formula}  {row['term']}: {interval(row['noise_aware'])} "
+                f"(original {interval(row['original'])}; conclusion {same})"
+            )
+        if "synthetic" in said and "original" in said and said["synthetic"] != said["original"]:
+            out.print(
+                f"  conclusion differs  {formula}  {row['term']}: synthetic {said['synthetic']}, original {said['original']}"
+            )
 
 
 @cli.command("compare")

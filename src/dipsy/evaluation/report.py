@@ -37,6 +37,7 @@ from . import verdicts as judge
 from .missing import without_states
 from .numeric import redraw_in_bins
 from .plots import finite, nanmean
+from .regressions import conclusion
 from .verdicts import SINGLE_SET_CAVEAT, Verdict, single_set
 
 SECTIONS = (
@@ -1507,7 +1508,64 @@ def _inference(inference: Mapping[str, Any], sets: Any = None) -> str:
             same = "Same conclusion" if verdict.level == "good" else "Not the same conclusion"
             out.append(f'<p class="{esc(verdict.level)}"><strong>{esc(same)}.</strong> {esc(verdict.text)}</p>')
         out.append(_one_model(m, sets))
+        out.append(_conclusions(m, single_set(m.get("rule"), sets)))
     return "".join(out) + _left_out(inference)
+
+
+def _conclusions(model: Mapping[str, Any], one: bool = False) -> str:
+    """Per term, the original's estimate and interval (the steward's view) beside the synthetic interval and the
+    noise-aware one, each with whether it reaches the original's conclusion; for a model whose release published
+    its noisy table only (``noise_aware_rule`` or ``noise_aware_error``), else nothing."""
+    if "noise_aware_rule" not in model and "noise_aware_error" not in model:
+        return ""
+    coefs = [c for c in model.get("coefficients") or [] if isinstance(c, Mapping)]
+    aware = any(isinstance(c.get("noise_aware"), Mapping) for c in coefs)
+    ci = lambda part: f"[{fmt(part.get('lower'))}, {fmt(part.get('upper'))}]"
+    header = ["term", "original estimate", "original 95% CI", _coef_header(one)[4], "synthetic: conclusion"]
+    if aware:
+        header += ["noise-aware estimate", "noise-aware 95% CI", "noise-aware: conclusion"]
+    rows = []
+    for c in coefs:
+        o, s, a = _mapping(c.get("original")), _mapping(c.get("synthetic")), _mapping(c.get("noise_aware"))
+        row = [str(c.get("term", "")), fmt(o.get("estimate")), ci(o), ci(s), _same(c, "synthetic")]
+        if aware:
+            row += [fmt(a.get("estimate")), ci(a), _same(c, "noise_aware")] if a else ["—", "—", "—"]
+        rows.append(row)
+    out = [
+        _p(
+            "Would an analyst reach the original's conclusion? A 95% interval's conclusion is the sign it shows: positive, "
+            "negative, or unclear when it holds 0.",
+        ),
+        html_table(header, rows, numeric=(1, 2, 3, 5, 6)),
+    ]
+    if model.get("noise_aware_error"):
+        out.append(_p(f"No noise-aware intervals: {model['noise_aware_error']}.", "note"))
+    elif aware:
+        out.append(
+            _p(
+                f"Noise-aware intervals: {model['noise_aware_rule']}. They count the DP noise and the sampling of the "
+                "confidential data; the synthetic interval holds only as far as the synthesizer kept the relationship.",
+                "note",
+            )
+        )
+    return "".join(out)
+
+
+def _same(coefficient: Mapping[str, Any], which: str) -> str:
+    """Whether the ``which`` interval (``synthetic``, ``noise_aware``) reaches the original's conclusion:
+    ``same (positive)`` or ``differs: positive → unclear``; '—' without both intervals."""
+    said = _mapping(coefficient.get("conclusion"))
+    words = []
+    for part in ("original", which):
+        interval = _mapping(coefficient.get(part))
+        if part in said:
+            words.append(str(said[part]))
+        elif "lower" in interval and "upper" in interval:
+            words.append(conclusion({"lower": float(interval["lower"]), "upper": float(interval["upper"])}))
+        else:
+            return "—"
+    original, other = words
+    return f"same ({original})" if other == original else f"differs: {original} → {other}"
 
 
 def _left_out(inference: Mapping[str, Any]) -> str:

@@ -36,7 +36,9 @@ declares analyses (:attr:`~dipsy.domain.Domain.analyses`) with a response and a 
 they shape the run in two ways, both fixed by :meth:`AIM.plan` from the domain alone:
 
 - *Measured first.* A share ``s`` of ρ (default :data:`~.declared.ANALYSIS_SHARE` = 0.25) measures
-  each declared pair's two-way marginal ``y × x`` (:func:`~dipsy.domain.analyses.declared_pairs`)
+  each declared pair's two-way marginal ``y × x`` (:func:`~dipsy.domain.analyses.declared_pairs`),
+  and the whole table of an analysis naming two or more columns besides its response
+  (:func:`~.declared.declared_tables`), each published as measured for its noise-aware intervals,
   with the discrete Gaussian at its ``ρ_i`` (``sρ`` split ∝ cells^(2/3),
   :func:`~.declared.declared_split`), right after the one-way marginals; ``p̂₀`` is fitted to both.
   AIM's own steps (one-way marginals and rounds, their σ₀, ε₀ and round costs) take
@@ -139,7 +141,7 @@ from ...privacy.rng import Randomness
 from ...privacy.selection import ExponentialSelection, epsilon_for
 from ...privacy.session import Session
 from ..base import MAX_ROWS, Model, Option, Plan, Synthesizer, real, theta_option, whole
-from .declared import analysis_share, analysis_share_option, declared_split
+from .declared import analysis_share, analysis_share_option, declared_label, declared_split
 from .estimation import CELL_BYTES, GraphicalModel, NoisyMarginal, estimate, model_size
 
 logger = logging.getLogger(__name__)
@@ -437,13 +439,13 @@ class AIM(Synthesizer):
         pair_noise = [DiscreteGaussian.for_budget(ZCDP(r), theta) for _, r in split]
         measurements += tuple(
             Measurement(
-                f"{self.name}: declared analysis: two-way marginal {y} × {x}, discrete Gaussian σ² = {noise.sigma2}",
-                Table((y, x)),
+                f"{self.name}: {declared_label(columns)}, discrete Gaussian σ² = {noise.sigma2}",
+                Table(columns),
                 noise,
                 self.relation,
                 published=True,
             )
-            for ((y, x), _), noise in zip(split, pair_noise)
+            for (columns, _), noise in zip(split, pair_noise)
         )
         adaptive = rho - sum(of_kind(m.cost, ZCDP).rho for m in measurements)
         params = {
@@ -458,7 +460,8 @@ class AIM(Synthesizer):
         if share > 0:
             params |= {
                 "analysis_share": share,
-                "declared_pairs": [list(p) for p, _ in split],
+                "declared_pairs": [list(p) for p, _ in split if len(p) == 2],
+                **({"declared_tables": [list(p) for p, _ in split if len(p) > 2]} if any(len(p) > 2 for p, _ in split) else {}),
                 "declared_workload": [[names[a] for a in s] for s in declared],
                 "declared_weight": weight,
             }
@@ -470,10 +473,10 @@ class AIM(Synthesizer):
             f"chosen one ({MEASURE_SHARE:g}); graphical-model estimation (Private-PGM) and sampling are post-processing"
         )
         if share > 0:
-            shown = ", ".join(f"{y} × {x}" for (y, x), _ in split)
+            shown = ", ".join(" × ".join(columns) for columns, _ in split)
             mechanism += (
-                f"; before the rounds, the two-way marginals of the domain's declared analyses ({shown}) with discrete "
-                f"Gaussian noise at {share:g}ρ together, split ∝ cells^(2/3), and the analyses' column sets in the "
+                f"; before the rounds, the tables of the domain's declared analyses ({shown}) with discrete "
+                f"Gaussian noise at {share:g}ρ together, published as measured, split ∝ cells^(2/3), and the analyses' column sets in the "
                 f"workload at weight {weight} (a default marginal's is 1)"
             )
         composition = (

@@ -55,7 +55,9 @@ after is post-processing (Bun & Steinke 2016, Lemma 1.8). The statement is the s
 **Declared analyses** (issue #31; :mod:`.declared`). When the domain declares analyses
 (:mod:`dipsy.domain.analyses`), each set first measures, in the plan, the two-way marginal of each
 analysis's response with each column its terms name (:func:`~dipsy.domain.analyses.declared_pairs`),
-over the original values, with discrete Gaussian noise at ``ρ_i`` — the set's ``s·ρ/m`` split
+and the whole table of an analysis naming two or more columns besides its response
+(:func:`~.declared.declared_tables`: measured and published for its noise-aware intervals, not used
+in the tree), over the original values, with discrete Gaussian noise at ``ρ_i`` — the set's ``s·ρ/m`` split
 ∝ cells^(2/3) (:func:`~.declared.declared_split`; s the option ``analysis_share``, 0.25 unless set) —
 and MST's own three parts above take ``(1 − s)·ρ/m``. Those pairs are forced into the tree first, in
 the order declared, each unless it would close a cycle with those before it (:func:`forced_edges`:
@@ -137,7 +139,7 @@ from ...privacy.selection import ExponentialSelection
 from ...privacy.session import Session
 from ..base import MAX_ROWS, Model, Option, Plan, Synthesizer, theta_option, whole
 from .consistency import make_consistent
-from .declared import ANALYSIS_SHARE, analysis_share, analysis_share_option, declared_split
+from .declared import ANALYSIS_SHARE, analysis_share, analysis_share_option, counted, declared_label, declared_split
 from .marginal import Marginal, Zeros, held_at_zero, independent_records, rule_zeros
 from .privsyn import MergedTable, expand, merge_rare
 from .sets import SetsModel, SetsPlan, set_slices
@@ -214,7 +216,7 @@ class Declared:
     """
 
     share: float
-    split: tuple[tuple[tuple[str, str], float], ...]
+    split: tuple[tuple[tuple[str, ...], float], ...]
     forced: tuple[tuple[int, int], ...]
     left_out: tuple[tuple[str, str], ...]
     rounds: int
@@ -340,7 +342,7 @@ class MST(Synthesizer):
         if share <= 0:
             return Declared(0.0, (), (), (), max(d - 1, 0))  # MST as the paper runs it
         split = tuple(declared_split(domain, share * self.budget.rho / self.sets))
-        forced, left_out = forced_edges(domain.names, [pair for pair, _ in split])
+        forced, left_out = forced_edges(domain.names, [pair for pair, _ in split if len(pair) == 2])
         return Declared(share, split, forced, left_out, d - 1 - len(forced))
 
     def relation_for(self, relation: Relation) -> Relation:
@@ -361,8 +363,8 @@ class MST(Synthesizer):
         two = DiscreteGaussian.for_budget(ZCDP(keep * s3 * per / rounds), theta) if s3 else None
         return one, choose, two
 
-    def _declared_mechanisms(self, declared: Declared) -> list[tuple[tuple[str, str], DiscreteGaussian]]:
-        """Each declared pair with its two-way's discrete Gaussian, at its ρ_i of the set's s·ρ/m."""
+    def _declared_mechanisms(self, declared: Declared) -> list[tuple[tuple[str, ...], DiscreteGaussian]]:
+        """Each declared table (a pair or an analysis's whole table) with its discrete Gaussian, at its ρ_i of the set's s·ρ/m."""
         return [(pair, DiscreteGaussian.for_budget(ZCDP(r), self.relation.theta)) for pair, r in declared.split]
 
     def plan(self, n: int | None, domain: Domain) -> Plan:
@@ -387,14 +389,14 @@ class MST(Synthesizer):
             ]
             measurements += [
                 Measurement(
-                    self.set_label(f"declared analysis: two-way marginal {y} × {x}, discrete Gaussian σ² = {g.sigma2}", k),
-                    Table((y, x)),
+                    self.set_label(f"{declared_label(columns)}, discrete Gaussian σ² = {g.sigma2}", k),
+                    Table(columns),
                     g,
                     self.relation,
                     self.set_index(k),
                     published=True,
                 )
-                for (y, x), g in pairs
+                for columns, g in pairs
             ]
         s1, s2, s3 = own_shares(d, rounds)
         keep = 1 - declared.share  # exactly 1.0 without declared analyses
@@ -407,7 +409,7 @@ class MST(Synthesizer):
                 + "; consistency and records drawn along the tree are post-processing"
             )
         else:
-            shown = ", ".join(f"{y} × {x}" for (y, x), _ in pairs)
+            shown = ", ".join(" × ".join(columns) for columns, _ in pairs)
             edges = f"{rounds} edge" + "s" * (rounds > 1)
             left = (
                 "; left out, as each would close a cycle: " + ", ".join(f"{y} × {x}" for y, x in declared.left_out)
@@ -415,9 +417,10 @@ class MST(Synthesizer):
                 else ""
             )
             mechanism = (
-                f"MST (McKenna, Miklau & Sheldon 2021) with declared analyses: the {len(pairs)} two-way marginals the "
-                f"domain's analyses need ({shown}), discrete Gaussian ({declared.share:.3g}ρ, split ∝ cells^(2/3)), "
-                f"forced into the tree first ({len(declared.forced)} of them{left}); discrete Gaussian one-way marginals "
+                f"MST (McKenna, Miklau & Sheldon 2021) with declared analyses: the tables the domain's analyses need "
+                f"({counted(pairs)}: {shown}), discrete Gaussian ({declared.share:.3g}ρ, split ∝ cells^(2/3)), published as "
+                f"measured, the pairs forced into the tree first ({len(declared.forced)} of them{left}); discrete Gaussian "
+                f"one-way marginals "
                 f"({keep * s1:.3g}ρ)"
                 + (
                     f", the tree's other {edges} chosen by {rounds} exponential mechanism{'s' * (rounds > 1)} among the "
@@ -445,8 +448,12 @@ class MST(Synthesizer):
             params["sigma2_two_way"] = str(two.sigma2)
         if pairs:
             params["analysis_share"] = declared.share
-            params["declared_pairs"] = [list(pair) for pair, _ in pairs]
-            params["sigma2_declared"] = [str(g.sigma2) for _, g in pairs]
+            params["declared_pairs"] = [list(pair) for pair, _ in pairs if len(pair) == 2]
+            params["sigma2_declared"] = [str(g.sigma2) for pair, g in pairs if len(pair) == 2]
+            tables = [(list(t), str(g.sigma2)) for t, g in pairs if len(t) > 2]
+            if tables:
+                params["declared_tables"] = [t for t, _ in tables]
+                params["sigma2_declared_tables"] = [g for _, g in tables]
             params["declared_left_out"] = [list(pair) for pair in declared.left_out]
         if m > 1:
             params["rho_per_set"] = rho / m
@@ -517,7 +524,9 @@ class MST(Synthesizer):
         index = {name: a for a, name in enumerate(names)}
         forced = {}
         for m, noisy in zip(pairs, noisy_pairs):
-            y, x = m.query.columns  # type: ignore[attr-defined]  # a Table, as planned
+            if len(m.query_as(Table).columns) != 2:  # an analysis's whole table: measured and published, not in the tree
+                continue
+            y, x = m.query_as(Table).columns
             a, b = index[y], index[x]
             table = merged_counts(noisy, (len(maps[a]), len(maps[b])), maps[a], maps[b])
             if (min(a, b), max(a, b)) in declared.forced:

@@ -22,12 +22,15 @@ total ``ρ₃`` only:
 
 **Declared analyses** (the domain's ``analyses:``, :mod:`.declared`). With analyses declared, a
 share ``s`` of each set's ρ (option ``analysis_share``, default 0.25) first goes to the two-way
-marginal of each analysis's response with each column its terms name, split by eq. 1 and measured
-over the columns' own values with discrete Gaussian noise (σ² = θ²/(2ρ_i)); the three shares above
-then split ``(1 − s)ρ``. The pairs are a function of the public domain alone, so these are fixed
-measurements of the plan, stated and charged like the one-way marginals; their noisy counts are
-summed into the merged values (post-processing), weighted in consistency by the mean variance of a
-merged cell, and the declared pairs are left out of step 3's selection. The proof below holds with
+marginal of each analysis's response with each column its terms name, and to the whole table of
+an analysis that names two or more columns besides its response (:func:`.declared.declared_tables`),
+split by eq. 1 and measured over the columns' own values with discrete Gaussian noise
+(σ² = θ²/(2ρ_i)); the three shares above then split ``(1 − s)ρ``. These tables are a function of
+the public domain alone, so they are fixed measurements of the plan, stated and charged like the
+one-way marginals, and published as measured (their noise-aware intervals, :mod:`dipsy.noise_aware`:
+post-processing). Their noisy counts are summed into the merged values (post-processing), weighted
+in consistency by the mean variance of a merged cell, and every pair within them is left out of
+step 3's selection. The proof below holds with
 ``s₁, s₂, s₃`` read as shares of ``(1 − s)ρ`` and one more fixed part of ``sρ``: the parts still add
 up to ρ.
 
@@ -102,7 +105,7 @@ from ...privacy.rng import Randomness
 from ...privacy.session import Session
 from ..base import MAX_ROWS, Model, Option, Plan, Synthesizer, theta_option, whole
 from .consistency import make_consistent
-from .declared import ANALYSIS_SHARE, analysis_share, analysis_share_option, declared_split
+from .declared import ANALYSIS_SHARE, analysis_share, analysis_share_option, counted, declared_label, declared_split
 from .gum import MAX_ITERATIONS, initial_records, update_records
 from .marginal import Marginal, Zeros, held_at_zero, independent_records, rule_zeros
 from .selection import allocate, combine, greedy_select, score_sensitivity, score_units
@@ -269,14 +272,14 @@ class PrivSyn(Synthesizer):
                 )
             measurements += [
                 Measurement(
-                    self.set_label(f"declared analysis: two-way marginal {a} × {b}, discrete Gaussian σ² = {noise.sigma2}", k),
-                    Table((a, b)),
+                    self.set_label(f"{declared_label(columns)}, discrete Gaussian σ² = {noise.sigma2}", k),
+                    Table(columns),
                     noise,
                     self.relation,
                     self.set_index(k),
                     published=True,
                 )
-                for (a, b), noise in declared_noise
+                for columns, noise in declared_noise
             ]
         mechanism = (
             f"PrivSyn (Zhang et al. 2021, Alg. 3): discrete Gaussian one-way marginals ({shares[0]:g}ρ), noisy pairwise "
@@ -285,9 +288,9 @@ class PrivSyn(Synthesizer):
         )
         if declared:
             mechanism += (
-                f"; first, the two-way marginals of the domain's declared analyses ({len(declared)} pairs, {s_declared:g}ρ split ∝ "
-                f"cells^(2/3), discrete Gaussian), the three shares above then splitting the other {1 - s_declared:g}ρ; the "
-                "declared pairs are left out of the selection"
+                f"; first, the tables of the domain's declared analyses ({counted(declared)}, {s_declared:g}ρ split ∝ "
+                f"cells^(2/3), discrete Gaussian, published as measured), the three shares above then splitting the other "
+                f"{1 - s_declared:g}ρ; the declared pairs are left out of the selection"
             )
         composition = (
             (
@@ -320,7 +323,10 @@ class PrivSyn(Synthesizer):
             params["rho_per_set"] = per
         if declared:  # only with declared analyses: a release without them has the same parameters as before
             params["analysis_share"] = s_declared
-            params["declared_pairs"] = [list(pair) for pair, _ in declared]
+            params["declared_pairs"] = [list(pair) for pair, _ in declared if len(pair) == 2]
+            tables = [list(t) for t, _ in declared if len(t) > 2]
+            if tables:
+                params["declared_tables"] = tables
         public = (*self.public(None), f"θ = {theta}, the most rows one individual owns")
         chosen_label = f"{self.name}: the chosen marginals, discrete Gaussian, ρ split ∝ cells^(2/3)"
         if m == 1 or not pairs:
@@ -383,8 +389,8 @@ class PrivSyn(Synthesizer):
         declared: list[Marginal] = []
         if rho3 is not None:
             scores = np.asarray(session.measure(planned[d]), dtype=float) / SCORE_UNITS
-            declared = [_merged_pair(session, m, names, maps) for m in planned[d + 1 :]]
-            taken = {m.attributes for m in declared}
+            declared = [_merged_table(session, m, names, maps) for m in planned[d + 1 :]]
+            taken = {p for m in declared for p in itertools.combinations(m.attributes, 2)}
             pairs = [p for p in itertools.combinations(range(d), 2) if p not in taken]
             if taken:  # the scores come for every pair, in combinations' order
                 scores = scores[[i for i, p in enumerate(itertools.combinations(range(d), 2)) if p not in taken]]
@@ -571,20 +577,19 @@ def decorrelate(
     return records
 
 
-def _merged_pair(session: Session, m: Measurement, names: tuple[str, ...], maps: Sequence[np.ndarray]) -> Marginal:
-    """A declared pair's noisy two-way marginal, measured over the columns' own values and summed
-    into the merged values of the rare-value merge (post-processing of the noisy counts). A merged
-    cell sums r noisy cells, r times a cell's variance: it is weighted in consistency with the ρ
-    whose variance is the mean over its cells, ρ · merged cells / cells."""
-    a, b = (names.index(c) for c in m.query_as(Table).columns)
-    noisy = np.asarray(session.measure(m), dtype=float).reshape(len(maps[a]), len(maps[b]))
-    if a > b:  # a Marginal's attributes ascend
-        a, b, noisy = b, a, noisy.T
-    size = (int(maps[a].max()) + 1, int(maps[b].max()) + 1)
-    merged = np.zeros(size)
-    np.add.at(merged, (maps[a][:, None], maps[b][None, :]), noisy)
+def _merged_table(session: Session, m: Measurement, names: tuple[str, ...], maps: Sequence[np.ndarray]) -> Marginal:
+    """A declared measurement's noisy table (a pair, or an analysis's whole table), measured over the
+    columns' own values and summed into the merged values of the rare-value merge (post-processing
+    of the noisy counts). A merged cell sums r noisy cells, r times a cell's variance: it is weighted
+    in consistency with the ρ whose variance is the mean over its cells, ρ · merged cells / cells."""
+    attrs = [names.index(c) for c in m.query_as(Table).columns]
+    noisy = np.asarray(session.measure(m), dtype=float).reshape([len(maps[a]) for a in attrs])
+    order = np.argsort(attrs)  # a Marginal's attributes ascend
+    attrs, noisy = [attrs[i] for i in order], np.transpose(noisy, order)
+    merged = np.zeros([int(maps[a].max()) + 1 for a in attrs])
+    np.add.at(merged, np.ix_(*[maps[a] for a in attrs]), noisy)
     rho = m.mechanism_as(DiscreteGaussian).cost.rho * merged.size / noisy.size
-    return Marginal((a, b), merged, rho)
+    return Marginal(tuple(attrs), merged, rho)
 
 
 def merge_rare(noisy: np.ndarray, threshold: float, floor: bool = True) -> tuple[np.ndarray, np.ndarray]:
