@@ -16,14 +16,33 @@ differentially private confidence intervals", AISTATS, Alg. 1):
    the sufficient-statistics perturbation estimator: ``(XᵀZX)⁻¹ XᵀZy`` is a ratio of sums linear
    in the counts) or the logit's maximum likelihood with the counts clipped at 0 as frequency
    weights (Newton's method).
-3. The bootstrap world: cell probabilities ``θ̂ = max(z, 0) / Σ max(z, 0)``, size ``N̂ = Σ z``, and
+3. The bootstrap world: cell probabilities ``θ̂``, the projection of ``z / Σ z`` onto the
+   probability simplex (below), size ``N̂ = Σ z``, and
    its truth ``β_θ = f(N̂ θ̂)``. Draw ``B`` tables ``z* = n* + e*``, ``n* ~ Multinomial(N̂, θ̂)``
    (the confidential sample drawn again from the population) and ``e* ~ N(0, v)`` per cell (the
    noise again), and fit each: ``β*_b = f(z*_b)``.
-4. The basic (pivotal) interval: ``[β̂ − (q_{1−α/2}(β*) − β_θ), β̂ − (q_{α/2}(β*) − β_θ)]``: the
-   estimator's error around the truth is taken to be distributed as the bootstrap's around
-   ``β_θ``, so the bias that clipping and the ratio give the estimator is subtracted rather than
-   doubled (Davison & Hinkley 1997, eq. 5.6). Its variance is the draws' variance.
+4. For OLS, the basic (pivotal) interval ``[β̂ − (q_{1−α/2}(β*) − β_θ), β̂ − (q_{α/2}(β*) − β_θ)]``:
+   the estimator's error around the truth is taken to be distributed as the bootstrap's around
+   ``β_θ`` (Davison & Hinkley 1997, eq. 5.6). For the logit, the percentile interval moved by the
+   estimate's distance from the bootstrap world's truth, ``[β̂ + (q_{α/2}(β*) − β_θ), β̂ + (q_{1−α/2}(β*) − β_θ)]``
+   (Efron's percentile interval, which respects the skew a transformation would remove; the
+   logit's estimates are skewed where the noise is large beside a cell's count). Measured on a
+   10 × 6 (OLS) and 2 × 6 (logit) table, 300 repetitions each (``tests/test_noise_aware.py`` holds
+   the like): OLS basic 0.95, 0.96, 0.94 at n = 3,000, 10,000, 2,000 with noise variance 400, 170,
+   2,000 per cell (percentile 0.93, 0.96, 0.92); logit percentile 0.96, 0.95, 0.96, 0.90 at
+   n = 3,000, 10,000, 2,000, 20,000 with 400, 170, 600, 50 (basic 0.90, 0.95, 0.89, 0.92). The
+   variance reported is the draws' variance.
+
+The bootstrap world is the probability vector nearest to the noisy table's shares
+(:func:`simplex_projection`): setting negative counts to 0 instead would add the positive half of
+the noise to every sparse cell, spreading the world's columns (a 6 % larger Var(e) at n = 3,000 and
+noise variance 400) and so narrowing the intervals.
+
+A logit coefficient that the table cannot bound (a category whose cells, clipped at 0, hold one
+response only: separation, so the likelihood has no maximum) is infinite in that fit (past
+:data:`BOUND`). A term infinite in the estimate or in the bootstrap world's truth gets no estimate
+or interval (NaN: not estimable from the noisy table); one infinite in more than α/2 of the draws
+gets an unbounded end.
 
 **Which rule for which estimand.** These intervals are for the coefficients of a declared
 analysis whose table the release carries: they count the sampling variability of the
@@ -48,6 +67,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import DipsyError
+from .formula import Column as FormulaColumn
 from .formula import design as formula_design
 from .formula import parse
 from .inference import Combined, Estimates
@@ -59,8 +79,11 @@ Prepare = Callable[[pd.DataFrame], pd.DataFrame]
 #: Bootstrap draws: the 2.5 % and 97.5 % quantiles of 2,000 draws are within about 0.1 of the
 #: β*'s sd of their values (the quantile's sampling sd, Davison & Hinkley 1997 §2.5.2).
 DRAWS = 2000
-#: Newton steps for the logit (each draw's step is damped when it would raise the deviance no further).
-NEWTON_STEPS = 30
+#: Newton steps for the logit: enough for a separated coefficient (one step at most 5) to pass BOUND.
+NEWTON_STEPS = 40
+#: A logit coefficient past this (an odds ratio of e¹⁰ ≈ 22,000) is taken as infinite: the table
+#: separates the response (a category with cells of one response only), and no finite maximum exists.
+BOUND = 10.0
 
 
 @dataclass(frozen=True)
@@ -116,14 +139,16 @@ class _Fit:
         w = np.clip(w, 0.0, None)  # a logit's likelihood needs non-negative frequencies
         beta = np.zeros((len(w), x.shape[1]))
         for _ in range(NEWTON_STEPS):
-            p = 1.0 / (1.0 + np.exp(-(beta @ x.T)))
+            p = 1.0 / (1.0 + np.exp(-np.clip(beta @ x.T, -50.0, 50.0)))
             gradient = np.einsum("bc,cp->bp", w * (y - p), x)
             hessian = np.einsum("bc,cp,cq->bpq", w * p * (1 - p), x, x)
-            step = np.einsum("bpq,bq->bp", np.linalg.pinv(hessian), gradient)
-            beta = beta + np.clip(step, -5.0, 5.0)  # no step past e⁵ in odds: a separated cell cannot run off
+            step = np.clip(np.einsum("bpq,bq->bp", np.linalg.pinv(hessian), gradient), -5.0, 5.0)
+            beta = beta + step  # no step past e⁵ in odds: a separated cell's coefficient climbs, it cannot jump
             if np.nanmax(np.abs(step), initial=0.0) < 1e-10:
                 break
-        return beta
+        # Separation (a category whose cells hold only one response, after clipping): the likelihood has
+        # no maximum and the coefficient runs off. Past BOUND it is infinite, with its sign.
+        return np.where(np.abs(beta) > BOUND, np.copysign(np.inf, beta), beta)
 
 
 def _fit_for(formula: str, model: str, table: NoisyTable, prepare: Prepare | None = None) -> _Fit:
@@ -136,10 +161,30 @@ def _fit_for(formula: str, model: str, table: NoisyTable, prepare: Prepare | Non
             for i, (c, g) in enumerate(zip(table.columns, grids))
         }
     )
+    parsed = parse(formula)
+    e = parsed.response.expression
     if prepare is not None:
         frame = prepare(frame)
-    response, x = formula_design(parse(formula), frame, binary=model == "logit")
+    elif model == "logit" and isinstance(e, FormulaColumn) and e.name in table.columns:
+        # a logit models the response's second value, in the table's (the domain's) order, as the evaluation does
+        levels = [v for v in table.values[table.columns.index(e.name)] if v is not None]
+        frame[e.name] = pd.Categorical(frame[e.name], categories=levels)
+    response, x = formula_design(parsed, frame, binary=model == "logit")
     return _Fit(tuple(x.columns), x.to_numpy(dtype=float), response.to_numpy(dtype=float), x.index.to_numpy(), model)
+
+
+def simplex_projection(v: np.ndarray) -> np.ndarray:
+    """The nearest probability vector to ``v`` in Euclidean distance: ``max(v − τ, 0)`` with τ such
+    that it sums to 1 (Duchi, Shalev-Shwartz, Singer & Chandra 2008, Fig. 1).
+
+    >>> simplex_projection(np.array([0.6, 0.5, -0.1])).round(3).tolist()
+    [0.55, 0.45, 0.0]
+    """
+    u = np.sort(v)[::-1]
+    cumulative = np.cumsum(u) - 1.0
+    k = np.arange(1, len(u) + 1)
+    rho = np.flatnonzero(u - cumulative / k > 0)[-1]
+    return np.maximum(v - cumulative[rho] / (rho + 1), 0.0)
 
 
 def _texts(values: tuple[Any, ...]) -> bool:
@@ -188,26 +233,32 @@ def noise_aware(
     f = _fit_for(formula, model, table, prepare)
     z = table.counts.ravel()
     estimate = f(z)[0]
-    theta = np.clip(z, 0.0, None)
+    estimable = np.isfinite(estimate)
     size = max(int(round(float(z.sum()))), 1)
-    if theta.sum() <= 0:
+    if z.max() <= 0:
         raise DipsyError(f"the noisy {' × '.join(columns)} table has no positive count", "release with a larger budget")
-    theta = theta / theta.sum()
+    theta = simplex_projection(z / max(float(z.sum()), 1.0))
     truth = f(size * theta)[0]
     rng = np.random.default_rng(seed)
     star = rng.multinomial(size, theta, size=draws) + rng.normal(0.0, np.sqrt(table.variance), (draws, z.size))
     betas = f(star)
-    betas = betas[np.isfinite(betas).all(axis=1)]
-    if len(betas) < draws // 2:
-        raise DipsyError(f"{formula!r} could not be fitted to most bootstrap tables", "release with a larger budget")
     alpha = 1.0 - level
-    hi, lo = np.quantile(betas, [1 - alpha / 2, alpha / 2], axis=0)
-    variance = betas.var(axis=0, ddof=1)
+    # quantiles without interpolation, so that a share of infinite (separated) draws past α/2 gives an
+    # unbounded end rather than NaN
+    hi, lo = np.quantile(betas, [1 - alpha / 2, alpha / 2], axis=0, method="inverted_cdf")
+    with np.errstate(invalid="ignore"):  # ∞ − ∞ where the estimate and the truth both run off: not estimable
+        if model == "ols":  # basic (pivotal): the error's distribution, reflected
+            lower, upper = estimate - (hi - truth), estimate - (lo - truth)
+        else:  # percentile, moved by the estimate's distance from the bootstrap world's truth
+            lower, upper = estimate + (lo - truth), estimate + (hi - truth)
+        finite = np.where(np.isfinite(betas), betas, np.nan)
+        variance = np.nanvar(finite, axis=0, ddof=1) if len(betas) > 1 else np.full(len(f.terms), np.nan)
+    # a term the noisy table cannot estimate (separated in it, or in the bootstrap world) has no interval
+    lost = ~estimable | ~np.isfinite(truth)
+    estimate, lower, upper = (np.where(lost, np.nan, v) for v in (estimate, lower, upper))
     nan = np.full(len(f.terms), np.nan)
-    combined = Combined(
-        RULE, estimate, variance, np.full(len(f.terms), np.inf), estimate - (hi - truth), estimate - (lo - truth), nan, nan
-    )
+    combined = Combined(RULE, estimate, variance, np.full(len(f.terms), np.inf), lower, upper, nan, nan)
     return Estimates(f.terms, combined)
 
 
-__all__ = ["DRAWS", "RULE", "NoisyTable", "noise_aware", "pooled"]
+__all__ = ["BOUND", "DRAWS", "RULE", "NoisyTable", "noise_aware", "pooled"]

@@ -20,6 +20,7 @@ minimises the summed expected squared error, :func:`.selection.allocate`).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from ...domain import Domain
@@ -90,7 +91,7 @@ def declared_split(domain: Domain, rho: float) -> list[tuple[tuple[str, ...], fl
     return list(zip(measured, (float(r) for r in allocate(cells, rho))))
 
 
-def counted(split: list[tuple[tuple[str, ...], float]]) -> str:
+def counted(split: Sequence[tuple[tuple[str, ...], Any]]) -> str:
     """How many pairs and whole tables a split holds, in words.
 
     >>> counted([(("y", "x"), 0.5), (("y", "z"), 0.2), (("y", "x", "z"), 0.3)]), counted([(("y", "x"), 1.0)])
