@@ -137,3 +137,21 @@ def test_the_cli_says_where_a_conclusion_differs(capsys):
     ]
     _print_conclusions({"formula": "y ~ x", "coefficients": [], "noise_aware_error": "no cells"})
     assert capsys.readouterr().out.splitlines() == ["  noise-aware  y ~ x: not fitted (no cells)"]
+
+
+def test_the_relationships_section_names_what_the_declared_analyses_protect():
+    """The marginal methods' relationships are protected only where declared; a release of the whole table
+    (dirichlet-multinomial) gets no such note."""
+    from dipsy.evaluation.report import _relationships
+
+    declared = {"indicators": {}, "numeric": {"pairs": []}, "protected": [["y", "x"]]}
+    assert "Protected: y × x" in _relationships(declared)
+    assert "Not protected: the domain declares no analysis" in _relationships(declared | {"protected": []})
+    assert "rotected" not in _relationships({"indicators": {}, "numeric": {"pairs": []}})
+
+
+def test_the_evaluation_lists_the_protected_pairs(built):
+    assert built["metrics"]["relationships"]["protected"] == [["y", "x"]]
+    assert built["plain_metrics"]["relationships"]["protected"] == []
+    html = (built["tmp"] / "plain.html").read_text(encoding="utf-8")
+    assert "Not protected: the domain declares no analysis" in html

@@ -264,7 +264,8 @@ def evaluate(
         ),
         "numeric": numeric_summary(orig, tables, domain, seed=seed, privacy=meta["privacy"]),
         "propensity": pmse_all(orig, tables, domain, seed=seed),
-        "relationships": relationships_section(orig, tables, domain, seed=seed),
+        "relationships": relationships_section(orig, tables, domain, seed=seed)
+        | ({"protected": protected_pairs(meta)} if meta.get("method") in SELECTING else {}),
         "inference": _inference(orig, tables, domain, meta, formula, model, dropped, seed),
         "sensitive": _sensitive(orig, tables, domain, meta, sensitive, seed),
         "missing": missing_shares(orig, tables, domain),
@@ -326,10 +327,38 @@ def _inference(
         [PublishedTable.from_dict(t) for t in meta.get("published") or []],
         seed,
     )
-    if section is not None:
+    if section is not None and meta.get("method") in SELECTING:
         for m in section.get("models") or []:
             m["measured_for"] = measured_for(m.get("formula"), params)
     return section
+
+
+#: The methods whose relationships are those their data-driven choices measured, unless declared
+#: analyses had them measured first: for these the evaluation says which relationships are protected.
+#: (A full-table method measures every relationship; a model-based one holds what its model holds.)
+SELECTING = ("privsyn", "mst", "aim", "dpsyn")
+
+
+def protected_pairs(meta: dict) -> list[list[str]]:
+    """The pairs of columns the release measured as declared analyses (``parameters.declared_pairs``,
+    and every pair within ``declared_tables``), each once: the relationships it protects. Every other
+    relationship it holds only as far as the method's own choices measured it.
+
+    >>> protected_pairs({"parameters": {"declared_pairs": [["y", "x"]], "declared_tables": [["y", "x", "z"]]}})
+    [['y', 'x'], ['y', 'z'], ['x', 'z']]
+    """
+    import itertools
+
+    given = meta.get("parameters")
+    params = given if isinstance(given, dict) else {}
+    found: list[list[str]] = []
+    tables = [p for p in params.get("declared_pairs") or [] if isinstance(p, (list, tuple))]
+    tables += [t for t in params.get("declared_tables") or [] if isinstance(t, (list, tuple))]
+    for table in tables:
+        for a, b in itertools.combinations([str(c) for c in table], 2):
+            if [a, b] not in found and [b, a] not in found:
+                found.append([a, b])
+    return found
 
 
 def measured_for(formula: Any, parameters: dict) -> bool:

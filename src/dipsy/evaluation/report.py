@@ -1221,7 +1221,23 @@ def _relationships(relationships: Mapping[str, Any]) -> str:
     ind, num = _mapping(relationships.get("indicators")), _mapping(relationships.get("numeric"))
     if not ind and not num:
         return _na("no relationships were evaluated")
-    out = ["<h3>Indicator pairs</h3>" + _pairs_block(ind, "indicator", "no indicator pairs were evaluated")]
+    protected = [" × ".join(map(str, p)) for p in relationships.get("protected") or [] if isinstance(p, (list, tuple))]
+    out = (
+        []
+        if "protected" not in relationships
+        else [
+            _p(
+                f"Protected: {', '.join(protected)}, measured as the domain's declared analyses. Every other relationship "
+                "below is not protected: the release holds it only as far as the method's own choices happened to measure it."
+                if protected
+                else "Not protected: the domain declares no analysis the release measured for, so every relationship below "
+                "holds only as far as the method's own choices happened to measure it (declare the analyses that matter in "
+                "the domain's analyses: to have privsyn, mst or aim measure them first).",
+                "note",
+            )
+        ]
+    )
+    out.append("<h3>Indicator pairs</h3>" + _pairs_block(ind, "indicator", "no indicator pairs were evaluated"))
     out.append("<h3>Numeric pairs</h3>" + _pairs_block(num, "numeric", "there are fewer than two numeric columns"))
     return "".join(out)
 
