@@ -193,8 +193,12 @@ def _mst(plan: Any, domain: Domain, n: int | None) -> dict:
     cells = {"smallest": pairs[0], "median": pairs[len(pairs) // 2], "largest": largest, "least_worst": least_worst}
     positive, sd, rho_pair = positive_noise(two), two.sd, float(two.cost.rho)
     share = (f"ρ/(3·{m}(d − 1))" if d >= 3 else f"ρ/(2·{m})") if m > 1 else ("ρ/(3(d − 1))" if d >= 3 else "ρ/2")
+    chosen = d - 1
+    if p.get("analysis_share"):  # declared pairs are forced into the tree first (each forecast as its own measurement)
+        chosen = d - 1 - len(p.get("declared_pairs", [])) + len(p.get("declared_left_out", []))
+        share = f"(1 − {float(p['analysis_share']):g})ρ/(3{'·' + str(m) if m > 1 else ''}·{chosen})"
     figures: dict[str, Any] = {
-        "pairs_measured": d - 1,
+        "pairs_measured": chosen,
         "rho_per_pair": rho_pair,
         "noise_sd_per_cell": sd,
         "spurious_per_empty_cell": positive,
@@ -208,7 +212,7 @@ def _mst(plan: Any, domain: Domain, n: int | None) -> dict:
         if d >= 3
         else f"the one pair has {largest:,} cells"
     )
-    each = f"each of the {d - 1} pairs MST measures" if d >= 3 else "the one pair MST measures"
+    each = f"each of the {chosen} pairs MST chooses" if chosen > 1 else "the one pair MST chooses"
     text = (
         f"{each}{' in each set' if m > 1 else ''} gets {share} = {rho_pair:.4g} (noise sd {sd:.3g} per cell); {tree} of the "
         f"domain's values (MST first merges values below 3σ₁ ≈ {COMPRESS_SDS * one.sd:,.0f} noisy records, so sparse "
