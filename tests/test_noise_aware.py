@@ -263,3 +263,18 @@ def test_a_release_without_analyses_publishes_nothing():
     plain = release_of(domain)
     assert plain.published == () and "published" not in plain.metadata()
     assert "published" not in plain.metadata()["privacy"]["if_unseeded"]
+
+
+def test_an_analyst_gets_the_declared_intervals_from_the_release_folder(declared, tmp_path):
+    """What an analyst receives is the folder: release.json's published tables and domain.yaml's analyses
+    give the same interval as the Release in memory, terms named as the domain codes them."""
+    from dipsy.noise_aware import declared as declared_intervals
+
+    declared.save(tmp_path / "release")
+    from_folder = declared_intervals(tmp_path / "release", seed=3)
+    in_memory = declared_intervals(declared, seed=3)
+    assert list(from_folder) == ["y ~ x"]
+    pd.testing.assert_frame_equal(from_folder["y ~ x"].table(), in_memory["y ~ x"].table())
+    assert from_folder["y ~ x"].terms == ("Intercept", "x")
+    with pytest.raises(DipsyError, match="cannot read the release"):
+        declared_intervals(tmp_path / "nothing-here")

@@ -59,19 +59,23 @@ its σ² (within 10⁻⁹ for σ ≥ 1), and its sum over sets as normal.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from .domain import Domain
 from .errors import DipsyError
 from .formula import Column as FormulaColumn
 from .formula import design as formula_design
 from .formula import parse
 from .inference import Combined, Estimates
 from .privacy.published import PublishedTable
+from .release import Release
 
 RULE = "noise-aware-bootstrap"
 #: How the frame of cells is read before the design is built (None: as it is).
@@ -154,12 +158,14 @@ class _Fit:
 def _fit_for(formula: str, model: str, table: NoisyTable, prepare: Prepare | None = None) -> _Fit:
     """The estimator of ``formula`` over ``table``'s cells (one row per cell, missing states left
     out), the cells' frame read as ``prepare`` reads a data set (e.g. its categories' order)."""
-    grids = np.meshgrid(*[np.arange(len(v)) for v in table.values], indexing="ij")
+    grids = [g.ravel() for g in np.meshgrid(*[np.arange(len(v)) for v in table.values], indexing="ij")]
+    present = np.ones(len(grids[0]), dtype=bool)  # cells in a missing state are left out
+    for values, g in zip(table.values, grids):
+        present &= np.array([v is not None for v in values])[g]
+    index = np.flatnonzero(present)  # the frame's index is the cell's place in the flat table
     frame = pd.DataFrame(
-        {
-            c: pd.Series([table.values[i][k] for k in g.ravel()], dtype=object if _texts(table.values[i]) else float)
-            for i, (c, g) in enumerate(zip(table.columns, grids))
-        }
+        {c: _column([table.values[i][k] for k in g[index]]) for i, (c, g) in enumerate(zip(table.columns, grids))},
+        index=index,
     )
     parsed = parse(formula)
     e = parsed.response.expression
@@ -187,8 +193,13 @@ def simplex_projection(v: np.ndarray) -> np.ndarray:
     return np.maximum(v - cumulative[rho] / (rho + 1), 0.0)
 
 
-def _texts(values: tuple[Any, ...]) -> bool:
-    return any(isinstance(v, str) for v in values)
+def _column(values: list[Any]) -> pd.Series:
+    """A column of cell values as a data set holds it: text, whole numbers, or other numbers."""
+    if any(isinstance(v, str) for v in values):
+        return pd.Series(values, dtype=object)
+    if all(float(v).is_integer() for v in values):
+        return pd.Series(values, dtype=np.int64)
+    return pd.Series(values, dtype=float)
 
 
 def noise_aware(
@@ -261,4 +272,38 @@ def noise_aware(
     return Estimates(f.terms, combined)
 
 
-__all__ = ["BOUND", "DRAWS", "RULE", "NoisyTable", "noise_aware", "pooled"]
+def declared(
+    release: Release | str | Path, level: float = 0.95, draws: int = DRAWS, seed: int | None = None
+) -> dict[str, Estimates]:
+    """Noise-aware intervals for every analysis the release's domain declares whose table it
+    publishes, by formula: a :class:`~dipsy.release.Release`, or the folder ``dipsy synth`` wrote
+    (its ``release.json`` and ``domain.yaml``: what an analyst receives). The model is the
+    analysis's (:meth:`~dipsy.domain.analyses.Analysis.model_for`); the categories keep the
+    domain's order. An analysis whose table the release does not carry is left out.
+
+    Raises
+    ------
+    DipsyError
+        For a folder without a readable ``release.json`` or ``domain.yaml``.
+    """
+    if isinstance(release, Release):
+        tables, domain = release.published, release.domain
+    else:
+        folder = Path(release)
+        try:
+            meta = json.loads((folder / "release.json").read_text(encoding="utf-8"))
+            domain = Domain.load(folder / "domain.yaml")
+        except (OSError, ValueError) as e:
+            raise DipsyError(f"cannot read the release in {str(folder)!r} ({e})", "give the folder dipsy synth wrote") from None
+        tables = tuple(PublishedTable.from_dict(t) for t in meta.get("published") or [])
+    out = {}
+    for a in domain.analyses:
+        columns = [c for c in domain.names if c in a.columns]
+        if pooled(tables, columns) is None:
+            continue
+        model = a.model_for({c.name: c for c in domain.columns})
+        out[a.formula] = noise_aware(a.formula, tables, columns, model, level, draws, seed)
+    return out
+
+
+__all__ = ["BOUND", "DRAWS", "RULE", "NoisyTable", "declared", "noise_aware", "pooled"]
