@@ -91,6 +91,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/pseudo_posterior.py
 	$(BIN)/python benchmarks/forecast.py
 	$(BIN)/python benchmarks/marginal_coverage.py --jobs 2
+	$(BIN)/python benchmarks/marginal_coverage.py --jobs 2 --methods privsyn,mst --declare "Y ~ E; B ~ E; Y ~ E * S" \
+		--out build/bench/marginal_coverage_declared
 	$(BIN)/python benchmarks/groups.py
 
 # Hours of CPU: dipsy beside SmartNoise and OpenDP on Adult (each peer in its own venv, made here),
