@@ -155,3 +155,10 @@ def test_the_evaluation_lists_the_protected_pairs(built):
     assert built["plain_metrics"]["relationships"]["protected"] == []
     html = (built["tmp"] / "plain.html").read_text(encoding="utf-8")
     assert "Not protected: the domain declares no analysis" in html
+
+
+def test_the_report_marks_a_model_the_release_did_not_measure_for_as_not_protected(built):
+    assert built["metrics"]["inference"]["models"][0]["measured_for"] is True
+    assert built["plain_metrics"]["inference"]["models"][0]["measured_for"] is False
+    assert "Not protected: the release did not measure" in (built["tmp"] / "plain.html").read_text(encoding="utf-8")
+    assert "Not protected" not in (built["tmp"] / "r.html").read_text(encoding="utf-8")
