@@ -31,7 +31,7 @@ def pytest_configure(config):
     # A ledger and a record of ledgers of the run's own, for what runs before a test's own (below): a
     # module's or session's fixture that draws a release records it (dipsy.synthesize's default ledger)
     # here, never in the user's data folder.
-    run_folder = tempfile.mkdtemp(prefix="dipsy-tests-ledger-")
+    run_folder = tempfile.mkdtemp(prefix="dipsy-tests-ledger-", dir=LEDGER_ROOT)
     config.stash[_RUN_FOLDER] = run_folder
     os.environ["DIPSY_LEDGER"] = os.path.join(run_folder, "ledger.sqlite")
     os.environ["DIPSY_CONFIG_DIR"] = os.path.join(run_folder, "config")
@@ -177,11 +177,21 @@ def ctrl_c():
     signal.signal(signal.SIGINT, before)
 
 
+#: Where the tests' default ledgers live: in memory where the machine has a tmpfs. A release commits
+#: its ledger lines with SQLite's fsync; on a disk that is 14 ms of each 27 ms small release, and the
+#: suite makes thousands of them (measured on test_marginal_sets' 400-release coverage test: 11.4 s
+#: → 6.9 s with no ledger at all). What the ledger records, and how, is the same on either.
+LEDGER_ROOT = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+
+
 @pytest.fixture(autouse=True)
 def private_ledger(tmp_path, tmp_path_factory, monkeypatch):
-    """The default ledger in the test's own folder, and the record of the ledgers dipsy created in a
-    folder of the test's own beside it."""
-    path = tmp_path / "ledger.sqlite"
+    """The default ledger in a folder of the test's own (in memory where it can be: LEDGER_ROOT), and
+    the record of the ledgers dipsy created in a folder of the test's own beside it."""
+    folder = Path(tempfile.mkdtemp(prefix="dipsy-test-ledger-", dir=LEDGER_ROOT)) if LEDGER_ROOT else tmp_path
+    path = folder / "ledger.sqlite"
     monkeypatch.setenv("DIPSY_LEDGER", str(path))
     monkeypatch.setenv("DIPSY_CONFIG_DIR", str(tmp_path_factory.mktemp("dipsy-config")))
-    return path
+    yield path
+    if folder != tmp_path:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -62,13 +62,13 @@ def test_identical_data_score_perfectly(copied):
     assert metrics["inference"]["rule"] == "single"
 
 
-def test_the_api_writes_the_report_with_the_metrics(tmp_path, ce, copied):
+def test_the_api_writes_the_report_with_the_metrics(tmp_path, ce, copied, private_ledger):
     """dipsy.evaluate(..., report=PATH) writes the same HTML report as `dipsy evaluate --report`."""
     metrics, written = copied
     page = (written / "r" / "report.html").read_text(encoding="utf-8")
     assert metrics["release"]["method"] == "copy" and "Privacy" in page and FORMULA.split(" ~ ")[0] in page
     folder = written / "copy"
-    for target in (folder / "release.json", tmp_path / "ledger.sqlite"):  # a file of the release; the test's $DIPSY_LEDGER
+    for target in (folder / "release.json", private_ledger):  # a file of the release; the test's $DIPSY_LEDGER
         before = target.read_bytes() if target.exists() else None
         with pytest.raises(DipsyError, match="report= names"):
             dipsy.evaluate(ce, folder, report=target)

@@ -398,7 +398,7 @@ def test_the_combined_interval_covers_where_one_set_s_naive_interval_does_not(mo
     for r in range(COVERAGE_REPS):
         data = pd.DataFrame({"x": (rng.random(COVERAGE_N) < P).astype(np.int64)})
         one = dipsy.synthesize(
-            data, domain, method="privsyn", rho=COVERAGE_RHO, seed=r, options={"iterations": 3}, accept_noise=True
+            data, domain, method="privsyn", rho=COVERAGE_RHO, seed=r, options={"iterations": 3}, accept_noise=True, ledger=False
         )
         five = dipsy.synthesize(
             data,
@@ -409,6 +409,7 @@ def test_the_combined_interval_covers_where_one_set_s_naive_interval_does_not(mo
             seed=10_000 + r,
             options={"iterations": 3},
             accept_noise=True,
+            ledger=False,
         )
         c1 = inference.proportion(one.tables, "x", 1).combined
         c5 = inference.proportion(five.tables, "x", 1, rule=five.metadata()["combining_rule"]).combined
