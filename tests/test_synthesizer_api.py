@@ -82,3 +82,25 @@ def test_the_notebook_example_runs(tmp_path, monkeypatch, private_ledger):
     assert (tmp_path / "build" / "notebook" / "report.html").exists()
     assert len(found["first"]) == len(found["second"]) > 0
     assert Ledger(private_ledger).spent("ce-notebook").epsilon == pytest.approx(4.0)
+
+
+def test_a_progress_callback_is_told_every_step_and_each_set():
+    """``progress=callable`` gets what a terminal's bar shows: the measurements, aim's rounds with the
+    marginal chosen and the budget left, then each set drawn."""
+    heard = []
+    dipsy.synthesize(
+        CE_DATA,
+        CE_DOMAIN,
+        method="aim",
+        rho=2.0,
+        seed=1,
+        ledger=False,
+        accept_noise=True,
+        columns=["Race", "UrbanRural"],
+        options={"rounds": 2},
+        progress=lambda what, done, total: heard.append((what, done, total)),
+    )
+    assert heard[0][0].startswith("measuring aim: one-way marginal Race, discrete Gaussian") and heard[0][1:] == (1, 2)
+    rounds = [h for h in heard if h[0].startswith("aim: round 1:")]
+    assert rounds and rounds[0][1:] == (1, 2) and "ρ left" in rounds[0][0] and "of 2" in rounds[0][0]
+    assert heard[-1] == ("synthetic set 1 of 1", 1, 1)

@@ -24,7 +24,15 @@ from typing import Any, Literal
 
 import pandas as pd
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from .domain import Domain, decode
 from .engine import engine_for
@@ -71,7 +79,7 @@ def synthesize(
     on_invalid: str = "error",
     neighbouring: str | None = None,
     release: str = "records",
-    progress: bool = False,
+    progress: Progress_ = False,
     on_release: Callable[[Release], Any] | None = None,
     accept_noise: bool = False,
     rows: int | None = None,
@@ -142,7 +150,11 @@ def synthesize(
         ``"records"`` (synthetic microdata, the default) or ``"table"`` (the released cell counts,
         with the noise they carry), for the count methods.
     progress
-        Show a progress bar over the sets.
+        ``True``: a progress bar on standard error, over the sets and the long steps inside one (a
+        marginal method's measurements, aim's rounds with the marginal chosen and the budget left,
+        GUM), with the time left. A callable ``progress(what, done, total)`` is told the same steps
+        instead (``total`` 0 where a step has no count), then ``("synthetic set k of m", k, m)`` as
+        each set is drawn: a notebook's or a service's own display.
     on_release
         Called with the release before the ledger marks it done (the command line saves there).
         The spend is committed before any data are read; a run that fails before the release
@@ -289,7 +301,7 @@ def run(
     request: Request,
     *,
     ledger: Ledger | None = None,
-    progress: bool = False,
+    progress: Progress_ = False,
     on_release: Callable[[Release], Any] | None = None,
     check_output: Callable[..., Any] | None = None,
     work: RunFolder | None = None,
@@ -403,7 +415,9 @@ def run(
                 charged = True
         rand = Randomness.from_seed(seed)
         session = Session(engine, total, plan.relation, rand, plan.measurements, plan.adaptive is not None, tamper)
-        with _progress(synthesizer.sets, progress) as bar:
+        with (
+            _progress(synthesizer.sets, progress is True) if not callable(progress) else _told(synthesizer.sets, progress) as bar
+        ):
             session.reporter = bar.step if progress else None
             model = synthesizer.fit(session, plan)
             session.close()
@@ -561,7 +575,7 @@ def _draw(
     release: str,
     scope: Domain,
     rand: Randomness,
-    bar: _progress | None,
+    bar: _progress | _told | None,
     stream: bool = False,
     rules: Enforcement | None = None,
 ) -> list[pd.DataFrame] | list[ChunkedSet]:
@@ -610,6 +624,30 @@ def public_options(synthesizer: Synthesizer, given: Mapping[str, Any] | None) ->
     return out
 
 
+#: How a run shows its progress: not at all, a bar on standard error, or a callable told each step.
+Progress_ = bool | Callable[[str, int, int], Any]
+
+
+class _told:
+    """Progress told to a callable ``(what, done, total)``: the steps a model reports, then each set drawn."""
+
+    def __init__(self, total: int, tell: Callable[[str, int, int], Any]) -> None:
+        self.total, self.tell, self.done = total, tell, 0
+
+    def __enter__(self) -> _told:
+        return self
+
+    def step(self, what: str, done: int = 0, total: int = 0) -> None:
+        self.tell(what, done, total)
+
+    def advance(self) -> None:
+        self.done += 1
+        self.tell(f"synthetic set {self.done} of {self.total}", self.done, self.total)
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
 class _progress:
     """Rich progress on standard error: a bar over the sets (two or more), and a line for the
     long steps a model reports inside one set (the marginal methods' measurements and GUM)."""
@@ -620,6 +658,7 @@ class _progress:
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
+            TimeRemainingColumn(),
             console=Console(stderr=True),
             transient=True,
             disable=not enabled,

@@ -560,7 +560,8 @@ class AIM(Synthesizer):
                 measured.append(NoisyMarginal(columns, y, noise.sd))
                 cliques.append(r)
                 before = model.project(columns)
-                session.report(f"{self.name}: round {t}, estimating", t, T)
+                left = of_kind(session.remaining(), ZCDP).rho
+                session.report(f"{self.name}: round {t}: {' × '.join(columns)}, ρ left {left:.3g} of {rho:.3g}; estimating", t, T)
                 model = estimate(size_of, measured, iterations=iterations, warm=model)
                 change = float(np.abs(model.project(columns) - before).sum())
                 history.append(
