@@ -162,3 +162,19 @@ def test_the_report_marks_a_model_the_release_did_not_measure_for_as_not_protect
     assert built["plain_metrics"]["inference"]["models"][0]["measured_for"] is False
     assert "Not protected: the release did not measure" in (built["tmp"] / "plain.html").read_text(encoding="utf-8")
     assert "Not protected" not in (built["tmp"] / "r.html").read_text(encoding="utf-8")
+
+
+def test_each_terms_panel_draws_the_noise_aware_interval_below_the_others():
+    from matplotlib.figure import Figure
+
+    from dipsy.evaluation.plots import _term_panel
+
+    part = {"estimate": 0.5, "lower": 0.4, "upper": 0.6}
+    for term, rows in (
+        ({"term": "x", "original": part, "synthetic": part}, ["synthetic", "original"]),
+        ({"term": "x", "original": part, "synthetic": part, "noise_aware": part}, ["noise-aware", "synthetic", "original"]),
+    ):
+        ax = Figure().subplots()
+        _term_panel(ax, term)
+        assert [t.get_text() for t in ax.get_yticklabels()] == rows
+        assert len(ax.lines) == 2 * len(rows)  # an interval and an estimate per row

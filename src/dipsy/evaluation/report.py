@@ -1610,7 +1610,10 @@ def _one_model(inference: Mapping[str, Any], sets: Any = None) -> str:
     out.append(
         html_figure(
             plots.coefficient_plot(coefs),
-            f"95% intervals per term: original (black) and {synthetic} (blue), each term on its own scale." + more,
+            f"95% intervals per term: original (black) and {synthetic} (blue)"
+            + (", noise-aware from the published table (green)" if any("noise_aware" in c for c in coefs) else "")
+            + ", each term on its own scale."
+            + more,
             "coefficient intervals, original and synthetic",
             "the coefficients carry no finite estimates",
         )
