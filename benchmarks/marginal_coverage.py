@@ -246,7 +246,7 @@ def _interval(c: inference.Combined, k: int) -> dict[str, float]:
 
 def noise_aware_intervals(release: dipsy.Release, seed: int) -> dict[str, dict[str, float]]:
     """The noise-aware interval (:mod:`dipsy.noise_aware`) of each estimand whose model's table the
-    release publishes (a declared analysis of one column on another); the others are left out."""
+    release publishes (a declared analysis's pair or whole table); the others are left out."""
     out = {}
     for name, (formula, model, term) in MODELS.items():
         columns = Analysis(formula).columns

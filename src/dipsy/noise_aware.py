@@ -1,7 +1,8 @@
 r"""Noise-aware intervals for a declared analysis, from the noisy table the release publishes.
 
-A marginal method measures each declared analysis's table (its response × a column its terms
-name) with discrete Gaussian noise and publishes the noisy counts as measured
+A marginal method measures each declared analysis's table (its response × the one column its
+terms name, or the whole table of the columns it names, :func:`dipsy.methods.marginals.declared.declared_tables`)
+with discrete Gaussian noise and publishes the noisy counts as measured
 (:mod:`dipsy.privacy.published`). For a model whose columns all lie in one such table, the
 table is a sufficient statistic: OLS and the logit of a response on categorical or integer
 columns are functions of the cell counts, each cell a row weighted by its count. The estimate
@@ -213,8 +214,8 @@ def noise_aware(
     prepare: Prepare | None = None,
 ) -> Estimates:
     """Coefficients of ``formula`` with noise-aware intervals from the published tables over
-    ``columns`` (the analysis's response and the one column its terms name); see the module's
-    docstring for the estimator and the bootstrap.
+    ``columns`` (every column the analysis names); see the module's docstring for the estimator
+    and the bootstrap.
 
     ``seed`` seeds the bootstrap's draws (None: fresh): the interval is post-processing of the
     release, so its randomness protects nothing and reproducibility costs nothing. ``prepare``
@@ -243,11 +244,11 @@ def noise_aware(
         )
     f = _fit_for(formula, model, table, prepare)
     z = table.counts.ravel()
+    if z.max() <= 0:
+        raise DipsyError(f"the noisy {' × '.join(columns)} table has no positive count", "release with a larger budget")
     estimate = f(z)[0]
     estimable = np.isfinite(estimate)
     size = max(int(round(float(z.sum()))), 1)
-    if z.max() <= 0:
-        raise DipsyError(f"the noisy {' × '.join(columns)} table has no positive count", "release with a larger budget")
     theta = simplex_projection(z / max(float(z.sum()), 1.0))
     truth = f(size * theta)[0]
     rng = np.random.default_rng(seed)

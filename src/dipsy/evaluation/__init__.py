@@ -7,6 +7,7 @@ the evaluation is for the data steward's decision to publish, and is itself not 
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -347,8 +348,6 @@ def protected_pairs(meta: dict) -> list[list[str]]:
     >>> protected_pairs({"parameters": {"declared_pairs": [["y", "x"]], "declared_tables": [["y", "x", "z"]]}})
     [['y', 'x'], ['y', 'z'], ['x', 'z']]
     """
-    import itertools
-
     given = meta.get("parameters")
     params = given if isinstance(given, dict) else {}
     found: list[list[str]] = []

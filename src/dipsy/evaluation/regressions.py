@@ -297,7 +297,7 @@ def compare(
     compared with the original (an error naming it).
 
     When the release publishes the noisy table of the model's columns (``published``: a declared
-    analysis of one column on another), each term also gets its noise-aware interval
+    analysis, its pair or its whole table), each term also gets its noise-aware interval
     (:func:`dipsy.noise_aware.noise_aware`, bootstrap seeded by ``seed``). Every interval gets its
     conclusion (:func:`conclusion`), so a reader sees where the synthetic answer differs.
     """
