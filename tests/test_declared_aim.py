@@ -172,6 +172,7 @@ def test_without_analyses_the_plan_is_aims_as_before():
         "max_size_mb",
         "iterations",
         "final_iterations",
+        "tolerance",
         "one_way_sigma2",
     }
     assert f"one-way marginals at 0.9ρ/{T} each" in plan.mechanism and "declared" not in plan.mechanism

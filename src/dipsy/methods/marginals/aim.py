@@ -142,7 +142,8 @@ from ...privacy.selection import ExponentialSelection, epsilon_for
 from ...privacy.session import Session
 from ..base import MAX_ROWS, Model, Option, Plan, Synthesizer, real, theta_option, whole
 from .declared import analysis_share, analysis_share_option, declared_label, declared_split
-from .estimation import CELL_BYTES, GraphicalModel, NoisyMarginal, estimate, model_size
+from .estimation import CELL_BYTES, GraphicalModel, NoisyMarginal, estimate
+from .junction import model_size
 
 logger = logging.getLogger(__name__)
 
@@ -155,6 +156,8 @@ MEASURE_SHARE = 0.9
 #: Mirror-descent iterations of each round's re-estimation (warm-started) and of the final one.
 ITERATIONS = 1000
 FINAL_ITERATIONS = 1000
+#: An estimation stops early once its loss stops falling by more than this share per 50 steps.
+TOLERANCE = 1e-6
 #: The most mirror-descent iterations of one estimation: 100 times the default, long after it has
 #: converged; each iteration passes over every table of the model, so 10⁹ would run for years.
 MAX_ITERATIONS = 100_000
@@ -385,6 +388,12 @@ class AIM(Synthesizer):
             whole("final_iterations", 1, MAX_ITERATIONS, FINAL_ITERATIONS),
             f"mirror-descent iterations of the final estimation (default {FINAL_ITERATIONS})",
         ),
+        Option(
+            "tolerance",
+            real("tolerance", 0.0, 1.0, example=TOLERANCE),
+            f"an estimation stops once 50 steps in a row, twice, lower its loss by at most this share (default "
+            f"{TOLERANCE:g}; 0 runs every iteration)",
+        ),
         Option("rows", whole("rows", 1, MAX_ROWS, 1000), "synthetic rows (a public choice); default the model's noisy total"),
         Option(
             "analysis_share",
@@ -455,6 +464,7 @@ class AIM(Synthesizer):
             "max_size_mb": self.settings.get("max_size_mb", MAX_SIZE_MB),
             "iterations": self.settings.get("iterations", ITERATIONS),
             "final_iterations": self.settings.get("final_iterations", FINAL_ITERATIONS),
+            "tolerance": self.settings.get("tolerance", TOLERANCE),
             "one_way_sigma2": str(one_way.sigma2),
         }
         if share > 0:
@@ -507,6 +517,7 @@ class AIM(Synthesizer):
         T = plan.parameters["rounds"]
         k = plan.parameters["workload"]
         iterations, final_iterations = plan.parameters["iterations"], plan.parameters["final_iterations"]
+        tol = plan.parameters.get("tolerance", TOLERANCE) or None
         limit_mb = plan.parameters["max_size_mb"]
         share = float(plan.parameters.get("analysis_share", 0.0))
         index = {name: a for a, name in enumerate(names)}
@@ -528,7 +539,7 @@ class AIM(Synthesizer):
             entry: dict[str, Any] = {"round": 0, "marginal": list(columns), "sigma2": str(first.sigma2)}
             history.append(entry | ({"declared": True} if len(columns) > 1 else {}))
         session.report(f"{self.name}: estimating from the one-way marginals" + (" and the declared pairs" if share else ""))
-        model = estimate(size_of, measured, iterations=iterations)
+        model = estimate(size_of, measured, iterations=iterations, tol=tol)
 
         own = own_rho(rho, share)  # the declared pairs took the rest
         rho_measure, rho_select = MEASURE_SHARE * own / T, (1 - MEASURE_SHARE) * own / T
@@ -562,7 +573,7 @@ class AIM(Synthesizer):
                 before = model.project(columns)
                 left = of_kind(session.remaining(), ZCDP).rho
                 session.report(f"{self.name}: round {t}: {' × '.join(columns)}, ρ left {left:.3g} of {rho:.3g}; estimating", t, T)
-                model = estimate(size_of, measured, iterations=iterations, warm=model)
+                model = estimate(size_of, measured, iterations=iterations, warm=model, tol=tol)
                 change = float(np.abs(model.project(columns) - before).sum())
                 history.append(
                     {
@@ -596,7 +607,7 @@ class AIM(Synthesizer):
         # 2-way workload: 695 s against 373 s)
         held = held_rules(rules, measured)
         zeros = [(c.columns, c.forbidden) for c in held]
-        model = estimate(size_of, measured, iterations=final_iterations, warm=model, zeros=zeros)
+        model = estimate(size_of, measured, iterations=final_iterations, warm=model, zeros=zeros, tol=tol)
         return AIMModel(model, self.settings.get("rows"), tuple(history), tuple(annealings), t, tuple(c.name for c in held))
 
     def _select(

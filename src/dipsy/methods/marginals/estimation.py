@@ -8,12 +8,12 @@ differential privacy"), which minimises
 .. math::  L(\mu) = \sum_i \frac{1}{2\sigma_i^2} \lVert \mu_{C_i} - y_i \rVert_2^2
 
 over the marginals μ of a Markov random field whose cliques cover the measured ones, by mirror
-descent on its potentials (ibid., Algorithm 1) with an Armijo line search. The work is done by mbi
-2.0 (``mbi.estimation.MirrorDescent``, JAX); nothing else in dipsy imports mbi, so another
-estimator can replace it here.
+descent on its potentials (ibid., Algorithm 1) with an Armijo line search, in NumPy
+(:mod:`.descent`, over the junction trees of :mod:`.junction`): no compiler starts, and memory
+is the cliques' tables a few times over.
 
 What comes back is dipsy's own small frozen value, held in NumPy: the junction tree's cliques, their
-marginals, the fitted total, and the potentials (for a warm start). It projects onto any set of
+marginals, the fitted total, and the potentials and step size (for a warm start). It projects onto any set of
 attributes (:meth:`GraphicalModel.project`) and draws records i.i.d. from the distribution
 (:meth:`GraphicalModel.sample`) along the junction tree's conditionals: each root clique from its
 marginal, then every other clique's new attributes given its separator with its parent. That is an
@@ -22,37 +22,29 @@ Lauritzen & Spiegelhalter 1988), unlike mbi 1.1's default rounding sampler, whic
 columns that share a parent.
 
 Everything here is post-processing of noisy measurements: it reads no data and spends nothing.
-JAX runs on the CPU in 64-bit floats (inside this module's calls only; the process's JAX settings
-are left as they are), and mbi's import-time warnings are silenced.
 
 >>> m = estimate({"a": 2, "b": 3}, [NoisyMarginal(("a", "b"), np.array([[10., 20., 30.], [5., 5., 30.]]), 1.0)],
-...              iterations=200)                                              # doctest: +SKIP
->>> np.round(m.project(("b",)))                                                # doctest: +SKIP
-array([15., 25., 60.])
+...              iterations=2000)
+>>> np.round(m.project(("b",))).tolist()
+[15.0, 25.0, 60.0]
 """
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import math
-import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from ...errors import DipsyError
 from ...privacy.rng import Randomness
-
-logger = logging.getLogger(__name__)
+from .descent import mirror_descent
+from .junction import JunctionTree
 
 #: Bytes per cell of a model's tables (float64), for sizes given in megabytes (AIM's MAX_SIZE).
 CELL_BYTES = 8
-#: Compiled descents kept before a grown model's estimation drops them (memory: tens of MB each).
-KEEP_COMPILED = 4
 
 
 @dataclass(frozen=True, eq=False)
@@ -75,32 +67,6 @@ class NoisyMarginal:
             raise ValueError(f"sigma must be finite and > 0, got {self.sigma}")
 
 
-def _jax() -> tuple[Any, Any]:
-    """jax and mbi, imported quietly; a clear error when they are missing."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # mbi warns at import about float32 and the compilation cache
-            import jax
-            import mbi
-            import mbi.estimation  # noqa: F401
-    except ImportError as err:  # pragma: no cover - depends on the installation
-        raise DipsyError(
-            f"estimating a graphical model needs JAX and mbi 2.0, which cannot be imported ({err})",
-            "run 'make .venv/.installed-stamp' (it installs the project's dependencies, mbi==2.0.0 among them)",
-        ) from None
-    for name in ("jax._src.xla_bridge", "absl"):
-        logging.getLogger(name).setLevel(logging.ERROR)  # "no GPU found" and similar notices
-    return jax, mbi
-
-
-@contextlib.contextmanager
-def _cpu64():
-    """JAX on the CPU in float64, for the calls inside this block only."""
-    jax, _ = _jax()
-    with jax.enable_x64(True), jax.default_device(jax.devices("cpu")[0]):
-        yield
-
-
 # -- the value ------------------------------------------------------------------------------------
 
 
@@ -112,7 +78,8 @@ class GraphicalModel:
     probabilities (axes in that order), ``parents[k]`` the index of its parent clique in the tree
     (``-1`` for a root: a forest when the attributes fall into independent groups); ``order`` lists
     the cliques parents first. ``total`` is the fitted number of records. ``potentials`` are the
-    fitted log-potentials over the measured cliques (for a warm start).
+    fitted log-potentials over the measured cliques and ``step`` the descent's last step size (for a
+    warm start); ``steps`` the steps the fit took.
 
     >>> g = GraphicalModel.independent({"a": 2, "b": 2}, [np.array([.5, .5]), np.array([.9, .1])], 10.0)
     >>> g.project(("b", "a")).tolist(), g.size()
@@ -126,6 +93,8 @@ class GraphicalModel:
     parents: tuple[int, ...]
     total: float
     potentials: tuple[tuple[tuple[str, ...], np.ndarray], ...] = field(default=(), repr=False)
+    step: float = 0.0
+    steps: int = 0
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -349,8 +318,9 @@ def estimate(
     iterations: int = 1000,
     warm: GraphicalModel | None = None,
     zeros: Sequence[tuple[tuple[str, ...], np.ndarray]] = (),
+    tol: float | None = None,
 ) -> GraphicalModel:
-    r"""Private-PGM: the graphical model that best fits ``measurements`` (mirror descent, mbi 2.0).
+    r"""Private-PGM: the graphical model that best fits ``measurements`` (mirror descent, :mod:`.descent`).
 
     Parameters
     ----------
@@ -362,52 +332,55 @@ def estimate(
         log-likelihood, up to a constant).
     known_total
         The number of records, when public; else the minimum-variance combination of the
-        measurements' noisy totals (mbi's ``minimum_variance_unbiased_total``).
+        measurements' noisy totals, ``Σ_i T_i/v_i / Σ_i 1/v_i`` with ``T_i`` a table's sum and
+        ``v_i = cells_i σ_i²`` its variance, and at least 1.
     iterations
-        Mirror-descent steps (mbi runs them in blocks of 50).
+        The most mirror-descent steps.
     warm
-        A model fitted to a subset of these measurements: its potentials start the descent (AIM's
-        warm start, McKenna et al. 2022, Algorithm 1).
+        A model fitted to a subset of these measurements: its potentials and step size start the
+        descent (AIM's warm start, McKenna et al. 2022, Algorithm 1).
     zeros
         Structural zeros: ``(attributes, forbidden)`` pairs, ``forbidden`` a boolean table over the
         attributes (axes in their order) of the cells the model must give no mass (the domain's edit
         rules, public). Each is a factor of ``0``/``−∞`` in log space over its attributes, folded into
-        the potentials at every step of the descent and in the model returned (mbi's ``Constraint``):
-        the descent minimises ``L(μ)`` over the distributions of the graphical model that are 0 on
-        those cells, and the model's junction tree gains their attribute sets as cliques. The
-        fitted potentials kept for a warm start leave them out (every fit folds them in again).
+        the potentials at every step of the descent and in the model returned: the descent minimises
+        ``L(μ)`` over the distributions of the graphical model that are 0 on those cells, and the
+        model's junction tree gains their attribute sets as cliques. The fitted potentials kept for
+        a warm start leave them out (every fit folds them in again).
+    tol
+        Stop once 50 steps in a row, twice, gain at most this share of the loss (None: run every step).
     """
     if not measurements:
         raise ValueError("estimation needs at least one measurement")
     names = tuple(sizes)
-    jax, mbi = _jax()
-    from mbi.clique_vector import CliqueVector
-    from mbi.factor import Factor
+    where = {n: i for i, n in enumerate(names)}
+    shape = tuple(int(sizes[n]) for n in names)
+    merged = _merged(names, sizes, measurements)
+    total = float(known_total) if known_total is not None else minimum_variance_total(merged)
+    index = lambda attrs: tuple(where[a] for a in attrs)  # noqa: E731 - attributes in domain order already
+    fit = mirror_descent(
+        shape,
+        [(index(c), y, sigma) for c, y, sigma in merged],
+        total,
+        iterations,
+        warm=[(index(c), v) for c, v in warm.potentials] if warm is not None else (),
+        step=warm.step if warm is not None else None,
+        zeros=[(index(c), f) for c, f in _zeros(names, zeros)],
+        tol=tol,
+    )
+    potentials = tuple((tuple(names[a] for a in c), v) for c, v in fit.potentials)
+    return _model(names, fit.tree, fit.marginals, total, potentials, fit.step, fit.steps)
 
-    domain = mbi.Domain(names, [int(sizes[n]) for n in names])
-    zeros = _zeros(names, zeros)
-    with _cpu64():
-        constraints = tuple(mbi.Constraint(domain.project(attrs), invalid=np.argwhere(forbidden)) for attrs, forbidden in zeros)
-        lms = [
-            mbi.LinearMeasurement(jax.numpy.asarray(y.ravel()), clique, stddev=sigma)
-            for clique, y, sigma in _merged(names, sizes, measurements)
-        ]
-        start = None
-        if warm is not None and warm.potentials:
-            tables = {cl: Factor(domain.project(cl), jax.numpy.asarray(v)) for cl, v in warm.potentials}
-            start = CliqueVector(domain, tuple(tables), tables)
-            step = mbi.estimation.Estimator._multi_step
-            compiled = getattr(step, "_cache_size", lambda: KEEP_COMPILED)()
-            if set(tables) != set(maximal(tuple(m.clique for m in lms))) and compiled >= KEEP_COMPILED:
-                # a grown model: the programs compiled for earlier structures will hardly run again (AIM's
-                # model only grows) and each holds tens of megabytes; a few small ones are kept for reuse
-                step.clear_cache()
-        fitted = _descent(tuple((n, int(sizes[n])) for n in names)).estimate(
-            domain, lms, known_total=known_total, iters=max(int(iterations), 1), warm_start=start, constraints=constraints
-        )
-        potentials = tuple((tuple(cl), np.asarray(fitted.potentials[cl].values, dtype=float)) for cl in fitted.potentials.cliques)
-        total = float(fitted.total)
-    return from_potentials(sizes, potentials, total, zeros)
+
+def minimum_variance_total(merged: Sequence[tuple[tuple[str, ...], np.ndarray, float]]) -> float:
+    """The inverse-variance mean of the tables' sums (each sum's variance: cells × σ²), at least 1.
+
+    >>> round(minimum_variance_total([(("a",), np.array([4.0, 6.0]), 1.0), (("b",), np.array([5.0, 9.0, 6.0]), 2.0)]), 3)
+    11.429
+    """
+    weights = np.array([1.0 / (np.size(y) * s**2) for _, y, s in merged])
+    sums = np.array([float(np.sum(y)) for _, y, _ in merged])
+    return max(1.0, float(np.sum(weights * sums) / np.sum(weights)))
 
 
 def _zeros(
@@ -424,52 +397,12 @@ def _zeros(
     return tuple(out)
 
 
-def maximal(cliques: Sequence[tuple[str, ...]]) -> list[tuple[str, ...]]:
-    """The cliques not contained in another (mbi's loss is defined over these)."""
-    unique = list(dict.fromkeys(cliques))
-    return [c for c in unique if not any(set(c) < set(o) for o in unique)]
-
-
-@lru_cache(maxsize=64)
-def _descent(sizes: tuple[tuple[str, int], ...]) -> Any:
-    """mbi's mirror descent (``mbi.estimation.MirrorDescent``, its Armijo step rule unchanged), with
-    the first marginals and the returned model computed here in NumPy instead of by mbi's jitted
-    belief propagation: only the descent's own steps are compiled, once per model structure
-    (compilation, not iteration, is what a new AIM round mostly costs)."""
-    import dataclasses
-
-    jax, mbi = _jax()
-    from mbi.clique_vector import CliqueVector
-    from mbi.estimation import MirrorDescent, MirrorDescentState
-    from mbi.factor import Factor
-    from mbi.markov_random_field import MarkovRandomField
-
-    @dataclasses.dataclass(frozen=True)
-    class Descent(MirrorDescent):
-        def _init(self, domain, loss_fn, known_total, *, warm_start=None, constraints=()):
-            cliques = tuple(loss_fn.cliques)
-            potentials = warm_start.expand(cliques) if warm_start is not None else CliqueVector.zeros(domain, cliques)
-            zeros = [(tuple(c.domain.attributes), ~np.isfinite(np.asarray(c.potential.values))) for c in constraints]
-            model = from_potentials(dict(sizes), [(cl, np.asarray(potentials[cl].values)) for cl in cliques], known_total, zeros)
-            mu = CliqueVector(
-                domain, cliques, {cl: Factor(domain.project(cl), jax.numpy.asarray(model.project(cl))) for cl in cliques}
-            )
-            alpha = 2.0 / (loss_fn.lipschitz * known_total)  # as mbi's own _init
-            return MirrorDescentState(mu, potentials, alpha, jax.numpy.asarray(np.inf))  # the loss is recomputed each step
-
-        def _finalize(self, state, known_total, constraints=()):
-            return MarkovRandomField(potentials=state.potentials, marginals=state.mu, total=known_total)
-
-    return Descent()
-
-
 def _merged(
     names: tuple[str, ...], sizes: Mapping[str, int], measurements: Sequence[NoisyMarginal]
 ) -> list[tuple[tuple[str, ...], np.ndarray, float]]:
     """The measurements of each clique combined by inverse variance: ``ȳ = Σ y_i/σ_i² / Σ 1/σ_i²``,
     ``σ̄ = (Σ 1/σ_i²)^(-1/2)``. The squared loss changes by a constant only (the same minimiser and
-    gradient), and so does the minimum-variance total; one term per clique keeps mbi's compiled
-    program the same when a clique is measured again. Cliques in domain order."""
+    gradient), and so does the minimum-variance total. Cliques in domain order."""
     merged: dict[tuple[str, ...], list] = {}
     for m in measurements:
         clique = _canonical(names, m.attrs)
@@ -491,10 +424,10 @@ def from_potentials(
     zeros: Sequence[tuple[tuple[str, ...], np.ndarray]] = (),
 ) -> GraphicalModel:
     """The :class:`GraphicalModel` of log-potentials over cliques of attribute names (axes in each
-    clique's order): mbi's junction tree over them, calibrated by two-pass sum-product message
-    passing in log space (Koller & Friedman 2009, ch. 10), in NumPy. ``zeros`` (attributes and a
-    boolean table of forbidden cells) are factors of ``−∞`` on those cells and ``0`` elsewhere,
-    whose attribute sets join the cliques; the model keeps only ``potentials`` for a warm start.
+    clique's order): the junction tree over them (:class:`.junction.JunctionTree`), calibrated by
+    sum-product message passing in log space. ``zeros`` (attributes and a boolean table of
+    forbidden cells) are factors of ``−∞`` on those cells and ``0`` elsewhere, whose attribute sets
+    join the cliques; the model keeps only ``potentials`` for a warm start.
 
     >>> g = from_potentials({"a": 2, "b": 2}, [(("a", "b"), np.log([[1., 3.], [2., 2.]]))], 8.0)
     >>> g.project(("b",)).tolist()
@@ -502,71 +435,37 @@ def from_potentials(
     >>> from_potentials({"a": 2, "b": 2}, [(("a",), np.zeros(2))], 8.0, [(("a", "b"), np.eye(2, dtype=bool))]).project(("a", "b")).tolist()
     [[0.0, 4.0], [4.0, 0.0]]
     """
-    from scipy.special import logsumexp
-
-    _, mbi = _jax()
     names = tuple(sizes)
     where = {n: i for i, n in enumerate(names)}
-    domain = mbi.Domain(names, [int(sizes[n]) for n in names])
     factors = [*potentials, *((cl, np.where(np.asarray(f, dtype=bool), -np.inf, 0.0)) for cl, f in zeros)]
-    tree = _junction_tree(domain, tuple(_canonical(names, cl) for cl, _ in factors)) if factors else [((n,), None) for n in names]
-    nodes = [cl for cl, _ in tree]
-    index = {cl: k for k, cl in enumerate(nodes)}
-    parents = [-1 if p is None else index[p] for _, p in tree]
-    cliques = [tuple(where[a] for a in cl) for cl in nodes]
-    shapes = [tuple(int(sizes[a]) for a in cl) for cl in nodes]
-    log = [np.zeros(shape) for shape in shapes]
-    for cl, values in factors:
-        canon = _canonical(names, cl)
-        k = next(j for j, node in enumerate(nodes) if set(canon) <= set(node))
-        table = np.transpose(np.asarray(values, dtype=float), [cl.index(a) for a in canon])
-        log[k] = log[k] + _spread(table, tuple(where[a] for a in canon), cliques[k])
-    seps = [() if p < 0 else tuple(a for a in cliques[k] if a in cliques[p]) for k, p in enumerate(parents)]
-    up: dict[int, np.ndarray] = {}  # message from k to its parent, over their separator
-    down: dict[int, np.ndarray] = {}  # message from k's parent to k
-    children = _children(parents)
-    order = _parents_first(children)
+    canon = [_canonical(names, cl) for cl, _ in factors]
+    tree = JunctionTree.over(tuple(int(sizes[n]) for n in names), [tuple(where[a] for a in c) for c in canon])
+    log = [np.zeros(tree.shape(k)) for k in range(len(tree.cliques))]
+    for (cl, values), c in zip(factors, canon):
+        attrs = tuple(where[a] for a in c)
+        k = tree.host(attrs)
+        table = np.transpose(np.asarray(values, dtype=float), [cl.index(a) for a in c])
+        log[k] = log[k] + _spread(table, attrs, tree.cliques[k])
+    return _model(names, tree, tree.calibrate(log), total, tuple((tuple(cl), np.asarray(v, dtype=float)) for cl, v in potentials))
 
-    def gathered(k: int, skip: int | None = None) -> np.ndarray:
-        out = log[k].copy()
-        for c in children.get(k, []):
-            if c != skip:
-                out = out + _spread(up[c], seps[c], cliques[k])
-        if k in down:
-            out = out + _spread(down[k], seps[k], cliques[k])
-        return out
 
-    def summed(table: np.ndarray, clique: tuple[int, ...], sep: tuple[int, ...]) -> np.ndarray:
-        axes = tuple(i for i, a in enumerate(clique) if a not in sep)
-        return logsumexp(table, axis=axes) if axes else table
-
-    for k in reversed(order):
-        if parents[k] >= 0:
-            up[k] = summed(gathered(k), cliques[k], seps[k])
-    for k in order:
-        for c in children.get(k, []):
-            down[c] = summed(gathered(k, skip=c), cliques[k], seps[c])
-    marginals = []
-    for k in range(len(nodes)):
-        b = gathered(k)
-        top = logsumexp(b)
-        if not np.isfinite(top):
-            raise DipsyError(
-                "the edit rules forbid every record of the model (every cell of a clique is a structural zero)",
-                "check the domain's rules against each other (dipsy domain check lists them); remove the rule that "
-                "contradicts the others",
-            )
-        b = np.exp(b - top)
-        marginals.append(b / b.sum())
-    return GraphicalModel(
-        names,
-        tuple(int(sizes[n]) for n in names),
-        tuple(cliques),
-        tuple(marginals),
-        tuple(parents),
-        float(total),
-        tuple((tuple(cl), np.asarray(v, dtype=float)) for cl, v in potentials),
-    )
+def _model(
+    names: tuple[str, ...],
+    tree: JunctionTree,
+    marginals: Sequence[np.ndarray],
+    total: float,
+    potentials: tuple[tuple[tuple[str, ...], np.ndarray], ...],
+    step: float = 0.0,
+    steps: int = 0,
+) -> GraphicalModel:
+    """The value of a calibrated tree; refused when the structural zeros leave no record possible."""
+    if any(not np.isfinite(m).all() for m in marginals):
+        raise DipsyError(
+            "the edit rules forbid every record of the model (every cell of a clique is a structural zero)",
+            "check the domain's rules against each other (dipsy domain check lists them); remove the rule that "
+            "contradicts the others",
+        )
+    return GraphicalModel(names, tree.sizes, tree.cliques, tuple(marginals), tree.parents, float(total), potentials, step, steps)
 
 
 def _spread(table: np.ndarray, attrs: tuple[int, ...], clique: tuple[int, ...]) -> np.ndarray:
@@ -575,95 +474,4 @@ def _spread(table: np.ndarray, attrs: tuple[int, ...], clique: tuple[int, ...]) 
     return np.asarray(table).reshape(shape)
 
 
-def _junction_tree(domain: Any, cliques: tuple[tuple[str, ...], ...]) -> list[tuple[tuple[str, ...], tuple[str, ...] | None]]:
-    """The junction tree (a forest) of ``cliques`` as mbi builds it: (clique, parent or None), parents first."""
-    import networkx as nx
-    from mbi import junction_tree
-
-    tree, _ = junction_tree.make_junction_tree(domain, cliques)
-    out: list[tuple[tuple[str, ...], tuple[str, ...] | None]] = []
-    for component in sorted(nx.connected_components(tree), key=lambda c: min(c)):
-        root = min(component)
-        out.append((root, None))
-        for parent, child in nx.bfs_edges(tree, root):
-            out.append((child, parent))
-    return out
-
-
-def model_size(sizes: Sequence[int], cliques: Iterable[Iterable[int]]) -> int:
-    """Cells of the junction tree mbi 2.0 builds over ``cliques`` (attribute indices; AIM's model size).
-
-    The same tree as ``mbi.junction_tree.make_junction_tree`` (so the same number as its
-    ``hypothetical_model_size``, which gives megabytes: cells × 8 / 2²⁰), computed on bitmasks
-    because AIM asks it for every candidate in every round: when the attributes and the cliques'
-    edges form one tree, its edges are the cliques; otherwise the greedy elimination order (at each
-    step the attribute whose neighbourhood, itself included, has the fewest cells; ties to the
-    first in domain order), whose elimination cliques' maximal members are the triangulated
-    graph's maximal cliques (elimination cliques of a perfect elimination order; Koller & Friedman
-    2009, ch. 9).
-
-    >>> model_size([2, 3, 4], [(0, 1), (1, 2)]), model_size([2, 3, 4], [(0, 1), (1, 2), (0, 2)])
-    (18, 24)
-    """
-    d = len(sizes)
-    masks = {sum(1 << a for a in c) for c in cliques}
-    masks.discard(0)
-    cells_of = _cells_counter(tuple(int(s) for s in sizes))
-    edges = {(a, b) for m in masks for a in _bits(m) for b in _bits(m) if a < b}
-    if edges and len(edges) == d - 1 and _connected(d, edges):
-        return sum(int(sizes[a]) * int(sizes[b]) for a, b in edges)
-    hyper = list(masks)
-    unmarked = list(range(d))
-    eliminated: list[int] = []
-    for _ in range(d):
-        best, best_cost, best_union = -1, None, 0
-        for a in unmarked:
-            bit = 1 << a
-            union = 0
-            for m in hyper:
-                if m & bit:
-                    union |= m
-            cost = cells_of(union)
-            if best_cost is None or cost < best_cost:
-                best, best_cost, best_union = a, cost, union
-        bit = 1 << best
-        unmarked.remove(best)
-        hyper = [m for m in hyper if not m & bit]
-        rest = best_union & ~bit
-        if rest:
-            hyper.append(rest)
-        eliminated.append(best_union | bit)
-    maximal = [m for m in set(eliminated) if not any(o != m and o & m == m for o in eliminated)]
-    return sum(cells_of(m) for m in maximal)
-
-
-def _bits(mask: int) -> list[int]:
-    return [a for a in range(mask.bit_length()) if mask >> a & 1]
-
-
-def _connected(d: int, edges: set[tuple[int, int]]) -> bool:
-    seen, stack = {0}, [0]
-    adjacent: dict[int, list[int]] = {}
-    for a, b in edges:
-        adjacent.setdefault(a, []).append(b)
-        adjacent.setdefault(b, []).append(a)
-    while stack:
-        for b in adjacent.get(stack.pop(), []):
-            if b not in seen:
-                seen.add(b)
-                stack.append(b)
-    return len(seen) == d
-
-
-@lru_cache(maxsize=64)
-def _cells_counter(sizes: tuple[int, ...]):
-    """A memoised ``mask -> Π sizes`` for one domain."""
-
-    @lru_cache(maxsize=1 << 18)
-    def cells(mask: int) -> int:
-        return math.prod(sizes[a] for a in _bits(mask))
-
-    return cells
-
-
-__all__ = ["CELL_BYTES", "GraphicalModel", "NoisyMarginal", "estimate", "model_size"]
+__all__ = ["CELL_BYTES", "GraphicalModel", "NoisyMarginal", "estimate", "from_potentials"]
