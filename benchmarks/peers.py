@@ -9,6 +9,8 @@ Tools (``--tools``), all at the same (ε, δ) on the same data, n synthetic rows
 - ``dipsy-privsyn``, ``dipsy-dpsyn``: ``dipsy.synthesize`` with method ``privsyn`` / ``dpsyn``
   (DPSyn also reads the public records of ``--public``);
 - ``dipsy-aim``: ``dipsy.synthesize`` with method ``aim`` (its defaults: the 3-way workload, 80 MB);
+- ``mbi-aim``: the AIM authors' own ``mechanisms/aim.py`` (private-pgm, the repository of mbi) on
+  the 3-way workload, from a checkout named by ``--private-pgm`` (see ``peers/tool_mbi.py``);
 - ``dipsy-mst``: ``dipsy.synthesize`` with method ``mst`` (MST on dipsy's exact samplers, its own
   tree estimator and i.i.d. records along the tree).
 
@@ -85,6 +87,7 @@ TOOLS = {
     "dipsy-dpsyn": ("project", "tool_dipsy", "dpsyn"),
     "dipsy-aim": ("project", "tool_dipsy", "aim"),
     "dipsy-mst": ("project", "tool_dipsy", "mst"),
+    "mbi-aim": ("private-pgm", "tool_mbi", "aim"),
 }
 #: what pip installs into each peer's environment: the published package, its own pins doing the rest;
 #: opendp[mbi] leaves out pandas, which mbi 1.1.0 imports to turn its model into records
@@ -92,7 +95,13 @@ ENVS = {
     "smartnoise": ["smartnoise-synth==1.0.8"],
     "opendp": ["opendp[mbi]==0.16.0", "pandas"],
     "sdnist": ["sdnist==2.4"],  # benchmarks/sdnist_check.py: SDNist's own k-marginal score
+    # the authors' repository, from the checkout --private-pgm names (PRIVATE_PGM below), with the JAX
+    # of its last commit (August 2025): under JAX 0.10 its Factor arithmetic fails while tracing
+    # ("DynamicJaxprTracer has no attribute domain"); its mechanisms import matplotlib and pandas
+    "private-pgm": ["{private_pgm}", "jax==0.7.0", "jaxlib==0.7.0", "chex==0.1.90", "optax==0.2.5", "matplotlib", "pandas"],
 }
+#: the private-pgm checkout, set from --private-pgm (tested at its commit 4d2b3c5 of 2025-08-08)
+PRIVATE_PGM: Path | None = None
 #: one core means one thread: the libraries underneath would otherwise size their pools to the machine
 ONE_THREAD = {
     "OMP_NUM_THREADS": "1",
@@ -117,13 +126,16 @@ def ensure_env(name: str) -> Path:
     """The interpreter of peer environment ``name``, created and filled on first use."""
     folder = VENVS / name
     python, stamp = folder / "bin" / "python", folder / ".peers-installed"
-    wanted = json.dumps(ENVS[name])
+    if name == "private-pgm" and PRIVATE_PGM is None:
+        raise RuntimeError("mbi-aim needs --private-pgm DIR: a checkout of github.com/ryan112358/private-pgm")
+    packages = [p.format(private_pgm=PRIVATE_PGM) for p in ENVS[name]]
+    wanted = json.dumps(packages)
     if stamp.exists() and stamp.read_text() == wanted and python.exists():
         return python
-    log.info("installing %s into %s (once)", " ".join(ENVS[name]), folder)
+    log.info("installing %s into %s (once)", " ".join(packages), folder)
     VENVS.mkdir(parents=True, exist_ok=True)
     install_log = VENVS / f"{name}-install.log"
-    steps = [[str(python), "-m", "pip", "install", *ENVS[name]]]
+    steps = [[str(python), "-m", "pip", "install", *packages]]
     if not python.exists():
         steps.insert(0, [sys.executable, "-m", "venv", str(folder)])
     with install_log.open("w") as out:
@@ -252,6 +264,7 @@ def launch(run: dict, python: Path, core: int, args: argparse.Namespace, rows: i
         "data": str(args.data),
         "domain": str(args.domain),
         "public": str(args.public),
+        "private_pgm": str(args.private_pgm),
         "rows": rows,
     }
     (folder / "job.json").write_text(json.dumps(job, indent=2) + "\n")
@@ -403,8 +416,9 @@ def parse_args() -> argparse.Namespace:
         "--tools",
         nargs="+",
         choices=list(TOOLS),
-        default=[t for t in TOOLS if t != "dipsy-dpsyn"],
-        help="default: all but dipsy-dpsyn, which needs public records of the same encoding (--public)",
+        default=[t for t in TOOLS if t not in ("dipsy-dpsyn", "mbi-aim")],
+        help="default: all but dipsy-dpsyn, which needs public records of the same encoding (--public), and "
+        "mbi-aim, which needs a checkout (--private-pgm)",
     )
     parser.add_argument("--epsilons", nargs="+", type=float, default=[0.1, 1.0, 10.0])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1])
@@ -423,6 +437,11 @@ def parse_args() -> argparse.Namespace:
         help="the 3-way marginals to score; a missing file is made by adult_3way.json's recipe",
     )
     parser.add_argument("--out", type=Path, default=OUT, help="folder of results.json, the table and the plot")
+    parser.add_argument(
+        "--private-pgm",
+        type=Path,
+        help="a checkout of github.com/ryan112358/private-pgm, for mbi-aim (the authors' AIM; not on PyPI)",
+    )
     args = parser.parse_args()
     cores = len(os.sched_getaffinity(0))
     if not 1 <= args.jobs <= cores:
@@ -431,10 +450,11 @@ def parse_args() -> argparse.Namespace:
 
 
 def main() -> None:
-    global OUT  # the run folders, results and summary all live under --out
+    global OUT, PRIVATE_PGM  # the run folders, results and summary all live under --out
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     args = parse_args()
     OUT = args.out
+    PRIVATE_PGM = args.private_pgm.resolve() if args.private_pgm else None
     OUT.mkdir(parents=True, exist_ok=True)
     VENVS.mkdir(parents=True, exist_ok=True)
     results = load()

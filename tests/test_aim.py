@@ -275,6 +275,18 @@ def test_model_size_is_mbi_s():
         assert model_size(sizes, cliques) == round(mb * 2**20 / 8), (sizes, cliques)
 
 
+def test_sum_axes_is_numpy_s_sum():
+    """The junction tree's summing (axes one at a time, short axes by slices) equals NumPy's."""
+    from dipsy.methods.marginals.junction import sum_axes
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        shape = tuple(int(s) for s in rng.choice([1, 2, 3, 17, 40], size=rng.integers(1, 6)))
+        table = rng.random(shape)
+        axes = tuple(sorted(int(a) for a in rng.choice(len(shape), size=rng.integers(0, len(shape) + 1), replace=False)))
+        assert np.allclose(sum_axes(table, axes), table.sum(axis=axes) if axes else table), (shape, axes)
+
+
 def test_the_estimation_needs_neither_jax_nor_mbi(monkeypatch):
     """The estimator is NumPy's: it fits with JAX and mbi unimportable."""
     for name in ("jax", "mbi"):

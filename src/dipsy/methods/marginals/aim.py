@@ -56,14 +56,14 @@ they shape the run in two ways, both fixed by :meth:`AIM.plan` from the domain a
   exponential mechanism's sensitivity ``θ · max_r w_r`` grows with the largest weight, as the
   proof below requires. With ``s = 0`` (or no analyses) the run is AIM as before, bit for bit.
 
-Estimation is Private-PGM (mbi 2.0, behind :func:`.estimation.estimate`): after every round
-``iterations`` mirror-descent steps from the previous model's potentials (default 1000, the code's
-``max_iters``), and ``final_iterations`` more before sampling. Fewer steps per round are cheaper
-but leave the model short of the new measurement, so the annealing test (which compares the
-model before and after) fires early and the rounds run out sooner: on Adult at ε = 1, 300 steps
-gave 25 rounds and 2-way TVD 0.045, 1000 steps 35 rounds and 0.043, 100 steps 13 rounds and 0.057
-(one seed each). Most of a round's time is JAX compiling the descent for the grown model, not the
-steps (see docs/methods/aim.md).
+Estimation is Private-PGM (dipsy's NumPy mirror descent, behind :func:`.estimation.estimate`):
+after every round up to ``iterations`` steps from the previous model's potentials and step size
+(default 1000, the code's ``max_iters``), and up to ``final_iterations`` more before sampling; a fit
+stops sooner once 50 steps in a row, twice, lower its loss by at most ``tolerance`` of it (default
+1e-6). Fewer steps per round are cheaper but leave the model short of the new measurement, so the
+annealing test (which compares the model before and after) fires early and the rounds run out
+sooner: on Adult at ε = 1, 300 steps gave 25 rounds and 2-way TVD 0.045, 1000 steps 35 rounds and
+0.043, 100 steps 13 rounds and 0.057 (one seed each, with mbi's estimator).
 
 dipsy's changes, all of them charged the same ρ or less: the noise is the discrete Gaussian (σ²
 rounded up to a 1/1024 grid) instead of floating-point Gaussian noise, and the choice is the exact

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .junction import JunctionTree
+from .junction import JunctionTree, sum_axes
 
 #: Steps between two looks at the loss when a tolerance is given (as mbi's blocks of 50).
 BLOCK = 50
@@ -125,11 +125,11 @@ def mirror_descent(
 
     def evaluate(mu: list[np.ndarray]) -> tuple[float, dict[Clique, np.ndarray], dict[Clique, np.ndarray]]:
         """The loss, each parameter clique's marginal (counts) and the loss's gradient there."""
-        on = {p: total * (mu[k].sum(axis=drop) if drop else mu[k]) for p, k, drop in gather}
+        on = {p: total * sum_axes(mu[k], drop) for p, k, drop in gather}
         grad = {p: np.zeros_like(on[p]) for p in params}
         loss = 0.0
         for p, drop, shape, y, weight in terms:
-            residual = (on[p].sum(axis=drop) if drop else on[p]) - y
+            residual = sum_axes(on[p], drop) - y
             loss += 0.5 * weight * float(np.vdot(residual, residual))
             grad[p] += (weight * residual).reshape(shape)
         return loss, on, grad

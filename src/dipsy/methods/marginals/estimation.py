@@ -41,7 +41,7 @@ import numpy as np
 from ...errors import DipsyError
 from ...privacy.rng import Randomness
 from .descent import mirror_descent
-from .junction import JunctionTree
+from .junction import JunctionTree, sum_axes
 
 #: Bytes per cell of a model's tables (float64), for sizes given in megabytes (AIM's MAX_SIZE).
 CELL_BYTES = 8
@@ -279,7 +279,7 @@ def _parents_first(children: Mapping[int, list[int]]) -> list[int]:
 def _sum_to(table: np.ndarray, clique: Sequence[int], attrs: Sequence[int]) -> np.ndarray:
     """``table`` over ``clique`` summed to ``attrs`` (a subset), axes in the order of ``attrs``."""
     drop = tuple(i for i, a in enumerate(clique) if a not in attrs)
-    out = table.sum(axis=drop) if drop else table
+    out = sum_axes(table, drop)
     kept = [a for a in clique if a in attrs]
     return np.transpose(out, [kept.index(a) for a in attrs]) if kept != list(attrs) else out
 

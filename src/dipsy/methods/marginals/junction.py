@@ -33,6 +33,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -236,12 +237,12 @@ class JunctionTree:
                 belief[k] = belief[k] * up[c]
             if self.parents[k] >= 0:
                 axes, shape = plan["up"][k]
-                up[k] = _scaled(belief[k].sum(axis=axes).reshape(shape) if axes else belief[k].reshape(shape))
+                up[k] = _scaled(sum_axes(belief[k], axes).reshape(shape))
         for k in self.order:
             for c in plan["children"].get(k, []):
                 axes, shape = plan["down"][c]
                 ratio = np.divide(belief[k], up[c], out=np.zeros_like(belief[k]), where=up[c] > 0)
-                belief[c] = belief[c] * _scaled(ratio.sum(axis=axes).reshape(shape) if axes else ratio.reshape(shape))
+                belief[c] = belief[c] * _scaled(sum_axes(ratio, axes).reshape(shape))
         out = []
         for b in belief:
             mass = b.sum()
@@ -269,10 +270,51 @@ class JunctionTree:
         return self._plan
 
 
+#: Axes this short are summed by adding their slices: NumPy's own reduction over a short axis
+#: inside a large table runs an inner loop per few elements (a size-2 axis of a 362,880-cell
+#: table: 8 ms by ``sum``, 1.8 ms by slices).
+SHORT_AXIS = 16
+
+
+def sum_axes(table: np.ndarray, axes: Sequence[int]) -> np.ndarray:
+    """``table.sum(axis=axes)``, fast for the tables of a junction tree.
+
+    NumPy sums several axes at once by strided passes that can be forty times slower than summing
+    them one at a time, the largest first (the table shrinks most at the first pass). A run of
+    trailing axes is one contiguous reduction; a short axis is summed by adding its slices.
+
+    >>> t = np.arange(24.0).reshape(2, 3, 4)
+    >>> all(np.array_equal(sum_axes(t, a), t.sum(axis=a)) for a in [(0,), (1,), (2,), (0, 2), (1, 2), (0, 1, 2)])
+    True
+    """
+    axes = sorted(axes)
+    if not axes:
+        return table
+    d = table.ndim
+    if axes == list(range(d - len(axes), d)) and math.prod(table.shape[a] for a in axes) > SHORT_AXIS:
+        return table.reshape(table.shape[: d - len(axes)] + (-1,)).sum(axis=-1)
+    left = list(range(d))
+    for axis in sorted(axes, key=lambda a: -table.shape[a]):
+        i = left.index(axis)
+        left.remove(axis)
+        n = table.shape[i]
+        if n > SHORT_AXIS or i == 0:
+            table = table.sum(axis=i)
+            continue
+        at: list[Any] = [slice(None)] * table.ndim
+        at[i] = 0
+        out = table[tuple(at)].copy()
+        for j in range(1, n):
+            at[i] = j
+            out += table[tuple(at)]
+        table = out
+    return table
+
+
 def _scaled(message: np.ndarray) -> np.ndarray:
     """A message divided by its largest entry (left as it is when all 0)."""
     top = message.max()
     return message / top if top > 0 else message
 
 
-__all__ = ["JunctionTree", "elimination_cliques", "model_size"]
+__all__ = ["JunctionTree", "elimination_cliques", "model_size", "sum_axes"]
