@@ -209,28 +209,30 @@ def test_estimation_recovers_exact_marginals_from_exact_measurements():
     assert g.size() == model_size([2, 3, 2, 3], [(0, 1), (1, 2), (2, 3)]) == 6 + 6 + 6
 
 
-def random_model(seed=0):
+def random_model(seed=0, scale=1.0):
     """A junction forest with random potentials: a chain (0,1)-(1,2)-(2,3) and a lone column 4."""
     rng = np.random.default_rng(seed)
     sizes = {"v0": 3, "v1": 2, "v2": 4, "v3": 3, "v4": 2}
     pots = [
-        (("v0", "v1"), rng.normal(0, 1, (3, 2))),
-        (("v1", "v2"), rng.normal(0, 1, (2, 4))),
-        (("v2", "v3"), rng.normal(0, 1.5, (4, 3))),
-        (("v4",), rng.normal(0, 1, 2)),
+        (("v0", "v1"), rng.normal(0, scale, (3, 2))),
+        (("v1", "v2"), rng.normal(0, scale, (2, 4))),
+        (("v2", "v3"), rng.normal(0, 1.5 * scale, (4, 3))),
+        (("v4",), rng.normal(0, scale, 2)),
     ]
     return sizes, pots, from_potentials(sizes, pots, 1000.0)
 
 
-def test_projections_are_the_model_s_own_marginals():
-    """Every marginal of up to 3 columns equals the brute-force sum of the normalised product of potentials."""
-    sizes, pots, g = random_model()
+@pytest.mark.parametrize("scale", [1.0, 600.0])
+def test_projections_are_the_model_s_own_marginals(scale):
+    """Every marginal of up to 3 columns equals the brute-force sum of the normalised product of
+    potentials, also with potentials hundreds apart (fitted ones on Adult reach ±1,300)."""
+    sizes, pots, g = random_model(scale=scale)
     joint = np.zeros(tuple(sizes.values()))
     names = list(sizes)
     for cl, v in pots:
         shape = [sizes[n] if n in cl else 1 for n in names]
         joint = joint + v.reshape(shape)
-    joint = np.exp(joint)
+    joint = np.exp(joint - joint.max())
     joint = 1000 * joint / joint.sum()
     for k in (1, 2, 3):
         for attrs in itertools.permutations(names, k):
@@ -238,6 +240,21 @@ def test_projections_are_the_model_s_own_marginals():
             kept = [n for n in names if n in attrs]
             expected = np.transpose(expected, [kept.index(a) for a in attrs])
             assert np.allclose(g.project(attrs), expected, rtol=1e-10, atol=1e-9), attrs
+
+
+def test_potentials_a_thousand_apart_that_cancel_keep_their_mass():
+    """b = 1 is 1,000 below b = 0 in one clique and 1,000 above in the other: the two values of b
+    are about equally likely, though each clique alone puts e^-1000 on one of them (a message
+    shifted once per table would lose b = 0, and products in probability space both)."""
+    rng = np.random.default_rng(2)
+    ab, bc = rng.normal(0, 0.3, (3, 2)), rng.normal(0, 0.3, (2, 4))
+    ab[:, 1] -= 1000
+    bc[1, :] += 1000
+    g = from_potentials({"a": 3, "b": 2, "c": 4}, [(("a", "b"), ab), (("b", "c"), bc)], 1.0)
+    joint = ab[:, :, None] + bc[None, :, :]
+    joint = np.exp(joint - joint.max())
+    expected = joint.sum(axis=(0, 2)) / joint.sum()
+    assert 0.05 < expected[0] < 0.95 and np.allclose(g.project(("b",)), expected, rtol=1e-10)
 
 
 def test_the_sampler_reproduces_the_model_and_invents_no_correlation():
@@ -320,7 +337,7 @@ def loss_of(model, measured):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_the_numpy_estimator_reaches_mbi_s_optimum(seed):
-    """The same convex problem fitted by mbi 2.0's mirror descent (JAX, 3,000 steps) and by dipsy's
+    """The same convex problem fitted by mbi 2.0's mirror descent (JAX, 10,000 steps) and by dipsy's
     NumPy descent: equal losses (to 1e-4 of the loss) and equal marginals (to 0.05 records of 2,000).
     A fit stopped early (20 steps) is far from both, so the comparison can fail."""
     import jax
@@ -333,7 +350,7 @@ def test_the_numpy_estimator_reaches_mbi_s_optimum(seed):
     with jax.enable_x64(True):
         domain = MbiDomain(list(sizes), list(sizes.values()))
         lms = [LinearMeasurement(jax.numpy.asarray(m.counts.ravel()), m.attrs, stddev=m.sigma) for m in measured]
-        theirs = MirrorDescent().estimate(domain, lms, iters=3000)
+        theirs = MirrorDescent().estimate(domain, lms, iters=10000)
         theirs_tables = {m.attrs: np.asarray(theirs.project(m.attrs).datavector(flatten=False)) for m in measured}
     best = min(
         loss_of(ours, measured), sum(0.5 * np.sum((theirs_tables[m.attrs] - m.counts) ** 2) / m.sigma**2 for m in measured)
@@ -359,7 +376,7 @@ def test_a_tolerance_stops_the_descent_once_the_loss_stops_falling():
     sizes, measured = random_problem(4)
     full = estimate(sizes, measured, iterations=3000)
     stopped = estimate(sizes, measured, iterations=3000, tol=1e-6)
-    assert full.steps == 3000 and stopped.steps < 2500 and stopped.steps % 50 == 0
+    assert full.steps == 3000 and stopped.steps < 2500
     assert loss_of(stopped, measured) == pytest.approx(loss_of(full, measured), rel=1e-5)
     assert estimate(sizes, measured, iterations=3000, tol=1e-3).steps < stopped.steps
 

@@ -38,7 +38,8 @@ PLACED = {
     "methods": """methods methods.base methods.counts methods.dirichlet_multinomial methods.discovery methods.dp_prior
                   methods.enforce methods.exponential_ecdf methods.gamma_poisson methods.histograms methods.laplace_sanitizer
                   methods.marginals methods.marginals.aim methods.marginals.consistency methods.marginals.declared methods.marginals.dpsyn
-                  methods.marginals.estimation methods.marginals.gum methods.marginals.marginal methods.marginals.mst
+                  methods.marginals.descent methods.marginals.estimation methods.marginals.gum methods.marginals.junction
+                  methods.marginals.marginal methods.marginals.mst
                   methods.marginals.nist_encoding methods.marginals.privsyn methods.marginals.selection methods.marginals.sets methods.marginals.tree
                   methods.modips methods.modips.models methods.modips.noise methods.modips.synthesizer
                   methods.modips.vectorised methods.pseudo_posterior methods.pseudo_posterior.design

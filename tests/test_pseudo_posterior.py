@@ -685,6 +685,7 @@ def test_a_local_release_past_its_ceiling_is_refused_and_nothing_recorded(tmp_pa
             options=CE_OPTIONS,
             ledger=ledger,
             dataset_id="ce",
+            seed=3,  # unseeded, a fit once fell short of the convergence check before the ceiling was reached
         )
     assert not Ledger(ledger).spends("ce")
 

@@ -203,7 +203,7 @@ def _jvm_started_without_a_fork_hook():
 
     PySpark launches the JVM with a ``preexec_fn`` that ignores SIGINT, so that a Ctrl-C at the
     terminal stops Python, not the JVM. A ``preexec_fn`` runs Python code in a fork of this process;
-    once JAX has run here (mbi's estimation, the pseudo-posterior's sampler), its threads run too, and
+    once JAX has run here (the pseudo-posterior's sampler), its threads run too, and
     a fork of a multithreaded process can deadlock (JAX warns of it). A process group of its own keeps
     the terminal's Ctrl-C from the JVM as well, and ``subprocess`` then forks without running Python.
     """

@@ -15,7 +15,15 @@ A step is kept when ``L(μ) − L(μ') ≥ ½ α ⟨∇L, μ − μ'⟩``, and t
 step is refused and α halves. mbi 2.0's ``MirrorDescent`` runs the same rule; this module is
 written apart from it, in NumPy, so no compiler runs and nothing is copied between devices.
 
-Two things differ from a fixed number of steps, both to save time where the gain has stopped:
+Three things differ from mbi's fixed number of plain steps, all to reach the same minimum sooner:
+
+- *Acceleration.* Each step starts from the extrapolated potentials
+  ``θ_t + (t − 1)/(t + 2) (θ_t − θ_{t−1})`` (Nesterov's momentum as in FISTA, Beck & Teboulle 2009,
+  eq. 4.1–4.3; for mirror descent, Krichene, Bayen & Bartlett 2015), with the same line search there;
+  when a step ends above the loss it started from, the momentum restarts (adaptive restart,
+  O'Donoghue & Candès 2015). Each extrapolation costs one more belief propagation, counted as a
+  step. On a 627,280-cell Adult model (34 measurements), 300 steps reached a loss of 4,193 with it
+  and 26,531 without; 1,300 plain steps reached 4,288.
 
 - *Warm start.* A fit can start from an earlier fit's potentials, and from its step size where
   that is larger than ``2/(L N)`` (AIM refits after every round with one more measurement;
@@ -72,6 +80,7 @@ def mirror_descent(
     step: float | None = None,
     zeros: Sequence[tuple[Clique, np.ndarray]] = (),
     tol: float | None = None,
+    accelerate: bool = True,
 ) -> Fit:
     """Minimise the squared loss of ``measured`` over the graphical models on their cliques.
 
@@ -92,6 +101,8 @@ def mirror_descent(
         ``(clique, forbidden)``: cells held at probability 0 (a factor of ``−∞`` there).
     tol
         Stop when a block of steps gains at most this share of the loss (None: run every step).
+    accelerate
+        Extrapolate each step from the last two iterates (below); False: plain mirror descent.
     """
     sizes = tuple(int(s) for s in sizes)
     params = _maximal([c for c, _, _ in measured] + [c for c, _ in warm])
@@ -136,19 +147,38 @@ def mirror_descent(
 
     mu = marginals(theta)
     loss, on, grad = evaluate(mu)
-    steps, block_start, stalls = 0, loss, 0
-    while steps < max(int(iterations), 1):
-        trial = {p: theta[p] - alpha * grad[p] for p in params}
+    steps, block, block_start, stalls = 0, 0, loss, 0
+    previous, k = theta, 1  # the iterate before theta, and the count since the last restart
+    point: tuple | None = None  # where the next step starts: (θ, μ, loss, marginals, gradient)
+    most = max(int(iterations), 1)
+    while steps < most:
+        if point is None:
+            beta = (k - 1) / (k + 2) if accelerate and steps + 2 <= most else 0.0
+            if beta > 0:  # eq. (4) of Beck & Teboulle's FISTA: the extrapolated point
+                ahead = {p: theta[p] + beta * (theta[p] - previous[p]) for p in params}
+                mu_ahead = marginals(ahead)
+                point = (ahead, mu_ahead, *evaluate(mu_ahead))
+                steps += 1
+            else:
+                point = (theta, mu, loss, on, grad)
+        start, _, start_loss, start_on, start_grad = point
+        trial = {p: start[p] - alpha * start_grad[p] for p in params}
         mu2 = marginals(trial)
         loss2, on2, grad2 = evaluate(mu2)
-        gain = alpha * sum(float(np.vdot(grad[p], on[p] - on2[p])) for p in params)
-        if loss - loss2 >= 0.5 * gain:
-            theta, mu, loss, on, grad = trial, mu2, loss2, on2, grad2
+        steps += 1
+        gain = alpha * sum(float(np.vdot(start_grad[p], start_on[p] - on2[p])) for p in params)
+        if start_loss - loss2 >= 0.5 * gain:
             alpha *= GROW
+            point = None
+            if loss2 <= loss:
+                previous, k = theta, k + 1
+                theta, mu, loss, on, grad = trial, mu2, loss2, on2, grad2
+            else:  # the momentum overshot: restart from theta (O'Donoghue & Candès 2015)
+                previous, k = theta, 1
         else:
             alpha *= 0.5
-        steps += 1
-        if tol is not None and steps % BLOCK == 0:
+        if tol is not None and steps // BLOCK != block:  # a block's end passed (a turn takes 1 or 2 steps)
+            block = steps // BLOCK
             stalls = stalls + 1 if block_start - loss <= tol * max(abs(loss), 1.0) else 0
             block_start = loss
             if stalls >= PATIENCE:
