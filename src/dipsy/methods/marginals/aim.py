@@ -70,7 +70,10 @@ rounded up to a 1/1024 grid) instead of floating-point Gaussian noise, and the c
 exponential mechanism of :class:`~dipsy.privacy.selection.ExponentialSelection` (scores on a grid,
 exact Bernoulli coins) instead of a softmax of floats; the one-way noise uses the σ₀ the paper
 states; ``ε`` is rounded down to a rational. A measurement's sensitivity is θ (an individual of at
-most θ rows; option ``theta``), which the paper's θ = 1 generalises.
+most θ rows; option ``theta``), which the paper's θ = 1 generalises. One change costs nothing: the
+estimator's steps are accelerated (Nesterov's extrapolation with adaptive restart, :mod:`.descent`)
+where the code's are plain mirror descent; it minimises the same loss, as post-processing, and
+gets closer to its minimum in the same 1000 steps.
 
 *Proof that the release is ρ-zCDP under add/remove of one individual of at most θ rows.*
 
