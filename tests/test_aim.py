@@ -13,6 +13,7 @@ import itertools
 import math
 import random
 import sys
+import warnings
 from fractions import Fraction
 
 import numpy as np
@@ -255,6 +256,20 @@ def test_potentials_a_thousand_apart_that_cancel_keep_their_mass():
     joint = np.exp(joint - joint.max())
     expected = joint.sum(axis=(0, 2)) / joint.sum()
     assert 0.05 < expected[0] < 0.95 and np.allclose(g.project(("b",)), expected, rtol=1e-10)
+
+
+def test_a_value_the_zeros_rule_out_gets_no_mass_and_no_warning():
+    """Structural zeros that forbid b = 0 whatever the other column is, on either side of the tree:
+    the messages over b carry −∞ there, and −∞ − (−∞) in message passing must neither warn nor
+    spread nan."""
+    never = np.array([[True, False], [True, False]])  # b = 0 never (b second)
+    pots = np.log([[1.0, 2.0], [3.0, 4.0]])
+    for factor, zero in [((("a", "b"), pots), (("c", "b"), never)), ((("c", "b"), pots), (("a", "b"), never))]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            g = from_potentials({"a": 2, "b": 2, "c": 2}, [factor], 12.0, [zero])
+            b = g.project(("b",))
+        assert b.tolist() == [0.0, 12.0], factor
 
 
 def test_the_sampler_reproduces_the_model_and_invents_no_correlation():

@@ -238,7 +238,8 @@ class JunctionTree:
         for k in self.order:
             for c in plan["children"].get(k, []):
                 axes, shape = plan["down"][c]
-                ratio = belief[k] - up[c]
+                with np.errstate(invalid="ignore"):
+                    ratio = belief[k] - up[c]
                 if np.isneginf(up[c]).any():  # −∞ − (−∞): a separator value no record takes
                     ratio = np.where(np.isneginf(up[c]), -np.inf, ratio)
                 belief[c] = belief[c] + _log_sum_exp(ratio, axes).reshape(shape)
