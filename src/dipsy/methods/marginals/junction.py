@@ -332,12 +332,22 @@ def _reduce(table: np.ndarray, axes: Sequence[int], ufunc: np.ufunc) -> np.ndarr
     return table
 
 
+#: Within this range of a table's entries one shift for the whole table loses no precision: e^-700
+#: is still a normal float (they end near e^-708), so every summand keeps its 53 bits.
+ONE_SHIFT_RANGE = 700.0
+
+
 def _log_sum_exp(table: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
     """``log Σ exp`` of ``table`` over ``axes``, each slice shifted by its own largest entry (so a
     message keeps full precision at every separator value, however far apart they lie);
-    ``−∞`` where every summand is ``−∞``."""
+    ``−∞`` where every summand is ``−∞``. A table whose entries all lie within
+    :data:`ONE_SHIFT_RANGE` of each other takes one shift (two contiguous passes instead of a
+    reduction per axis)."""
     if not axes:
         return table
+    high, low = float(table.max()), float(table.min())
+    if np.isfinite(low) and high - low < ONE_SHIFT_RANGE:  # every exp(x − high) stays a normal float
+        return np.log(sum_axes(np.exp(table - high), axes)) + high
     top = max_axes(table, axes)
     top = np.where(np.isfinite(top), top, 0.0)
     kept = [i for i in range(table.ndim) if i not in axes]
