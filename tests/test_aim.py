@@ -293,6 +293,7 @@ def test_the_sampler_reproduces_the_model_and_invents_no_correlation():
         assert stats.chi2_contingency(table, lambda_="log-likelihood").pvalue > 1e-3
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning")  # mbi's import-time advice on JAX's settings
 def test_model_size_is_mbi_s():
     from mbi import Domain as MbiDomain
     from mbi import junction_tree
@@ -350,6 +351,7 @@ def loss_of(model, measured):
     return sum(0.5 * np.sum((model.project(m.attrs) - m.counts) ** 2) / m.sigma**2 for m in measured)
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning")  # mbi's import-time advice on JAX's settings
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_the_numpy_estimator_reaches_mbi_s_optimum(seed):
     """The same convex problem fitted by mbi 2.0's mirror descent (JAX, 10,000 steps) and by dipsy's
