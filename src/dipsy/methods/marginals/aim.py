@@ -60,9 +60,9 @@ Estimation is Private-PGM (dipsy's NumPy mirror descent, behind :func:`.estimati
 after every round up to ``iterations`` steps from the previous model's potentials and step size
 (default 1000, the code's ``max_iters``), and up to ``final_iterations`` more before sampling; a fit
 stops sooner once 50 steps in a row, twice, lower its loss by at most ``tolerance`` of it (default
-0: never, as the reference). Fewer steps per round are cheaper but leave the model short of the new measurement, so the
-annealing test (which compares the model before and after) fires early and the rounds run out
-sooner: on Adult at ε = 1, 300 steps gave 25 rounds and 2-way TVD 0.045, 1000 steps 35 rounds and
+0: never, as the reference). Fewer steps per round are cheaper but leave the model short of the
+new measurement, so the annealing test (which compares the model before and after) fires early
+and the rounds run out sooner: on Adult at ε = 1, 300 steps gave 25 rounds and 2-way TVD 0.045, 1000 steps 35 rounds and
 0.043, 100 steps 13 rounds and 0.057 (one seed each, with mbi's estimator).
 
 dipsy's changes, all of them charged the same ρ or less: the noise is the discrete Gaussian (σ²

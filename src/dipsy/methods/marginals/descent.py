@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .junction import JunctionTree, sum_axes
+from .junction import JunctionTree, broadcast_shape, sum_axes
 
 #: Steps between two looks at the loss when a tolerance is given (as mbi's blocks of 50).
 BLOCK = 50
@@ -110,11 +110,13 @@ def mirror_descent(
     theta = {c: np.zeros(_shape(sizes, c)) for c in params}
     for c, table in warm:
         host = next(p for p in params if set(c) <= set(p))
-        theta[host] = theta[host] + _spread(np.asarray(table, dtype=float), c, host, sizes)
+        theta[host] = theta[host] + np.asarray(table, dtype=float).reshape(broadcast_shape(sizes, c, host))
     fixed = [np.zeros(tree.shape(k)) for k in range(len(tree.cliques))]
     for c, forbidden in zeros:
         k = tree.host(c)
-        fixed[k] = fixed[k] + _spread(np.where(np.asarray(forbidden, dtype=bool), -np.inf, 0.0), c, tree.cliques[k], sizes)
+        fixed[k] = fixed[k] + np.where(np.asarray(forbidden, dtype=bool), -np.inf, 0.0).reshape(
+            broadcast_shape(sizes, c, tree.cliques[k])
+        )
     hosts = {p: tree.host(p) for p in params}
     route = [(c, next(p for p in params if set(c) <= set(p)), np.asarray(y, dtype=float), float(s)) for c, y, s in measured]
     lipschitz = max(
@@ -124,9 +126,9 @@ def mirror_descent(
     # halves the step on rounding alone, so a finished fit's last step can be many orders too small
     alpha = max(float(step or 0.0), 2.0 / (lipschitz * total))
     # the axes each sum drops and the shapes each spread takes, worked out once (the loop is hot)
-    place = [(p, hosts[p], _broadcast(sizes, p, tree.cliques[hosts[p]])) for p in params]
+    place = [(p, hosts[p], broadcast_shape(sizes, p, tree.cliques[hosts[p]])) for p in params]
     gather = [(p, hosts[p], _dropped(tree.cliques[hosts[p]], p)) for p in params]
-    terms = [(p, _dropped(p, c), _broadcast(sizes, c, p), y, 1.0 / s**2) for c, p, y, s in route]
+    terms = [(p, _dropped(p, c), broadcast_shape(sizes, c, p), y, 1.0 / s**2) for c, p, y, s in route]
 
     def marginals(theta: dict[Clique, np.ndarray]) -> list[np.ndarray]:
         factors = list(fixed)
@@ -196,19 +198,9 @@ def _shape(sizes: tuple[int, ...], clique: Clique) -> tuple[int, ...]:
     return tuple(sizes[a] for a in clique)
 
 
-def _spread(table: np.ndarray, attrs: Clique, clique: Clique, sizes: tuple[int, ...]) -> np.ndarray:
-    """``table`` over ``attrs`` (ascending, within ``clique``) shaped to broadcast over ``clique``."""
-    return np.asarray(table).reshape([sizes[a] if a in attrs else 1 for a in clique])
-
-
 def _dropped(clique: Clique, attrs: Clique) -> tuple[int, ...]:
     """The axes of a table over ``clique`` that summing it to ``attrs`` (within ``clique``) drops."""
     return tuple(i for i, a in enumerate(clique) if a not in attrs)
-
-
-def _broadcast(sizes: tuple[int, ...], attrs: Clique, clique: Clique) -> list[int]:
-    """The shape that lays a table over ``attrs`` (ascending, within ``clique``) across ``clique``."""
-    return [sizes[a] if a in attrs else 1 for a in clique]
 
 
 __all__ = ["Fit", "mirror_descent"]

@@ -41,7 +41,7 @@ import numpy as np
 from ...errors import DipsyError
 from ...privacy.rng import Randomness
 from .descent import mirror_descent
-from .junction import JunctionTree, sum_axes
+from .junction import JunctionTree, broadcast_shape, parents_first, sum_axes
 
 #: Bytes per cell of a model's tables (float64), for sizes given in megabytes (AIM's MAX_SIZE).
 CELL_BYTES = 8
@@ -100,7 +100,7 @@ class GraphicalModel:
     @property
     def order(self) -> tuple[int, ...]:
         """The cliques, each after its parent (breadth first from the roots)."""
-        return tuple(_parents_first(_children(self.parents)))
+        return tuple(parents_first(self.parents))
 
     @classmethod
     def independent(cls, sizes: Mapping[str, int], tables: Sequence[np.ndarray], total: float) -> GraphicalModel:
@@ -256,24 +256,6 @@ class GraphicalModel:
             for a, v in zip(rest, np.unravel_index(cells, shape[len(sep) :])):
                 codes[a] = v
         return {name: codes[a] for a, name in enumerate(self.names)}
-
-
-def _children(parents: Sequence[int]) -> dict[int, list[int]]:
-    """Each node's children, in index order; the roots (parent ``-1``) under ``-1``."""
-    children: dict[int, list[int]] = {}
-    for k, p in enumerate(parents):
-        children.setdefault(p, []).append(k)
-    return children
-
-
-def _parents_first(children: Mapping[int, list[int]]) -> list[int]:
-    """The nodes breadth first from the roots, so every node comes after its parent."""
-    out, queue = [], list(children.get(-1, []))
-    while queue:
-        k = queue.pop(0)
-        out.append(k)
-        queue += children.get(k, [])
-    return out
 
 
 def _sum_to(table: np.ndarray, clique: Sequence[int], attrs: Sequence[int]) -> np.ndarray:
@@ -445,7 +427,7 @@ def from_potentials(
         attrs = tuple(where[a] for a in c)
         k = tree.host(attrs)
         table = np.transpose(np.asarray(values, dtype=float), [cl.index(a) for a in c])
-        log[k] = log[k] + _spread(table, attrs, tree.cliques[k])
+        log[k] = log[k] + table.reshape(broadcast_shape(tree.sizes, attrs, tree.cliques[k]))
     return _model(names, tree, tree.calibrate(log), total, tuple((tuple(cl), np.asarray(v, dtype=float)) for cl, v in potentials))
 
 
@@ -466,12 +448,6 @@ def _model(
             "contradicts the others",
         )
     return GraphicalModel(names, tree.sizes, tree.cliques, tuple(marginals), tree.parents, float(total), potentials, step, steps)
-
-
-def _spread(table: np.ndarray, attrs: tuple[int, ...], clique: tuple[int, ...]) -> np.ndarray:
-    """``table`` over ``attrs`` (a subset of ``clique``, both ascending) shaped to broadcast over ``clique``."""
-    shape = [table.shape[attrs.index(a)] if a in attrs else 1 for a in clique]
-    return np.asarray(table).reshape(shape)
 
 
 __all__ = ["CELL_BYTES", "GraphicalModel", "NoisyMarginal", "estimate", "from_potentials"]

@@ -191,9 +191,6 @@ class JunctionTree:
     def shape(self, k: int) -> tuple[int, ...]:
         return tuple(self.sizes[a] for a in self.cliques[k])
 
-    def cells(self) -> int:
-        return sum(math.prod(self.shape(k)) for k in range(len(self.cliques)))
-
     def separator(self, k: int) -> tuple[int, ...]:
         """Clique ``k``'s attributes shared with its parent (empty for a root)."""
         p = self.parents[k]
@@ -208,10 +205,7 @@ class JunctionTree:
         return min(holders, key=lambda k: (math.prod(self.shape(k)), k))
 
     def children(self) -> dict[int, list[int]]:
-        out: dict[int, list[int]] = {}
-        for k, p in enumerate(self.parents):
-            out.setdefault(p, []).append(k)
-        return out
+        return children(self.parents)
 
     def calibrate(self, log_factors: Sequence[np.ndarray]) -> list[np.ndarray]:
         r"""Every clique's marginal of ``p ∝ exp(Σ_k log_factors[k])`` (each array over clique k,
@@ -272,6 +266,38 @@ class JunctionTree:
                 )
             self._plan.update(up=up, down=down, children=self.children())
         return self._plan
+
+
+def children(parents: Sequence[int]) -> dict[int, list[int]]:
+    """Each node's children, in index order; the roots (parent ``-1``) under ``-1``."""
+    out: dict[int, list[int]] = {}
+    for k, p in enumerate(parents):
+        out.setdefault(p, []).append(k)
+    return out
+
+
+def parents_first(parents: Sequence[int]) -> list[int]:
+    """The nodes breadth first from the roots, so every node comes after its parent.
+
+    >>> parents_first([2, -1, 1])
+    [1, 2, 0]
+    """
+    below = children(parents)
+    out, queue = [], list(below.get(-1, []))
+    while queue:
+        k = queue.pop(0)
+        out.append(k)
+        queue += below.get(k, [])
+    return out
+
+
+def broadcast_shape(sizes: Sequence[int], attrs: Sequence[int], clique: Sequence[int]) -> list[int]:
+    """The shape that lays a table over ``attrs`` (ascending, within ``clique``) across ``clique``.
+
+    >>> broadcast_shape((2, 3, 4), (0, 2), (0, 1, 2))
+    [2, 1, 4]
+    """
+    return [sizes[a] if a in attrs else 1 for a in clique]
 
 
 #: Axes this short are summed by adding their slices: NumPy's own reduction over a short axis
@@ -356,4 +382,13 @@ def _log_sum_exp(table: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
         return np.log(sum_axes(np.exp(table - top.reshape(shape)), axes)) + top
 
 
-__all__ = ["JunctionTree", "elimination_cliques", "max_axes", "model_size", "sum_axes"]
+__all__ = [
+    "JunctionTree",
+    "broadcast_shape",
+    "children",
+    "elimination_cliques",
+    "max_axes",
+    "model_size",
+    "parents_first",
+    "sum_axes",
+]
