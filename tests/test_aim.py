@@ -211,12 +211,13 @@ def test_estimation_recovers_exact_marginals_from_exact_measurements():
 
 
 def random_model(seed=0, scale=1.0):
-    """A junction forest with random potentials: a chain (0,1)-(1,2)-(2,3) and a lone column 4."""
+    """A junction forest with random potentials: a chain (0,1)-(1,2,5)-(2,3) and a lone column 4;
+    column 5 lies in the middle clique alone (a marginal across the chain sums it out on the way)."""
     rng = np.random.default_rng(seed)
-    sizes = {"v0": 3, "v1": 2, "v2": 4, "v3": 3, "v4": 2}
+    sizes = {"v0": 3, "v1": 2, "v2": 4, "v3": 3, "v4": 2, "v5": 2}
     pots = [
         (("v0", "v1"), rng.normal(0, scale, (3, 2))),
-        (("v1", "v2"), rng.normal(0, scale, (2, 4))),
+        (("v1", "v2", "v5"), rng.normal(0, scale, (2, 4, 2))),
         (("v2", "v3"), rng.normal(0, 1.5 * scale, (4, 3))),
         (("v4",), rng.normal(0, scale, 2)),
     ]

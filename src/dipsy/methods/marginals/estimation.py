@@ -153,14 +153,24 @@ class GraphicalModel:
         nodes = self._cover(wanted)
         operands: list[Any] = []
         for k in nodes:
-            parent = self.parents[k]
-            table = self.marginals[k] if parent not in nodes else self._conditional(k)
-            operands += [table, list(self.cliques[k])]
+            # an attribute no other clique of the subtree holds, and not wanted, is summed out first
+            # (the reduced tables recur across the many marginals a selection round projects)
+            others = wanted.union(*(self.cliques[j] for j in nodes if j != k))
+            keep = tuple(a for a in self.cliques[k] if a in others)
+            operands += [self._reduced(k, self.parents[k] not in nodes, keep), list(keep)]
         symbols = sorted({a for k in nodes for a in self.cliques[k]})
         rename = {a: opt_einsum.get_symbol(i) for i, a in enumerate(symbols)}
         spec = ",".join("".join(rename[a] for a in operands[i + 1]) for i in range(0, len(operands), 2))
         spec += "->" + "".join(rename[a] for a in attrs)
         return np.asarray(opt_einsum.contract(spec, *operands[0::2], optimize="greedy"))
+
+    def _reduced(self, k: int, top: bool, keep: tuple[int, ...]) -> np.ndarray:
+        """Clique ``k``'s marginal (``top``) or conditional given its separator, summed to ``keep``."""
+        key = ("reduced", k, top, keep)
+        if key not in self._cache:
+            table = self.marginals[k] if top else self._conditional(k)
+            self._cache[key] = _sum_to(table, self.cliques[k], keep)
+        return self._cache[key]
 
     def _cover(self, wanted: set[int]) -> list[int]:
         """The cliques of a small subtree (per tree of the forest) covering ``wanted``: the paths

@@ -213,12 +213,17 @@ class JunctionTree:
 
         Sum-product message passing in log space (Koller & Friedman 2009, Alg. 10.2). Upward,
         ``m_{k→p}(s) = log Σ_{x_k \ s} exp(β_k)`` with ``β_k = ψ_k + Σ_{c child of k} m_{c→k}``;
-        downward, ``m_{p→k}(s) = log Σ_{x_p \ s} exp(β_p − m_{k→p})``, ``β_p`` the parent's full
-        belief, and ``β_k`` gains ``m_{p→k}``. Each ``log Σ exp`` shifts every slice by its own
-        largest entry, so no message loses precision however far apart the potentials lie (a
-        shift for the whole table, or products in probability space, underflow once they are
-        ~745 apart, and fitted potentials on Adult reach ±1,300). A tree whose every cell is
-        ``−∞`` has no distribution: its cliques come back as ``nan``.
+        each ``log Σ exp`` shifts every slice by its own largest entry, so no message loses
+        precision however far apart the potentials lie (a shift for the whole table, or products in
+        probability space, underflow once they are ~745 apart, and fitted potentials on Adult reach
+        ±1,300). Downward, parents first, the message to a child divides the parent's calibrated
+        marginal on the separator by the child's own message (the Hugin form, ibid. §10.3):
+        ``m_{p→k}(s) = log Σ_{x_p \ s} exp(β_p − m_{k→p}) = log μ_p(s) + log Z_p − m_{k→p}(s)``, since
+        ``m_{k→p}`` depends on ``s`` alone; ``μ_p = exp(β_p − log Z_p)`` is the parent's marginal,
+        already computed, so a message costs a sum over the parent's table and no exponential.
+        What this gives up is only a separator value of probability below ~1e-308, whose cells
+        are 0 in the marginals returned either way. A tree whose every cell is ``−∞`` has no
+        distribution: its cliques come back as ``nan``.
         """
         plan = self._messages()
         belief = [np.asarray(f, dtype=float) for f in log_factors]
@@ -229,22 +234,25 @@ class JunctionTree:
             if self.parents[k] >= 0:
                 axes, shape = plan["up"][k]
                 up[k] = _log_sum_exp(belief[k], axes).reshape(shape)
+        out: list[np.ndarray] = [np.empty(0)] * len(belief)
+        log_z = [0.0] * len(belief)
         for k in self.order:
-            for c in plan["children"].get(k, []):
-                axes, shape = plan["down"][c]
-                with np.errstate(invalid="ignore"):
-                    ratio = belief[k] - up[c]
-                if np.isneginf(up[c]).any():  # −∞ − (−∞): a separator value no record takes
-                    ratio = np.where(np.isneginf(up[c]), -np.inf, ratio)
-                belief[c] = belief[c] + _log_sum_exp(ratio, axes).reshape(shape)
-        out = []
-        for b in belief:
-            top = b.max()
+            p = self.parents[k]
+            if p >= 0:
+                axes, shape = plan["down"][k]
+                own = up[k].reshape(shape)  # the separator's values in the same order in both cliques
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    down = np.log(sum_axes(out[p], axes)).reshape(shape) + log_z[p] - own
+                if np.isneginf(own).any():  # −∞ − (−∞): a separator value no record takes
+                    down = np.where(np.isneginf(own), -np.inf, down)
+                belief[k] = belief[k] + down
+            top = belief[k].max()
             if not np.isfinite(top):
-                out.append(np.full_like(b, np.nan))
+                out[k], log_z[k] = np.full_like(belief[k], np.nan), np.nan
                 continue
-            p = np.exp(b - top)
-            out.append(p / p.sum())
+            mass = np.exp(belief[k] - top)
+            total = mass.sum()
+            out[k], log_z[k] = mass / total, top + math.log(total)
         return out
 
     def _messages(self) -> dict:
