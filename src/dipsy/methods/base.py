@@ -472,14 +472,24 @@ class Model(ABC):
         """Set ``k`` in chunks of at most ``rows`` records, drawn as they are read.
 
         By default the whole set in one chunk: a method whose synthesis holds its records in
-        memory anyway (GUM, a fitted model's sampler) gains nothing from cutting them. Methods
-        that can draw records chunk by chunk (the count methods) override it, and their
+        memory anyway (GUM) gains nothing from cutting them. Methods
+        that can draw records chunk by chunk (the count methods, aim, mst) override it, and their
         :meth:`sample` is these chunks put together, so that a streamed set is the in-memory set.
         """
         yield self.sample(k, rand)
 
     def table(self, k: int, rand: Randomness) -> np.ndarray:
         raise DipsyError("this method releases records, not a table", "use --release records")
+
+
+def concatenated(chunks: Iterable[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """Chunks of codes per column put together (one chunk as it is).
+
+    >>> concatenated([{"a": np.array([1])}, {"a": np.array([2, 3])}])["a"].tolist()
+    [1, 2, 3]
+    """
+    parts = list(chunks)
+    return parts[0] if len(parts) == 1 else {c: np.concatenate([p[c] for p in parts]) for c in parts[0]}
 
 
 class Synthesizer(ABC):

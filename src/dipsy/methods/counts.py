@@ -20,7 +20,7 @@ from ..domain import Column, Domain
 from ..domain.codec import state_values
 from ..errors import DipsyError
 from ..privacy.rng import Randomness
-from .base import CHUNK_ROWS, Model
+from .base import CHUNK_ROWS, Model, concatenated
 
 
 @dataclass(frozen=True, eq=False)
@@ -45,8 +45,7 @@ class CountModel(Model):
         return self.counts(k, rand)
 
     def sample(self, k: int, rand: Randomness) -> dict[str, np.ndarray]:
-        parts = list(self.chunks(k, rand))
-        return parts[0] if len(parts) == 1 else {c: np.concatenate([p[c] for p in parts]) for c in self.columns}
+        return concatenated(self.chunks(k, rand))
 
     def chunks(self, k: int, rand: Randomness, rows: int = CHUNK_ROWS) -> Iterator[dict[str, np.ndarray]]:
         return counts_to_chunks(self.counts(k, rand), self.columns, self.shape, rand.numpy, rows)

@@ -129,7 +129,7 @@ import itertools
 import logging
 import math
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import partial
@@ -148,7 +148,7 @@ from ...privacy.relation import ADD_REMOVE, Relation, individual
 from ...privacy.rng import Randomness
 from ...privacy.selection import ExponentialSelection, epsilon_for
 from ...privacy.session import Session
-from ..base import MAX_ROWS, Model, Option, Plan, Synthesizer, real, theta_option, whole
+from ..base import CHUNK_ROWS, MAX_ROWS, Model, Option, Plan, Synthesizer, concatenated, real, theta_option, whole
 from .declared import analysis_share, analysis_share_option, declared_label, declared_split
 from .estimation import CELL_BYTES, GraphicalModel, NoisyMarginal, estimate
 from .junction import model_size
@@ -681,9 +681,15 @@ class AIMModel(Model):
         }
 
     def sample(self, k: int, rand: Randomness) -> dict[str, np.ndarray]:
+        return concatenated(self.chunks(k, rand))
+
+    def chunks(self, k: int, rand: Randomness, rows: int = CHUNK_ROWS) -> Iterator[dict[str, np.ndarray]]:
+        """The records in chunks of ``rows``, each drawn when read: they are i.i.d. from the model,
+        so a streamed set never holds more than a chunk."""
         n = self.rows or max(int(round(self.model.total)), 1)
-        self.report(f"aim: drawing {n} records")
-        return self.model.sample(n, rand)
+        for start in range(0, n, rows):
+            self.report(f"aim: drawing {n:,} records", start, n)
+            yield self.model.sample(min(rows, n - start), rand)
 
 
 __all__ = [

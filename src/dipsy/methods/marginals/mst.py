@@ -122,7 +122,7 @@ parameters, public as functions of the noisy outputs): the tree's edges and the 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -137,7 +137,7 @@ from ...privacy.relation import ADD_REMOVE, Relation, individual
 from ...privacy.rng import Randomness
 from ...privacy.selection import ExponentialSelection
 from ...privacy.session import Session
-from ..base import MAX_ROWS, Model, Option, Plan, Synthesizer, theta_option, whole
+from ..base import CHUNK_ROWS, MAX_ROWS, Model, Option, Plan, Synthesizer, concatenated, theta_option, whole
 from .consistency import make_consistent
 from .declared import ANALYSIS_SHARE, analysis_share, analysis_share_option, counted, declared_label, declared_split
 from .marginal import Marginal, Zeros, held_at_zero, independent_records, rule_zeros
@@ -673,15 +673,22 @@ class MSTModel(Model):
         return TreeDistribution.from_marginals(sizes, fitted[d:], root_counts=fitted[0].counts), fitted[0].total
 
     def sample(self, k: int, rand: Randomness) -> dict[str, np.ndarray]:
+        return concatenated(self.chunks(k, rand))
+
+    def chunks(self, k: int, rand: Randomness, rows: int = CHUNK_ROWS) -> Iterator[dict[str, np.ndarray]]:
+        """The records in chunks of ``rows``, each drawn when read (i.i.d. along the tree, so a
+        streamed set never holds more than a chunk)."""
         rng = rand.numpy
         fitted = self.distribution()
         if fitted is None:
-            return self._independent(rng)
+            yield self._independent(rng)
+            return
         tree, total = fitted
         n = self.rows or max(int(round(total)), 1)
-        self.report("mst: records along the tree")
-        codes = tree.sample(n, rng)
-        return {name: expand(codes[:, a], self.maps[a], self.noisy_one_way[a], rng) for a, name in enumerate(self.names)}
+        for start in range(0, n, rows):
+            self.report(f"mst: {n:,} records along the tree", start, n)
+            codes = tree.sample(min(rows, n - start), rng)
+            yield {name: expand(codes[:, a], self.maps[a], self.noisy_one_way[a], rng) for a, name in enumerate(self.names)}
 
     def _independent(self, rng: np.random.Generator) -> dict[str, np.ndarray]:
         """``rows`` records (default 1), each column from its noisy one-way counts clipped at 0,
