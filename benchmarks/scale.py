@@ -14,12 +14,19 @@ the case's own):
 - ``duckdb-group-by``: DuckDB's own ``SELECT col, count(*) … GROUP BY col`` for every column and
   for the 91 pairs, on the same file — the floor any out-of-core counter pays;
 - ``dipsy-duckdb``: dipsy's DuckDB engine (the default for files) answering the same 14 one-way and
-  91 two-way contingency tables, validation of every value against the domain included.
+  91 two-way contingency tables, validation of every value against the domain included;
+- with ``--engines spark``, ``spark-group-by``: Spark's own ``spark.read.parquet(file)
+  .groupBy(cols).count()`` of the same 105 tables, each collected as Arrow, in dipsy's Spark
+  session (local mode, the same settings);
+- and ``dipsy-spark``: dipsy's Spark engine answering the same tables, validation included.
 
 Reported: wall seconds and the child's peak resident memory (``wait4``), each the median of
 ``--repeats`` runs (the cases alternating), dipsy's time as a ratio to the floor measured in the
-same run (goal ≤ 1.2), and a check that counting 10⁷ rows or more peaks below
-:data:`COUNTING_BOUND_MB`. Writes ``counting.json`` and ``counting.md``.
+same run (goals: ≤ 1.2 on DuckDB, ≤ 2 on Spark), and a check that counting 10⁷ rows or more
+peaks below :data:`COUNTING_BOUND_MB`. The Spark cases' seconds leave out the interpreter's and
+the JVM's start (the session's start, about 15 s, is reported apart), timed in the child from the
+session's start on, and their peak memory adds the JVM's (a child of the case's process).
+Writes ``counting.json`` and ``counting.md``.
 
 **Stages** (``--parts stages``). One seeded release per method (:data:`METHODS`), n and engine, in
 a fresh child: ``dipsy.synthesize(..., stream=True)`` written to disk, then read back chunk by
@@ -198,7 +205,58 @@ def case_dipsy(path: str) -> None:
         engine.contingency(table)
 
 
-CASES = {"duckdb-group-by": case_duckdb, "dipsy-duckdb": case_dipsy}
+def case_spark(path: str) -> None:
+    """Spark's own ``groupBy`` of each table, in dipsy's session; prints the seconds as JSON."""
+
+    def count(spark) -> None:
+        data = spark.read.parquet(path)
+        for table in one_and_two_way():
+            data.groupBy(*table).count().toArrow()
+
+    timed_in_session(count)
+
+
+def case_dipsy_spark(path: str) -> None:
+    """dipsy's Spark engine: validation, then each table; prints the seconds as JSON."""
+    from dipsy.domain import Domain
+    from dipsy.engine.spark_engine import SparkEngine
+
+    def count(spark) -> None:
+        engine = SparkEngine(path, Domain.from_sizes(sizes()))
+        engine.ensure_valid()
+        for table in one_and_two_way():
+            engine.contingency(table)
+        engine.close()
+
+    timed_in_session(count)
+
+
+def timed_in_session(count) -> None:
+    """Start dipsy's Spark session, run ``count(spark)``, stop the session; print as JSON the
+    session's start and the count's seconds, this process's peak memory and the JVM's (reaped once
+    stopped; wait4 in the parent sees only the larger of the two)."""
+    import resource
+
+    from dipsy.engine.spark_engine import spark_session, stop_session
+
+    start = time.perf_counter()
+    spark = spark_session()
+    started = time.perf_counter()
+    count(spark)
+    done = time.perf_counter()
+    stop_session()
+    python, jvm = (resource.getrusage(who).ru_maxrss / 1024 for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    print(json.dumps({"session_s": started - start, "work_s": done - started, "python_mb": python, "jvm_mb": jvm}))
+
+
+CASES = {
+    "duckdb-group-by": case_duckdb,
+    "dipsy-duckdb": case_dipsy,
+    "spark-group-by": case_spark,
+    "dipsy-spark": case_dipsy_spark,
+}
+#: The counting part's cases per engine: the floor, then dipsy.
+ENGINE_CASES = {"duckdb": ("duckdb-group-by", "dipsy-duckdb"), "spark": ("spark-group-by", "dipsy-spark")}
 
 # --- a release, stage by stage ---------------------------------------------------------------------
 
@@ -358,14 +416,18 @@ def case_floor(path: str, queries_file: str) -> None:
 
 
 def run_child(case: str, path: Path) -> dict:
-    """Run one case in a fresh interpreter; wall time from the parent, peak memory from wait4."""
+    """Run one case in a fresh interpreter; wall time from the parent, peak memory from wait4, and
+    what the child prints as JSON on its last line (the Spark cases' own times)."""
     start = time.monotonic()
-    proc = subprocess.Popen([sys.executable, __file__, "--child", case, str(path)])
+    proc = subprocess.Popen([sys.executable, __file__, "--child", case, str(path)], stdout=subprocess.PIPE, text=True)
+    text = proc.stdout.read()
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.monotonic() - start
     if os.waitstatus_to_exitcode(status):
         raise RuntimeError(f"{case} on {path} failed")
-    return {"case": case, "wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "peak_mb": usage.ru_maxrss / 1024}
+    got = {"case": case, "wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "peak_mb": usage.ru_maxrss / 1024}
+    lines = text.strip().splitlines()
+    return got | (json.loads(lines[-1]) if lines and lines[-1].startswith("{") else {})
 
 
 def run_stages(method: str, path: Path, engine: str) -> dict:
@@ -448,6 +510,47 @@ def stages_report(results: list[dict]) -> None:
     fig.savefig(OUT / "stages.png", dpi=120)
 
 
+def counting_report(results: list[dict]) -> list[dict]:
+    """counting.json and counting.md, with the results of earlier invocations: like stages.json,
+    counting.json gathers them (10⁸ rows, or Spark, run apart), a new run of a case at the same n
+    replacing the old one. Returns every n's row."""
+    machine = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(), "python": platform.python_version()}
+    rows = {}
+    if (OUT / "counting.json").exists():
+        rows = {r["rows"]: r for r in json.loads((OUT / "counting.json").read_text())["results"]}
+    for r in results:
+        rows[r["rows"]] = rows.get(r["rows"], {}) | r
+    results = [rows[n] for n in sorted(rows)]
+    (OUT / "counting.json").write_text(json.dumps({"machine": machine, "results": results}, indent=1))
+    lines = [
+        "| n | file MB | DuckDB GROUP BY s | MB | dipsy (DuckDB engine) s | MB | time ratio |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        if "ratio" in r:
+            g, d = r["duckdb-group-by"], r["dipsy-duckdb"]
+            lines.append(
+                f"| {r['rows']:,} | {r['file_mb']:.0f} | {g['wall_s']:.1f} | {g['peak_mb']:.0f} | {d['wall_s']:.1f} | {d['peak_mb']:.0f} | {r['ratio']:.2f} |"
+            )
+    spark = [r for r in results if "spark_ratio" in r]
+    if spark:  # seconds from the session's start on; the start apart; memory: Python + JVM
+        lines += [
+            "",
+            "| n | file MB | Spark groupBy s | session start s | MB | dipsy (Spark engine) s | session start s | MB | time ratio |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for r in spark:
+            g, d = r["spark-group-by"], r["dipsy-spark"]
+            lines.append(
+                f"| {r['rows']:,} | {r['file_mb']:.0f} | {g['work_s']:.1f} | {g['session_s']:.1f} | "
+                f"{g['python_mb']:.0f} + JVM {g['jvm_mb']:,.0f} | {d['work_s']:.1f} | {d['session_s']:.1f} | "
+                f"{d['python_mb']:.0f} + JVM {d['jvm_mb']:,.0f} | {r['spark_ratio']:.2f} |"
+            )
+    (OUT / "counting.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", nargs="+", type=int, default=[100_000, 1_000_000, 10_000_000])
@@ -514,42 +617,29 @@ def main() -> None:
         row = {"rows": n, "file_mb": path.stat().st_size / 2**20}
         # the cases alternate, and each time is the median of --repeats runs: on a shared 2-core
         # machine one run of the floor varied from 8 to 15 s at 10⁷ rows
-        runs = {case: [] for case in CASES}
+        cases = [case for engine in args.engines for case in ENGINE_CASES[engine]]
+        runs: dict[str, list[dict]] = {case: [] for case in cases}
         for _ in range(args.repeats):
-            for case in CASES:
+            for case in cases:
                 runs[case].append(run_child(case, path))
         for case, got in runs.items():
-            row[case] = {key: float(np.median([g[key] for g in got])) for key in ("wall_s", "cpu_s", "peak_mb")}
+            keys = [k for k in ("wall_s", "cpu_s", "peak_mb", "session_s", "work_s", "python_mb", "jvm_mb") if k in got[0]]
+            row[case] = {key: float(np.median([g[key] for g in got])) for key in keys}
             row[case]["walls"] = [g["wall_s"] for g in got]
             print(f"  {case}: {row[case]['wall_s']:.1f} s (median of {len(got)}), {row[case]['peak_mb']:.0f} MB", flush=True)
-        row["ratio"] = row["dipsy-duckdb"]["wall_s"] / row["duckdb-group-by"]["wall_s"]
+        if "duckdb" in args.engines:
+            row["ratio"] = row["dipsy-duckdb"]["wall_s"] / row["duckdb-group-by"]["wall_s"]
+        if "spark" in args.engines:  # the counting itself: both JVMs' starts left out
+            row["spark_ratio"] = row["dipsy-spark"]["work_s"] / row["spark-group-by"]["work_s"]
         results.append(row)
     if staged:
         stages_report(staged)
     if not results:
         return
-    machine = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(), "python": platform.python_version()}
-    # like stages.json, counting.json gathers invocations (10⁸ rows is run apart): a new n replaces the old
-    if (OUT / "counting.json").exists():
-        kept = [
-            r for r in json.loads((OUT / "counting.json").read_text())["results"] if r["rows"] not in {x["rows"] for x in results}
-        ]
-        results = sorted(kept + results, key=lambda r: r["rows"])
-    (OUT / "counting.json").write_text(json.dumps({"machine": machine, "results": results}, indent=1))
-    lines = [
-        "| n | file MB | DuckDB GROUP BY s | MB | dipsy (DuckDB engine) s | MB | time ratio |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in results:
-        g, d = r["duckdb-group-by"], r["dipsy-duckdb"]
-        lines.append(
-            f"| {r['rows']:,} | {r['file_mb']:.0f} | {g['wall_s']:.1f} | {g['peak_mb']:.0f} | {d['wall_s']:.1f} | {d['peak_mb']:.0f} | {r['ratio']:.2f} |"
-        )
-    (OUT / "counting.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    results = counting_report(results)
     # The stated bound: Python and dipsy's imports (about 190 MB) plus DuckDB's memory limit
     # (256 MB) and slack, whatever n is.
-    over = [r for r in results if r["rows"] >= 10_000_000 and r["dipsy-duckdb"]["peak_mb"] > COUNTING_BOUND_MB]
+    over = [r for r in results if r["rows"] >= 10_000_000 and r.get("dipsy-duckdb", {}).get("peak_mb", 0) > COUNTING_BOUND_MB]
     for r in over:
         print(f"FAIL: counting {r['rows']:,} rows peaked at {r['dipsy-duckdb']['peak_mb']:.0f} MB > {COUNTING_BOUND_MB} MB")
     if over:

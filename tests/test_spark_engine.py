@@ -432,6 +432,38 @@ def test_private_scratch_folder(spark, opened, tmp_path):
     assert not copy.exists()
 
 
+def test_codes_written_once_narrow_private_and_removed(opened, tmp_path):
+    """The valid rows' codes are one Parquet file in a private folder of the session's, a byte per
+    code where a column has at most 128 (two bytes up to 2¹⁵), whose tables are DuckDB's; it goes
+    with close(), and at once when validation refuses the data."""
+    from pyspark.sql.types import ByteType, ShortType
+
+    from dipsy.engine.spark_engine import _SESSION
+
+    rng = np.random.default_rng(3)
+    path = tmp_path / "codes.parquet"
+    pd.DataFrame({"a": rng.integers(0, 3, 500), "b": rng.integers(0, 1000, 500), "c": rng.integers(0, 5, 500)}).to_parquet(path)
+    domain = Domain((Column("a", "categorical", categories=(0, 1)), *Domain.from_sizes({"b": 1000, "c": 5}).columns))
+    engines = three(opened, path, domain, "drop")
+    spark = engines[-1]
+    assert_agree(engines, [("a", "b"), ("b", "c"), None], form="sparse")
+    assert_same_values(engines, ["b", "c"])
+    folder = spark._state["codes"]
+    assert folder.parent == _SESSION["folder"] and stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert len(list(folder.rglob("*.parquet"))) >= 1
+    types = {f.name: f.dataType for f in spark._codes().schema.fields}
+    assert (types["k0"], types["k1"], types["k2"]) == (ByteType(), ShortType(), ByteType())
+    spark.contingency(["c"])
+    assert spark._state["codes"] == folder  # the pass ran once: later tables read the same file
+    spark.close()
+    assert not folder.exists() and "checked" not in spark._state
+    before = set(_SESSION["folder"].glob("codes-*"))  # other tests' engines may hold theirs
+    refused = opened(path, domain)  # on_invalid="error": a's 2 is outside
+    with pytest.raises(DataError, match="'a'"):
+        refused.contingency(["a"])
+    assert "codes" not in refused._state and set(_SESSION["folder"].glob("codes-*")) == before
+
+
 @pytest.mark.parametrize("partition_by", [(), ("sex", "race")])
 def test_write_parquet_round_trip(opened, tmp_path, partition_by):
     _, frame = adult_frame(rows=600, seed=2)
