@@ -12,7 +12,14 @@ Tools (``--tools``), all at the same (ε, δ) on the same data, n synthetic rows
 - ``mbi-aim``: the AIM authors' own ``mechanisms/aim.py`` (private-pgm, the repository of mbi) on
   the 3-way workload, from a checkout named by ``--private-pgm`` (see ``peers/tool_mbi.py``);
 - ``dipsy-mst``: ``dipsy.synthesize`` with method ``mst`` (MST on dipsy's exact samplers, its own
-  tree estimator and i.i.d. records along the tree).
+  tree estimator and i.i.d. records along the tree);
+- ``dpmm-privbayes``, ``dpmm-mst``, ``dpmm-aim``: dpmm 0.1.9's PrivBayes+PGM, MST and AIM pipelines,
+  given the public domain with their preprocessing off (see ``peers/tool_dpmm.py``);
+- ``synthcity-aim``, ``synthcity-privbayes``, ``synthcity-dpgan``, ``synthcity-pategan``: synthcity
+  0.2.12's plugins that take a budget, at their defaults; synthcity takes no public domain and reads
+  each column's values from the data (see ``peers/tool_synthcity.py``);
+- ``privpgd``: PrivPGD, the authors' ``examples/privpgd.py`` (all 2-way marginals measured, particle
+  gradient descent) from a checkout named by ``--privpgd`` (see ``peers/tool_privpgd.py``).
 
 Peers are reported as shipped: default settings, their own (ε, δ) → ρ conversions and their own
 samplers. SmartNoise 1.0.8 samples through mbi 1.1.0, and so does OpenDP 0.16.0 (its ``mbi`` extra
@@ -47,6 +54,7 @@ each run's job, CSV and logs stay in ``build/bench/peers/runs/``.
 
 Usage: python benchmarks/peers.py [--tools independent opendp-mst ...] [--epsilons 0.1 1 10]
        [--seeds 0 1] [--jobs 1] [--timeout-minutes 40] [--force] [--summarize-only]
+       [--private-pgm DIR] [--privpgd DIR]
 """
 
 from __future__ import annotations
@@ -88,6 +96,14 @@ TOOLS = {
     "dipsy-aim": ("project", "tool_dipsy", "aim"),
     "dipsy-mst": ("project", "tool_dipsy", "mst"),
     "mbi-aim": ("private-pgm", "tool_mbi", "aim"),
+    "dpmm-privbayes": ("dpmm", "tool_dpmm", "privbayes"),
+    "dpmm-mst": ("dpmm", "tool_dpmm", "mst"),
+    "dpmm-aim": ("dpmm", "tool_dpmm", "aim"),
+    "synthcity-aim": ("synthcity", "tool_synthcity", "aim"),
+    "synthcity-privbayes": ("synthcity", "tool_synthcity", "privbayes"),
+    "synthcity-dpgan": ("synthcity", "tool_synthcity", "dpgan"),
+    "synthcity-pategan": ("synthcity", "tool_synthcity", "pategan"),
+    "privpgd": ("privpgd", "tool_privpgd", "privpgd"),
 }
 #: what pip installs into each peer's environment: the published package, its own pins doing the rest;
 #: opendp[mbi] leaves out pandas, which mbi 1.1.0 imports to turn its model into records
@@ -99,9 +115,20 @@ ENVS = {
     # of its last commit (August 2025): under JAX 0.10 its Factor arithmetic fails while tracing
     # ("DynamicJaxprTracer has no attribute domain"); its mechanisms import matplotlib and pandas
     "private-pgm": ["{private_pgm}", "jax==0.7.0", "jaxlib==0.7.0", "chex==0.1.90", "optax==0.2.5", "matplotlib", "pandas"],
+    "dpmm": ["dpmm==0.1.9"],
+    # synthcity pins torch < 2.3 but leaves opacus open, and pip's opacus 1.5.4 cannot be imported under
+    # torch 2.2 (it registers torch.nn.RMSNorm, new in torch 2.4): 1.5.2 is the newest without it
+    "synthcity": ["synthcity==0.2.12", "opacus==1.5.2"],
+    # PrivPGD's repository, from the checkout --privpgd names (PRIVPGD below), with its own pins (torch
+    # 2.1.2 among them); its setup.py asks for Python ==3.11.5 exactly, so pip is told to look past that,
+    # which it then does for every package: contourpy (under seaborn's matplotlib) is held below 1.4,
+    # the first to need Python 3.12
+    "privpgd": ["--ignore-requires-python", "{privpgd}", "contourpy<1.4"],
 }
 #: the private-pgm checkout, set from --private-pgm (tested at its commit 4d2b3c5 of 2025-08-08)
 PRIVATE_PGM: Path | None = None
+#: the PrivPGD checkout, set from --privpgd (tested at its commit dd315e0 of 2025-02-11)
+PRIVPGD: Path | None = None
 #: one core means one thread: the libraries underneath would otherwise size their pools to the machine
 ONE_THREAD = {
     "OMP_NUM_THREADS": "1",
@@ -128,7 +155,9 @@ def ensure_env(name: str) -> Path:
     python, stamp = folder / "bin" / "python", folder / ".peers-installed"
     if name == "private-pgm" and PRIVATE_PGM is None:
         raise RuntimeError("mbi-aim needs --private-pgm DIR: a checkout of github.com/ryan112358/private-pgm")
-    packages = [p.format(private_pgm=PRIVATE_PGM) for p in ENVS[name]]
+    if name == "privpgd" and PRIVPGD is None:
+        raise RuntimeError("privpgd needs --privpgd DIR: a checkout of github.com/jaabmar/private-pgd")
+    packages = [p.format(private_pgm=PRIVATE_PGM, privpgd=PRIVPGD) for p in ENVS[name]]
     wanted = json.dumps(packages)
     if stamp.exists() and stamp.read_text() == wanted and python.exists():
         return python
@@ -416,9 +445,10 @@ def parse_args() -> argparse.Namespace:
         "--tools",
         nargs="+",
         choices=list(TOOLS),
-        default=[t for t in TOOLS if t not in ("dipsy-dpsyn", "mbi-aim")],
-        help="default: all but dipsy-dpsyn, which needs public records of the same encoding (--public), and "
-        "mbi-aim, which needs a checkout (--private-pgm)",
+        default=[t for t in TOOLS if t not in ("dipsy-dpsyn", "mbi-aim", "privpgd") and not t.startswith("synthcity-")],
+        help="default: all but dipsy-dpsyn, which needs public records of the same encoding (--public), "
+        "mbi-aim and privpgd, which need checkouts (--private-pgm, --privpgd), and synthcity's, which need a "
+        "7 GB environment and read the domain from the data (docs/benchmarks/peers.md)",
     )
     parser.add_argument("--epsilons", nargs="+", type=float, default=[0.1, 1.0, 10.0])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1])
@@ -442,6 +472,11 @@ def parse_args() -> argparse.Namespace:
         type=Path,
         help="a checkout of github.com/ryan112358/private-pgm, for mbi-aim (the authors' AIM; not on PyPI)",
     )
+    parser.add_argument(
+        "--privpgd",
+        type=Path,
+        help="a checkout of github.com/jaabmar/private-pgd, for privpgd (the PrivPGD authors' code; not on PyPI)",
+    )
     args = parser.parse_args()
     cores = len(os.sched_getaffinity(0))
     if not 1 <= args.jobs <= cores:
@@ -450,11 +485,12 @@ def parse_args() -> argparse.Namespace:
 
 
 def main() -> None:
-    global OUT, PRIVATE_PGM  # the run folders, results and summary all live under --out
+    global OUT, PRIVATE_PGM, PRIVPGD  # the run folders, results and summary all live under --out
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     args = parse_args()
     OUT = args.out
     PRIVATE_PGM = args.private_pgm.resolve() if args.private_pgm else None
+    PRIVPGD = args.privpgd.resolve() if args.privpgd else None
     OUT.mkdir(parents=True, exist_ok=True)
     VENVS.mkdir(parents=True, exist_ok=True)
     results = load()
