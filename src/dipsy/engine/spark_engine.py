@@ -763,7 +763,7 @@ def _check_partition(batches, plan, columns):
     pickled list of :class:`_Summary` lines: per file split, the rows, invalid rows, each column's
     problems and their first distinct values."""
     schema = pa.schema([(n, _ARROW[t]) for n, t in _checked_fields(columns)])
-    units: dict = {}
+    units = {}
     for batch in batches:
         frame = _typed(batch, plan)
         encoded = [encode_column(frame[c.name], c) for c in columns]
