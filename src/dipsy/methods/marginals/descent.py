@@ -126,9 +126,7 @@ def mirror_descent(
     # halves the step on rounding alone, so a finished fit's last step can be many orders too small
     alpha = max(float(step or 0.0), 2.0 / (lipschitz * total))
     # the axes each sum drops and the shapes each spread takes, worked out once (the loop is hot)
-    place: dict[int, list[tuple[Clique, list[int]]]] = {}
-    for p in params:
-        place.setdefault(hosts[p], []).append((p, broadcast_shape(sizes, p, tree.cliques[hosts[p]])))
+    place = {k: _adding_order(sizes, [p for p in params if hosts[p] == k]) for k in set(hosts.values())}
     held = [bool(np.any(f)) for f in fixed]  # a clique with structural zeros starts from them
     # each tree clique's log-factor is summed into its own buffer, reused at every step: calibrate
     # makes new arrays from it and returns none of it (on the ACS excerpt's model: 2.5 ms → 0.8 ms)
@@ -138,13 +136,18 @@ def mirror_descent(
 
     def marginals(theta: dict[Clique, np.ndarray]) -> list[np.ndarray]:
         factors = list(fixed)
-        for k, members in place.items():
+        for k, steps in place.items():
+            (first, _, _), *rest = steps
+            union, summed = first, theta[first]
+            for p, grown, (left, right) in rest:  # over the union of the parameters so far, not the clique
+                summed = summed.reshape(left) + theta[p].reshape(right)
+                union = grown
+            spread = summed.reshape(broadcast_shape(sizes, union, tree.cliques[k]))
             out = buffers[k]
-            for i, (p, shape) in enumerate(members):
-                if i == 0 and not held[k]:
-                    np.copyto(out, theta[p].reshape(shape))
-                else:
-                    np.add(out if i else fixed[k], theta[p].reshape(shape), out=out)
+            if held[k]:
+                np.add(fixed[k], spread, out=out)
+            else:
+                np.copyto(out, spread)
             factors[k] = out
         return tree.calibrate(factors)
 
@@ -198,6 +201,27 @@ def mirror_descent(
             if stalls >= PATIENCE:
                 break
     return Fit(tree, tuple(mu), tuple((p, theta[p]) for p in params), alpha, loss, steps)
+
+
+def _adding_order(sizes: tuple[int, ...], hosted: list[Clique]) -> list[tuple[Clique, Clique, tuple[list[int], list[int]]]]:
+    """How to add the parameter tables a clique hosts: ``(p, union so far, (shape of the sum so far,
+    shape of p) within that union)``, each next the one that grows the union least, so the sums stay
+    smaller than the clique until the last (one pass over it instead of one per parameter).
+
+    >>> [(p, u) for p, u, _ in _adding_order((2, 3, 4, 5), [(0, 1), (2, 3), (1, 2)])]
+    [((2, 3), (2, 3)), ((1, 2), (1, 2, 3)), ((0, 1), (0, 1, 2, 3))]
+    """
+    cells = lambda attrs: math.prod(sizes[a] for a in attrs)  # noqa: E731
+    left = sorted(hosted, key=lambda p: (-cells(p), p))
+    union = left.pop(0)
+    steps: list[tuple[Clique, Clique, tuple[list[int], list[int]]]] = [(union, union, ([], []))]
+    while left:
+        nxt = min(left, key=lambda p: (cells(set(union) | set(p)), left.index(p)))
+        left.remove(nxt)
+        grown = tuple(sorted(set(union) | set(nxt)))
+        steps.append((nxt, grown, (broadcast_shape(sizes, union, grown), broadcast_shape(sizes, nxt, grown))))
+        union = grown
+    return steps
 
 
 def _maximal(cliques: Sequence[Clique]) -> list[Clique]:
