@@ -66,9 +66,9 @@ annealing test (which compares the model before and after) fires early and the r
 sooner: with mbi's plain steps on Adult at ε = 1, 300 steps gave 25 rounds and 2-way TVD 0.045,
 1000 steps 35 rounds and 0.043, 100 steps 13 rounds and 0.057 (one seed each). 250 accelerated
 steps from the warm start end within 1.2 % of the loss 1000 plain steps reach from it (500 end
-below it; Adult, ε = 1, rounds 10, 21 and 30), and the releases are as accurate: mean 2-way /
-3-way TVD 0.0441 / 0.0924 over seeds 0–3 at these defaults, against 0.0440 / 0.0923 with 1000 steps
-per round.
+below it; Adult, ε = 1, rounds 10, 21 and 30), and the releases are about as accurate: mean 2-way
+/ 3-way TVD 0.0442 / 0.0929 over seeds 0–3 at these defaults, against 0.0440 / 0.0923 with 1000
+steps per round (2-way over the seeds: 0.0439–0.0447 against 0.0433–0.0450).
 
 dipsy's changes, all of them charged the same ρ or less: the noise is the discrete Gaussian (σ²
 rounded up to a 1/1024 grid) instead of floating-point Gaussian noise, and the choice is the exact
