@@ -384,8 +384,7 @@ def _log_sum_exp(table: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
         return np.log(sum_axes(np.exp(table - high), axes)) + high
     top = max_axes(table, axes)
     top = np.where(np.isfinite(top), top, 0.0)
-    kept = [i for i in range(table.ndim) if i not in axes]
-    shape = [table.shape[i] if i in kept else 1 for i in range(table.ndim)]
+    shape = [1 if i in axes else n for i, n in enumerate(table.shape)]
     with np.errstate(divide="ignore"):
         return np.log(sum_axes(np.exp(table - top.reshape(shape)), axes)) + top
 
