@@ -244,6 +244,33 @@ def test_projections_are_the_model_s_own_marginals(scale):
             assert np.allclose(g.project(attrs), expected, rtol=1e-10, atol=1e-9), attrs
 
 
+@pytest.mark.parametrize("scale", [1.0, 600.0])
+def test_cliques_of_thousands_of_cells_calibrate_to_the_brute_force_joint(scale):
+    """Cliques large enough that messages and shifts are laid out over their trailing axes before
+    they are added (junction.widened), one of them holding structural zeros: every clique's
+    marginal is the brute-force one, with one shift per table and with one per slice."""
+    rng = np.random.default_rng(5)
+    sizes = {"a": 4, "b": 5, "c": 16, "d": 40, "e": 3, "f": 2}
+    forbidden = rng.random((4, 5)) < 0.1
+    pots = [
+        (("a", "b", "c", "d"), rng.normal(0, scale, (4, 5, 16, 40))),
+        (("a", "e"), rng.normal(0, scale, (4, 3))),
+        (("c", "f"), rng.normal(0, scale, (16, 2))),
+    ]
+    g = from_potentials(sizes, pots, 1.0, [(("a", "b"), forbidden)])
+    joint = np.zeros(tuple(sizes.values()))
+    names = list(sizes)
+    for cl, v in pots:
+        joint = joint + v.reshape([sizes[n] if n in cl else 1 for n in names])
+    joint = joint + np.where(forbidden, -np.inf, 0.0)[:, :, None, None, None, None]
+    joint = np.exp(joint - joint.max())
+    joint /= joint.sum()
+    for attrs in [("a", "b", "c", "d"), ("a", "e"), ("c", "f"), ("e", "f"), ("b", "f")]:
+        expected = joint.sum(axis=tuple(i for i, n in enumerate(names) if n not in attrs))
+        assert np.allclose(g.project(attrs), expected, rtol=1e-9, atol=1e-12), attrs
+    assert g.project(("a", "b"))[forbidden].max() == 0.0
+
+
 def test_potentials_a_thousand_apart_that_cancel_keep_their_mass():
     """b = 1 is 1,000 below b = 0 in one clique and 1,000 above in the other: the two values of b
     are about equally likely, though each clique alone puts e^-1000 on one of them (a message

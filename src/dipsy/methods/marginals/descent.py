@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .junction import JunctionTree, broadcast_shape, sum_axes
+from .junction import JunctionTree, broadcast_shape, sum_axes, widened
 
 #: Steps between two looks at the loss when a tolerance is given (as mbi's blocks of 50).
 BLOCK = 50
@@ -146,15 +146,17 @@ def mirror_descent(
         for k, steps in place.items():
             (first, _, _), *rest = steps
             union, summed = first, theta[first]
-            for p, grown, (left, right) in rest:  # over the union of the parameters so far, not the clique
-                summed = summed.reshape(left) + theta[p].reshape(right)
-                union = grown
-            spread = summed.reshape(broadcast_shape(sizes, union, tree.cliques[k]))
             out = buffers[k]
+            for p, grown, (left, right) in rest:  # over the union of the parameters so far, not the clique
+                whole = _shape(sizes, grown)
+                # once the union is the clique, straight into its buffer
+                into = out if grown == tree.cliques[k] else None
+                summed = np.add(widened(summed.reshape(left), whole), widened(theta[p].reshape(right), whole), out=into)
+                union = grown
+            if summed is not out:
+                np.copyto(out, widened(summed.reshape(broadcast_shape(sizes, union, tree.cliques[k])), out.shape))
             if held[k]:
-                np.add(fixed[k], spread, out=out)
-            else:
-                np.copyto(out, spread)
+                out += fixed[k]
             factors[k] = out
         return tree.calibrate(factors)
 
