@@ -337,7 +337,8 @@ def test_model_size_is_mbi_s():
 
 
 def test_sum_axes_is_numpy_s_sum():
-    """The junction tree's summing (axes one at a time, short axes by slices) equals NumPy's."""
+    """The junction tree's summing (axes one at a time, short axes by slices, a long axis before a few
+    cells by a matrix product) equals NumPy's."""
     from dipsy.methods.marginals.junction import sum_axes
 
     rng = np.random.default_rng(0)
@@ -346,6 +347,15 @@ def test_sum_axes_is_numpy_s_sum():
         table = rng.random(shape)
         axes = tuple(sorted(int(a) for a in rng.choice(len(shape), size=rng.integers(0, len(shape) + 1), replace=False)))
         assert np.allclose(sum_axes(table, axes), table.sum(axis=axes) if axes else table), (shape, axes)
+    # large tables with a long axis before a few cells (summed by a matrix product), among others
+    for shape, axes in [
+        ((17, 40, 40, 2), (2,)),
+        ((40, 17, 99, 2, 3), (0, 2)),
+        ((9, 15, 6, 2, 99, 2), (2, 3, 4)),
+        ((40, 40, 17), (1,)),
+    ]:
+        table = rng.random(shape)
+        assert np.allclose(sum_axes(table, axes), table.sum(axis=axes)), (shape, axes)
 
 
 def test_the_estimation_needs_neither_jax_nor_mbi(monkeypatch):

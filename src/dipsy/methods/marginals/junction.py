@@ -381,6 +381,18 @@ def broadcast_shape(sizes: Sequence[int], attrs: Sequence[int], clique: Sequence
 SHORT_AXIS = 16
 #: Tables of at most this many cells are reduced by NumPy in one call.
 SMALL_TABLE = 1 << 14
+#: A long axis followed by at most this many cells is summed by a matrix product (:func:`_adder`).
+SHORT_TAIL = 8
+
+
+@lru_cache(maxsize=256)
+def _adder(n: int, after: int) -> np.ndarray:
+    """The ``(n·after) × after`` 0/1 matrix that sums ``n`` consecutive blocks of ``after`` cells.
+
+    >>> _adder(2, 2).astype(int).tolist()
+    [[1, 0], [0, 1], [1, 0], [0, 1]]
+    """
+    return np.tile(np.eye(after), (n, 1))
 
 
 def sum_axes(table: np.ndarray, axes: Sequence[int]) -> np.ndarray:
@@ -420,6 +432,14 @@ def _reduce(table: np.ndarray, axes: Sequence[int], ufunc: np.ufunc) -> np.ndarr
         i = left.index(axis)
         left.remove(axis)
         n = table.shape[i]
+        after = math.prod(table.shape[i + 1 :])
+        if ufunc is np.add and n > SHORT_AXIS and 1 < after <= SHORT_TAIL:
+            # a long axis before a few cells: NumPy's reduction would loop over those few at a time;
+            # one matrix product with the 0/1 matrix that adds the axis's slices reads the table once
+            # (a 99-value axis before 2 cells of a 320,760-cell table: 2.5 ms → 0.06 ms)
+            rows = table.reshape(math.prod(table.shape[:i]), n * after)
+            table = (rows @ _adder(n, after)).reshape(table.shape[:i] + table.shape[i + 1 :])
+            continue
         if n > SHORT_AXIS or i == 0:
             table = ufunc.reduce(table, axis=i)
             continue
