@@ -238,6 +238,7 @@ class JunctionTree:
         # the message up is log Σ E_k + top_k
         shifted: list[np.ndarray] = [np.empty(0)] * len(log_factors)
         tops: list[np.ndarray] = [np.empty(0)] * len(log_factors)
+        sums: list[np.ndarray] = [np.empty(0)] * len(log_factors)
         up: dict[int, np.ndarray] = {}
         for k in reversed(self.order):
             belief = np.asarray(log_factors[k], dtype=float)
@@ -259,10 +260,13 @@ class JunctionTree:
                 top = np.where(np.isfinite(top), top, 0.0).reshape([1 if i in axes else n for i, n in enumerate(belief.shape)])
                 np.subtract(belief, widened(top, e.shape), out=e)
             np.exp(e, out=e)
+            # each separator value's Σ E_k (the whole table's for a root): the message up, and later
+            # the normalising constant of the marginal without another pass over the clique
+            sums[k] = sum_axes(e, axes)
             shifted[k], tops[k] = e, top
             if self.parents[k] >= 0:
                 with np.errstate(divide="ignore"):
-                    up[k] = (np.log(sum_axes(e, axes)) + top.reshape(np.delete(top.shape, axes))).reshape(shape)
+                    up[k] = (np.log(sums[k]) + top.reshape(np.delete(top.shape, axes))).reshape(shape)
         # downward, parents first: β_k + m_{p→k} = log E_k + g_k(s) with g_k = top_k + m_{p→k}, so
         # the marginal is E_k · exp(g_k − max g_k), normalised: a product, no second exponential
         out: list[np.ndarray] = [np.empty(0)] * len(log_factors)
@@ -280,13 +284,12 @@ class JunctionTree:
             if not np.isfinite(high):
                 out[k], log_z[k] = np.full(shifted[k].shape, np.nan), np.nan
                 continue
-            mass = np.multiply(shifted[k], widened(np.exp(g - high), shifted[k].shape))
-            total = float(mass.sum())
+            factor = np.exp(g - high)
+            total = float((factor.reshape(sums[k].shape) * sums[k]).sum())  # Σ_s f(s) Σ_{x∈s} E_k(x)
             if not total > 0:
                 out[k], log_z[k] = np.full(shifted[k].shape, np.nan), np.nan
                 continue
-            mass /= total
-            out[k], log_z[k] = mass, high + math.log(total)
+            out[k], log_z[k] = np.multiply(shifted[k], widened(factor / total, shifted[k].shape)), high + math.log(total)
         return out
 
     def _messages(self) -> dict:
