@@ -162,7 +162,7 @@ class GraphicalModel:
         rename = {a: opt_einsum.get_symbol(i) for i, a in enumerate(symbols)}
         spec = ",".join("".join(rename[a] for a in operands[i + 1]) for i in range(0, len(operands), 2))
         spec += "->" + "".join(rename[a] for a in attrs)
-        return np.asarray(opt_einsum.contract(spec, *operands[0::2], optimize="greedy"))
+        return _contract(spec, operands[0::2])
 
     def _reduced(self, k: int, top: bool, keep: tuple[int, ...]) -> np.ndarray:
         """Clique ``k``'s marginal (``top``) or conditional given its separator, summed to ``keep``."""
@@ -266,6 +266,58 @@ class GraphicalModel:
             for a, v in zip(rest, np.unravel_index(cells, shape[len(sep) :])):
                 codes[a] = v
         return {name: codes[a] for a, name in enumerate(self.names)}
+
+
+def _contract(spec: str, operands: Sequence[np.ndarray]) -> np.ndarray:
+    """The einsum ``spec`` of ``operands``, two at a time in ``opt_einsum``'s greedy order, each pair
+    by :func:`_pair`.
+
+    >>> a, b = np.arange(6.0).reshape(2, 3), np.arange(12.0).reshape(3, 2, 2)
+    >>> np.allclose(_contract("ab,bcd->dca", [a, b]), np.einsum("ab,bcd->dca", a, b))
+    True
+    """
+    import opt_einsum
+
+    _, info = opt_einsum.contract_path(spec, *operands, optimize="greedy")
+    tables = list(operands)
+    for positions, _, step, *_ in info.contraction_list:
+        picked = [tables.pop(i) for i in positions]  # positions descend, as opt_einsum lists them
+        tables.append(_pair(step, *picked) if len(picked) == 2 else np.einsum(step, *picked))
+    (out,) = tables
+    return np.asarray(out)
+
+
+def _pair(step: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """One einsum step ``"ij,jk->ik"`` of two tables as a batched matrix product: indices in both
+    and kept are the batch, in both and not kept are summed, the rest are each table's own rows or
+    columns (an index neither keeps nor shares is summed first). NumPy's einsum runs these steps
+    of a selection round's projections (a product over shared indices, some summed) in its own
+    loops; ``matmul`` halved the time of the ACS excerpt's 816 three-way projections.
+
+    >>> a, b = np.arange(24.0).reshape(2, 3, 4), np.arange(30.0).reshape(3, 2, 5)
+    >>> np.allclose(_pair("xyz,ywv->vyx", a, b), np.einsum("xyz,ywv->vyx", a, b))
+    True
+    """
+    inputs, out = step.split("->")
+    left, right = inputs.split(",")
+    a, left = _summed_alone(a, left, right + out)
+    b, right = _summed_alone(b, right, left + out)
+    size = dict(zip(left, a.shape)) | dict(zip(right, b.shape))
+    batch = [c for c in left if c in right and c in out]
+    summed = [c for c in left if c in right and c not in out]
+    own_a, own_b = [c for c in left if c not in right], [c for c in right if c not in left]
+    cells = lambda ids: math.prod(size[c] for c in ids)  # noqa: E731
+    x = np.transpose(a, [left.index(c) for c in batch + own_a + summed]).reshape(cells(batch), cells(own_a), cells(summed))
+    y = np.transpose(b, [right.index(c) for c in batch + summed + own_b]).reshape(cells(batch), cells(summed), cells(own_b))
+    order = batch + own_a + own_b
+    product = np.matmul(x, y).reshape([size[c] for c in order])
+    return np.transpose(product, [order.index(c) for c in out])
+
+
+def _summed_alone(table: np.ndarray, ids: str, elsewhere: str) -> tuple[np.ndarray, str]:
+    """``table`` (indices ``ids``) summed over the indices not in ``elsewhere``."""
+    drop = tuple(i for i, c in enumerate(ids) if c not in elsewhere)
+    return (sum_axes(table, drop), "".join(c for c in ids if c in elsewhere)) if drop else (table, ids)
 
 
 def _sum_to(table: np.ndarray, clique: Sequence[int], attrs: Sequence[int]) -> np.ndarray:
