@@ -31,7 +31,7 @@ PLACED = {
     "domain": """domain domain.codec domain.columns domain.discovered domain.domain domain.limits domain.missing
                  domain.rules domain.validation domain.analyses formula""",
     "engine": """engine engine.agency engine.base engine.copies engine.duckdb_engine engine.files engine.fingerprint
-                 engine.numpy_engine engine.owner engine.spark_engine""",
+                 engine.numpy_engine engine.owner engine.spark_codes engine.spark_engine""",
     "privacy": """privacy privacy.accountant privacy.audit privacy.budget privacy.composition privacy.conversions privacy.known
                   privacy.ledger privacy.ledger_records privacy.loss privacy.measurement privacy.relation privacy.rng
                   privacy.published privacy.samplers privacy.selection privacy.session""",

@@ -526,3 +526,227 @@ def test_declared_missing_states_agree(opened, tmp_path):
     path.write_text(SURVEY_CSV)
     domain = survey_domain()
     assert_agree(NumpyEngine(pd.read_csv(path), domain, "drop"), opened(path, domain, "drop"), QUERIES)
+
+
+# -- Parquet of plain types: validated and coded in Spark SQL (no Python workers) -------------------
+
+
+def plain_table(rows: int = 3000, seed: int = 0, clean: bool = False):
+    """A Parquet table of every plain type the native pass codes (integers with nulls, int8/32,
+    float64 with NaN, float32, text) against a domain of bins, clipping, numeric and text
+    categories, missing states and a numeric column without bins; with values missing, of the wrong
+    type and outside the domain, unless ``clean``. Nulls every 50th row (in every row group)."""
+    import pyarrow as pa
+
+    from dipsy.domain.missing import Missing
+
+    rng = np.random.default_rng(seed)
+    every = np.arange(rows) % 50 == 7
+    odd = lambda p: rng.random(rows) < (0 if clean else p)  # noqa: E731
+    words = [f"w{i:03d}" for i in range(40)]
+    codes = [1, 3, 5, 8, 13, 21, 34, 55, 89, 144, 2.5]
+    hours = rng.integers(0, 61, rows).astype(float)
+    hours[odd(0.02)] = 2.5
+    hours[rng.random(rows) < 0.03] = -8
+    income = rng.exponential(200, rows)
+    edge = rng.random(rows) < 0.05  # values on bin edges
+    income[edge] = rng.choice([0.0, 10.0, 100.0, 500.0, 1000.0], edge.sum())
+    spend = rng.normal(25, 20, rows).astype(np.float32)
+    spend[edge] = rng.choice(np.linspace(0, 50, 41), edge.sum())
+    income[odd(0.02)] = np.inf
+    income[every & odd(1)] = np.nan
+    word = np.array(rng.choice(words, rows), dtype=object)
+    word[odd(0.02)] = "w999"
+    word[rng.random(rows) < 0.02] = ".a"
+    word[every & odd(1)] = None
+    ratio = rng.choice([0.5, 1.0, 2.25, 1e20] + ([] if clean else [3.0, 0.1]), rows)
+    table = pa.table(
+        {
+            "age": pa.array(np.where(odd(0.03), 95, rng.integers(0, 90, rows)), pa.int16(), mask=every),
+            "code": pa.array(np.where(odd(0.03), 4, rng.choice(codes[:-1], rows)), pa.int32()),
+            "hours": pa.array(hours, pa.float64(), mask=every),  # nulls: DuckDB casts a NaN in a state (a bug)
+            "income": pa.array(np.minimum(income, 999.0) if clean else income, pa.float64()),
+            "spend": pa.array(spend, pa.float32()),
+            "word": pa.array(word, pa.string()),
+            "flag": pa.array(rng.integers(0, 2 if clean else 3, rows), pa.int8()),
+            "ratio": pa.array(ratio, pa.float64()),
+            "amount": pa.array(np.where(rng.random(rows) < 0.05, -9.0, rng.random(rows) * 100 * (1 + odd(0.1))), pa.float64()),
+            "share": pa.array(np.where(odd(0.02), 1.1, rng.random(rows)), pa.float32()),
+            "level": pa.array(rng.integers(-3, 9, rows), pa.int8()),
+            "grade": pa.array(rng.choice([0.0, -0.0, 0.5, 1.0, 1.5, 2.0, 10.0] + ([] if clean else [3.0]), rows)),
+            "rank": pa.array(np.where(odd(0.03), rng.choice([2.5, 5.0], rows), rng.integers(1, 5, rows)), pa.float64()),
+        }
+    )
+    domain = Domain(
+        (
+            Column("age", "integer", lower=0, upper=89, missing=Missing(empty="skipped") if clean else None),
+            Column("code", "categorical", categories=tuple(codes)),
+            Column("hours", "integer", lower=0, upper=60, missing=Missing(empty="skipped", codes=((-8, "refused"),))),
+            Column("income", "numeric", lower=0, upper=1000, bins=(0.0, 10.0, 100.0, 500.0, 1000.0)),
+            Column("spend", "numeric", lower=0, upper=50, bins=tuple(float(e) for e in np.linspace(0, 50, 41)), clip=True),
+            Column("word", "categorical", categories=tuple(words), missing=Missing(codes=((".a", "not asked"),))),
+            Column("flag", "categorical", categories=("0", "1", "01")),
+            Column("ratio", "categorical", categories=("0.5", "1", "2.25", "1e+20")),
+            Column("amount", "numeric", lower=0, upper=100, missing=Missing(codes=((-9, "n/a"),))),
+            Column("share", "numeric", lower=0, upper=1, bins=(0.0, 0.25, 0.5, 1.0)),
+            Column("level", "integer", lower=0, upper=5, clip=True),
+            Column("grade", "ordinal", categories=(0, 0.5, 1, 1.5, 2, 10)),
+            Column("rank", "categorical", categories=(1, 2, 3, 4)),
+        )
+    )
+    return domain, table
+
+
+#: The columns of plain_table's domain that have cells (amount is numeric without bins).
+ENCODABLE = ("age", "code", "hours", "income", "spend", "word", "flag", "ratio", "share", "level", "grade", "rank")
+
+
+def python_path(engine: SparkEngine) -> SparkEngine:
+    """The engine made to validate and code with Python workers (the codec itself), as it does
+    data the native pass does not code."""
+    engine._native = None
+    return engine
+
+
+def assert_same_records(engines: list[Engine], names: list[str]) -> None:
+    """records() (numbers, states, codes) equal across engines once their rows are sorted alike."""
+    expected = None
+    for engine in engines:
+        r = engine.records(names)
+        arrays = [*r.numbers.values(), *r.states.values(), *r.codes.values()]
+        rows = np.stack([np.asarray(a, float) for a in arrays], axis=1)
+        rows = rows[np.lexsort(rows.T[::-1])]
+        expected = rows if expected is None else expected
+        assert np.array_equal(rows, expected, equal_nan=True), type(engine).__name__
+
+
+def test_plain_parquet_coded_in_spark_as_the_codec_codes(opened, tmp_path, small_splits):
+    import pyarrow.parquet as pq
+
+    domain, table = plain_table()
+    path = tmp_path / "plain.parquet"
+    pq.write_table(table, path, row_group_size=500)  # several splits
+    engines = [*three(opened, path, domain, "drop"), python_path(opened(path, domain, "drop"))]
+    native = engines[2]
+    assert native._native is not None and engines[3]._native is None
+    report = native.report
+    assert "checked" not in native._state  # validated without a pass of Python workers
+    problems = {(i.column, i.problem) for i in report.issues}
+    assert problems == {
+        ("age", "missing values"),
+        ("age", "values outside the domain"),
+        ("code", "values outside the domain"),
+        ("hours", "values of the wrong type"),
+        ("income", "missing values"),
+        ("income", "values outside the domain"),
+        ("word", "missing values"),
+        ("word", "values outside the domain"),
+        ("flag", "values outside the domain"),
+        ("ratio", "values outside the domain"),
+        ("amount", "values outside the domain"),
+        ("share", "values outside the domain"),
+        ("grade", "values outside the domain"),
+        ("rank", "values outside the domain"),
+    }, problems
+    assert [i.examples for i in report.issues if i.column in ("share", "rank")] == [("1.1",), ("2.5", "5.0")]
+    assert next(i for i in report.issues if i.column == "age" and i.examples).examples == ("95.0",)  # nulls: floats
+    assert_agree(
+        engines,
+        [
+            ENCODABLE,
+            ("age", "code"),
+            ("hours", "word"),
+            ("income", "spend"),
+            ("flag", "ratio"),
+            ("share", "level", "grade", "rank"),
+        ],
+        form="sparse",
+    )
+    assert_agree(engines, [("spend",), ("hours",)], form="dense")
+    assert_same_values(engines, ["age", "code", "income", "spend", "word"])
+    assert_same_records(engines, ["amount", "hours", "spend"])
+    assert native._state["codes"].parent.name.startswith("dipsy-spark-")  # valid rows' codes: the private folder
+
+
+def test_plain_parquet_without_invalid_rows_is_counted_from_the_data(opened, tmp_path):
+    """No row to leave out: nothing is written, each table is coded from the data (Spark's own
+    groupBy of the raw columns where they have few values)."""
+    import pyarrow.parquet as pq
+
+    domain, table = plain_table(clean=True, seed=4)
+    path = tmp_path / "clean.parquet"
+    pq.write_table(table, path, row_group_size=1000)
+    engines = [*three(opened, path, domain), python_path(opened(path, domain))]
+    native = engines[2]
+    assert native.report.ok and native.report.rows == 3000
+    assert_agree(
+        engines,
+        [
+            ENCODABLE,
+            ("age", "hours"),
+            ("code", "word", "flag"),
+            ("income", "ratio"),
+            ("spend",),
+            ("level", "grade", "rank", "share"),
+        ],
+    )
+    assert_same_values(engines, ["code", "income", "spend"])
+    assert_same_records(engines, ["age", "amount", "hours"])
+    assert "codes" not in native._state and "checked" not in native._state
+    coarser = Domain(
+        tuple(dataclasses.replace(c, bins=(0.0, 500.0, 1000.0)) if c.name == "income" else c for c in domain.columns)
+    )
+    rebinned = [e.rebinned(coarser) for e in engines]
+    assert_agree(rebinned, [("income", "age")])
+    for e in rebinned[2:]:
+        e.close()
+
+
+def test_native_examples_in_file_order_across_files(opened, tmp_path, small_splits):
+    """A folder of files with values outside the domain in each: the examples are pandas' first
+    ones (its order of the files, then of the rows), as the Python workers find them."""
+    import pyarrow.parquet as pq
+
+    domain, table = plain_table(rows=6000, seed=2)
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    for i, name in enumerate(["b 1.parquet", "a+2.parquet", "c.parquet"]):  # file order is not write order
+        pq.write_table(table.slice(2000 * i, 2000), folder / name, row_group_size=300)
+    engines = [*three(opened, folder, domain, "drop"), python_path(opened(folder, domain, "drop"))]
+    assert engines[1]._native is not None
+    assert_agree(engines, [("word", "code")])
+    shown = [i.examples for i in engines[1].report.issues if i.problem == "values outside the domain"]
+    assert any(len(e) > 1 for e in shown)
+
+
+def test_native_pass_falls_back_for_what_it_does_not_code(opened, tmp_path):
+    """Text read as numbers, booleans, dictionaries and CSV go to the Python workers."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "mixed.parquet"
+    pq.write_table(
+        pa.table({"n": pa.array(["1", "2", "x"]), "b": pa.array([True, False, True]), "t": pa.array(["a", "b", "c"])}), path
+    )
+    assert opened(path, Domain((Column("t", "categorical", categories=("a", "b")),)))._native == {"t": "str"}
+    assert opened(path, Domain.from_sizes({"n": 3}))._native is None
+    assert opened(path, Domain((Column("b", "categorical", categories=("True", "False")),)))._native is None
+    assert opened(CE, Domain.load(CE_DOMAIN))._native is None
+
+
+def test_native_nan_in_an_empty_state(opened, tmp_path):
+    """NaN (stored as NaN, not null) and null in a float column of whole numbers that declares an
+    empty state: valid, in that state. (DuckDB is left out: its engine casts the NaN to an integer
+    and fails.)"""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dipsy.domain.missing import Missing
+
+    path = tmp_path / "nan.parquet"
+    pq.write_table(pa.table({"h": pa.array([1.0, np.nan, -8.0, 2.5, 60.0, 61.0, None])}), path)
+    domain = Domain((Column("h", "integer", lower=0, upper=60, missing=Missing(empty="skipped", codes=((-8, "refused"),))),))
+    engines = [NumpyEngine(read(path), domain, "drop"), opened(path, domain, "drop"), python_path(opened(path, domain, "drop"))]
+    assert engines[1]._native == {"h": "float"} and engines[1].report.invalid_rows == 2
+    assert_agree(engines, [("h",)], form="dense")
+    assert_same_records(engines, ["h"])

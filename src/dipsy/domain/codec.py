@@ -26,6 +26,7 @@ declaration alone, never on which codes a set holds (so that the chunks of one s
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -323,6 +324,34 @@ def as_text(values: pd.Series) -> np.ndarray:
         out[whole] = v[whole].astype(np.int64).astype(str)
         return out
     return values.astype(str).to_numpy(dtype=object)
+
+
+def float_for_text(text: str, kind: str) -> float | None:
+    """The float (``kind`` float or float32) whose text (:func:`as_text`) is ``text``, or None if
+    there is none: how an engine matches a text category against a float column.
+
+    >>> float_for_text("1", "float"), float_for_text("1.0", "float"), float_for_text("0.1", "float32")
+    (1.0, None, 0.10000000149011612)
+    """
+    try:
+        d = float(text)
+    except ValueError:
+        return None
+    if math.isnan(d):
+        return None
+    dtype = np.float32 if kind == "float32" else np.float64
+    with np.errstate(over="ignore", invalid="ignore"):
+        value = dtype(d)
+        same = as_text(pd.Series([value], dtype=dtype))[0] == text
+    return float(value) if same else None
+
+
+def few_values(column: Column) -> bool:
+    """Whether ``column`` has no more valid values than codes: categorical, or whole numbers
+    without bins or clipping (an engine may then count distinct raw values and code those). A CSV
+    field may write one value in several ways, ' 1' and '1'; a column still has only as many as
+    the file holds."""
+    return column.is_categorical or (column.kind == "integer" and column.bins is None and not column.clip)
 
 
 def _examples(bad: pd.Series) -> tuple[str, ...]:

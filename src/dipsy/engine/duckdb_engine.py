@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..domain import Column, ColumnIssue, Domain, ValidationReport
-from ..domain.codec import as_text
+from ..domain.codec import few_values, float_for_text
 from ..domain.limits import check_width
 from ..domain.missing import NA_TEXTS
 from ..domain.validation import EXAMPLES, MISSING, OUTSIDE, WRONG_TYPE
@@ -377,14 +377,14 @@ class DuckDBEngine(Engine):
 
     def _column_by_column(self, columns: tuple[Column, ...]) -> list[int] | None:
         """The counts of _validation_pass for a Parquet file whose columns all have few values
-        (:func:`_few_values`), or None if a row is invalid.
+        (:func:`few_values`), or None if a row is invalid.
 
         Each column's problems are counted as in _grouped_cell_counts: its distinct values with
         their rows, each value coded once. A row is invalid if it is invalid in some column, so
         with no problem in any column no row is invalid; otherwise the rows invalid in more than
         one column need the pass over whole rows, and None says so. (10⁸ rows, 14 columns: 9 s
         against 23 s for the pass.)"""
-        if self.format != "parquet" or not columns or not all(_few_values(c) for c in columns):
+        if self.format != "parquet" or not columns or not all(few_values(c) for c in columns):
             return None
         rows = 0
         for c in columns:
@@ -478,7 +478,7 @@ class DuckDBEngine(Engine):
         if (
             (self._queries == 1 or not self._codes_fit())
             and not self.report.invalid_rows
-            and all(_few_values(self.domain[n]) for n in names)
+            and all(few_values(self.domain[n]) for n in names)
         ):
             return self._grouped_cell_counts(names, strides)
         if self._queries > 1:
@@ -501,7 +501,7 @@ class DuckDBEngine(Engine):
         counting the rows of each distinct combination of raw values, coding each combination
         once and adding the counts of those that share a cell gives the counts of coding every
         row. It is taken when no row is invalid and every column has few valid values
-        (:func:`_few_values`): there are then about as many combinations as cells (exactly as
+        (:func:`few_values`): there are then about as many combinations as cells (exactly as
         many in a Parquet integer column), and the file is read as DuckDB's own ``GROUP BY`` reads it (10⁸ rows, three columns: 0.8 s against
         1.5 s for coding every row).
         """
@@ -722,7 +722,7 @@ class DuckDBEngine(Engine):
             kind = self._kinds[column.name]
             if kind in ("float", "float32"):
                 # A float reads as text without a whole number's '.0': match each category's number.
-                numbered = [(k, d) for k, d in ((k, _float_for_text(c, kind)) for k, c in enumerate(cats)) if d is not None]
+                numbered = [(k, d) for k, d in ((k, float_for_text(c, kind)) for k, c in enumerate(cats)) if d is not None]
                 if len(numbered) > LOOKUP_FROM:
                     table = self._lookup(column, [d for _, d in numbered], [k for k, _ in numbered], pa.float64())
                     found = f"(SELECT code FROM {table} WHERE key = {v})"
@@ -777,13 +777,6 @@ def _bounds(column: Column) -> tuple[float, float]:
     """A numeric or integer column's public bounds, as declared (the domain requires both)."""
     assert column.lower is not None and column.upper is not None, "Column checks every non-categorical column's bounds"
     return column.lower, column.upper
-
-
-def _few_values(column: Column) -> bool:
-    """Whether ``column`` has no more valid values than codes: categorical, or whole numbers
-    without bins or clipping. (A CSV field may write one value in several ways, ' 1' and '1';
-    a column still has only as many as the file holds.)"""
-    return column.is_categorical or (column.kind == "integer" and column.bins is None and not column.clip)
 
 
 _CODE_BYTES = {"UTINYINT": 1, "USMALLINT": 2, "UINTEGER": 4, "UBIGINT": 8}
@@ -885,21 +878,6 @@ def _csv_values(texts: np.ndarray, kind: str) -> np.ndarray:
 def _cleanup(con: duckdb.DuckDBPyConnection, spill: str) -> None:
     con.close()
     shutil.rmtree(spill, ignore_errors=True)
-
-
-def _float_for_text(text: str, kind: str) -> float | None:
-    """The float whose text (the codec's ``as_text``) is ``text``, or None if there is none."""
-    try:
-        d = float(text)
-    except ValueError:
-        return None
-    if math.isnan(d):
-        return None
-    dtype = np.float32 if kind == "float32" else np.float64
-    with np.errstate(over="ignore", invalid="ignore"):
-        value = dtype(d)
-        same = as_text(pd.Series([value], dtype=dtype))[0] == text
-    return float(value) if same else None
 
 
 def _has_any(r: str, chars: str) -> str:
