@@ -766,3 +766,22 @@ def test_codes_that_would_spill_are_not_materialized(tmp_path, monkeypatch):
     assert_agree(NumpyEngine(pd.read_parquet(path), domain), duck, [("k",), ("c", "k"), ("k", "w"), ("c",)])
     assert grouped == [("k",), ("c", "k"), ("c",)]  # the binned column's table is read from the codes table
     duck.close()
+
+
+@pytest.mark.parametrize("values", [[1.0, np.nan, -8.0, 60.0], [1.0, np.nan, 2.5, 61.0], [np.nan, np.nan, 3.0, None]])
+def test_a_parquet_nan_is_missing_whatever_the_file_s_statistics_say(tmp_path, values):
+    """A float column whose NaN is stored as NaN (Parquet statistics leave NaN out of min and max:
+    DuckDB once folded ``isnan`` to false from them, calling the NaN outside the domain or failing
+    to cast it): the DuckDB engine's report, counts and codes are NumPy's."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dipsy.domain.missing import Missing
+
+    path = tmp_path / "nan.parquet"
+    pq.write_table(pa.table({"h": pa.array(values, type=pa.float64())}), path)  # NaN stays NaN (pandas writes null)
+    domain = Domain((Column("h", "integer", lower=0, upper=60, missing=Missing(empty="skipped", codes=((-8, "refused"),))),))
+    duck, numpy = DuckDBEngine(path, domain, "drop"), NumpyEngine(pd.read_parquet(path), domain, "drop")
+    assert duck.report == numpy.report
+    assert np.array_equal(duck.contingency(("h",), form="dense").counts, numpy.contingency(("h",), form="dense").counts)
+    assert sorted(duck.records(["h"]).codes["h"].tolist()) == sorted(numpy.records(["h"]).codes["h"].tolist())
