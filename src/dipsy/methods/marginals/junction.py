@@ -62,9 +62,11 @@ def model_size(sizes: Sequence[int], cliques: Iterable[Iterable[int]]) -> int:
     """
     sizes = tuple(int(s) for s in sizes)
     masks = _masks(cliques)
-    edges = {(a, b) for m in masks for a in _bits(m) for b in _bits(m) if a < b}
-    if edges and len(edges) == len(sizes) - 1 and _connected(len(sizes), edges):
-        return sum(sizes[a] * sizes[b] for a, b in edges)
+    # a clique of three or more attributes holds a cycle: only pairs and single attributes can be a tree
+    if all(m.bit_count() <= 2 for m in masks):
+        edges = {tuple(_bits(m)) for m in masks if m.bit_count() == 2}
+        if edges and len(edges) == len(sizes) - 1 and _connected(len(sizes), edges):
+            return sum(sizes[a] * sizes[b] for a, b in edges)
     cells_of = _cells_counter(sizes)
     return sum(cells_of(m) for m in _elimination(sizes, masks))
 
@@ -76,29 +78,27 @@ def _masks(cliques: Iterable[Iterable[int]]) -> set[int]:
 
 
 def _elimination(sizes: tuple[int, ...], masks: set[int]) -> list[int]:
-    """Greedy elimination over all ``len(sizes)`` attributes; its maximal cliques, as bitmasks."""
+    """Greedy elimination over all ``len(sizes)`` attributes; its maximal cliques, as bitmasks.
+
+    Each attribute's neighbourhood (the union of the cliques that hold it) is kept as it changes:
+    eliminating ``b`` merges the cliques holding ``b`` into their union less ``b``, so an attribute
+    of that union gains the union and loses ``b``, and no other attribute's changes (none of its
+    cliques holds ``b``)."""
     cells_of = _cells_counter(sizes)
-    hyper = list(masks)
+    near = [0] * len(sizes)  # an attribute in no clique: 0, costing 1 (mbi's order: such attributes go first)
+    for m in masks:
+        for a in _bits(m):
+            near[a] |= m
     unmarked = list(range(len(sizes)))
     eliminated: list[int] = []
     for _ in range(len(sizes)):
-        best, best_cost, best_union = -1, None, 0
-        for a in unmarked:
-            bit = 1 << a
-            union = 0  # an attribute in no clique costs 1 (mbi's order: such attributes go first)
-            for m in hyper:
-                if m & bit:
-                    union |= m
-            cost = cells_of(union)
-            if best_cost is None or cost < best_cost:
-                best, best_cost, best_union = a, cost, union
-        bit = 1 << best
+        best = min(unmarked, key=lambda a: cells_of(near[a]))  # the first of equal ones, in domain order
+        bit, union = 1 << best, near[best]
         unmarked.remove(best)
-        hyper = [m for m in hyper if not m & bit]
-        rest = best_union & ~bit
-        if rest:
-            hyper.append(rest)
-        eliminated.append(best_union | bit)
+        rest = union & ~bit
+        for a in _bits(rest):
+            near[a] = (near[a] & ~bit) | rest
+        eliminated.append(union | bit)
     unique = list(dict.fromkeys(eliminated))
     return [m for m in unique if not any(o != m and o & m == m for o in unique)]
 
