@@ -707,11 +707,11 @@ def test_native_examples_in_file_order_across_files(opened, tmp_path, small_spli
     ones (its order of the files, then of the rows), as the Python workers find them."""
     import pyarrow.parquet as pq
 
-    domain, table = plain_table(rows=6000, seed=2)
+    domain, table = plain_table(rows=1500, seed=2)
     folder = tmp_path / "parts"
     folder.mkdir()
     for i, name in enumerate(["b 1.parquet", "a+2.parquet", "c.parquet"]):  # file order is not write order
-        pq.write_table(table.slice(2000 * i, 2000), folder / name, row_group_size=300)
+        pq.write_table(table.slice(500 * i, 500), folder / name, row_group_size=100)
     engines = [*three(opened, folder, domain, "drop"), python_path(opened(folder, domain, "drop"))]
     assert engines[1]._native is not None
     assert_agree(engines, [("word", "code")])
