@@ -384,7 +384,7 @@ def broadcast_shape(sizes: Sequence[int], attrs: Sequence[int], clique: Sequence
 SHORT_AXIS = 16
 #: Tables of at most this many cells are reduced by NumPy in one call.
 SMALL_TABLE = 1 << 14
-#: A long axis followed by at most this many cells is summed by a matrix product (:func:`_adder`).
+#: An axis followed by at most this many cells is summed by a matrix product (:func:`_adder`).
 SHORT_TAIL = 8
 
 
@@ -436,10 +436,11 @@ def _reduce(table: np.ndarray, axes: Sequence[int], ufunc: np.ufunc) -> np.ndarr
         left.remove(axis)
         n = table.shape[i]
         after = math.prod(table.shape[i + 1 :])
-        if ufunc is np.add and n > SHORT_AXIS and 1 < after <= SHORT_TAIL:
-            # a long axis before a few cells: NumPy's reduction would loop over those few at a time;
-            # one matrix product with the 0/1 matrix that adds the axis's slices reads the table once
-            # (a 99-value axis before 2 cells of a 320,760-cell table: 2.5 ms → 0.06 ms)
+        if ufunc is np.add and 1 < after <= SHORT_TAIL:
+            # an axis before a few cells: NumPy's reduction, or adding its slices, would loop over
+            # those few at a time; one matrix product with the 0/1 matrix that adds the axis's slices
+            # reads the table once (a 99-value axis before 2 cells of a 320,760-cell table: 2.5 ms →
+            # 0.06 ms; a 9-value axis before 3 cells of a 3.2-million-cell one: 24 ms → 1.9 ms)
             rows = table.reshape(math.prod(table.shape[:i]), n * after)
             table = (rows @ _adder(n, after)).reshape(table.shape[:i] + table.shape[i + 1 :])
             continue
