@@ -64,7 +64,7 @@ def model_size(sizes: Sequence[int], cliques: Iterable[Iterable[int]]) -> int:
     masks = _masks(cliques)
     # a clique of three or more attributes holds a cycle: only pairs and single attributes can be a tree
     if all(m.bit_count() <= 2 for m in masks):
-        edges = {tuple(_bits(m)) for m in masks if m.bit_count() == 2}
+        edges = {(a, b) for m in masks if m.bit_count() == 2 for a, b in [_bits(m)]}
         if edges and len(edges) == len(sizes) - 1 and _connected(len(sizes), edges):
             return sum(sizes[a] * sizes[b] for a, b in edges)
     cells_of = _cells_counter(sizes)
