@@ -41,7 +41,9 @@ way for every tool: mean total variation distance, TVD = ½ Σ |p − q| over pr
 1-way (14) and 2-way (91) marginals and the 256 three-way marginals of ``adult_3way.json``, by
 ``np.bincount`` on combined codes. A frame with missing columns or codes outside the domain is
 recorded as an error; a row a peer leaves empty counts as mass outside the domain (its share is
-recorded).
+recorded). ``--data``/``--domain`` may also name data of values and a dipsy domain file (the ACS
+excerpt: ``examples/acs/``), which the scorer codes with dipsy's codec, a value off the domain
+counting as outside; only dipsy's tools read such data (the peers are given pre-coded data).
 
 Variants: OpenDP's runs also draw their fitted model's records with ``method="sample"`` (i.i.d.),
 scored and shown as extra rows, because mbi 1.1.0's default rounding sampler ties columns that
@@ -191,14 +193,31 @@ def interpreters(tools: list[str]) -> dict[str, Path | str]:
 # --- scoring ------------------------------------------------------------------------------------
 
 
+def _dipsy_domain(path: Path):
+    """The dipsy domain in ``path``, or None when the file is a plain map of column sizes."""
+    if path.suffix == ".json":
+        sizes = json.loads(path.read_text())
+        if isinstance(sizes, dict) and all(isinstance(v, int) for v in sizes.values()):
+            return None
+    from dipsy.domain import Domain
+
+    return Domain.load(path)
+
+
 class Scorer:
     """The real data's marginals, and the mean TVD of a synthetic frame's at 1, 2 and 3 ways."""
 
     def __init__(self, data: Path, domain: Path, three_way: Path):
-        self.sizes = json.loads(domain.read_text())
-        self.columns = list(self.sizes)
+        self.domain = _dipsy_domain(domain)
+        if self.domain is None:  # a map of column sizes over pre-coded data (Adult's)
+            self.sizes = json.loads(domain.read_text())
+            self.columns = list(self.sizes)
+            real = pd.read_csv(data, usecols=self.columns)[self.columns].to_numpy(np.int64)
+        else:  # a dipsy domain (categories, bins, missing states): values coded by dipsy's codec
+            self.columns = list(self.domain.names)
+            self.sizes = dict(zip(self.columns, self.domain.shape()))
+            real = self.encoded(pd.read_csv(data))
         self.dims = np.array([self.sizes[c] for c in self.columns])
-        real = pd.read_csv(data, usecols=self.columns)[self.columns].to_numpy(np.int64)
         index = {c: i for i, c in enumerate(self.columns)}
         triples = json.loads(three_way.read_text())["marginals"] if three_way.exists() else self.triples(three_way)
         self.marginals = {
@@ -238,8 +257,19 @@ class Scorer:
         out["rows"] = len(synthetic)
         return out
 
+    def encoded(self, frame: pd.DataFrame) -> np.ndarray:
+        """Values coded by dipsy's codec over the dipsy domain; a value off the domain is -1 (outside)."""
+        from dipsy.domain import encode_frame
+
+        encoded, _ = encode_frame(frame, self.domain)
+        if not encoded:
+            raise InvalidOutput(f"columns missing from the data: {[c for c in self.columns if c not in frame.columns]}")
+        return np.stack([encoded[c].codes for c in self.columns], axis=1).astype(np.int64)
+
     def codes(self, path: Path) -> np.ndarray:
         """The synthetic CSV as codes, empty cells as -1; anything else off the domain is invalid."""
+        if self.domain is not None:
+            return self.encoded(pd.read_csv(path))
         frame = pd.read_csv(path)
         missing = [c for c in self.columns if c not in frame.columns]
         if missing:
@@ -458,7 +488,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--force", action="store_true", help="rerun runs already in results.json")
     parser.add_argument("--summarize-only", action="store_true", help="only redo table and plot from results.json")
     parser.add_argument("--data", type=Path, default=ADULT / "adult.csv")
-    parser.add_argument("--domain", type=Path, default=ADULT / "adult-domain.json")
+    parser.add_argument(
+        "--domain",
+        type=Path,
+        default=ADULT / "adult-domain.json",
+        help="a map of column sizes over coded data, or a dipsy domain",
+    )
     parser.add_argument("--public", type=Path, default=ADULT / "pub025" / "pub.csv", help="public records for dpsyn")
     parser.add_argument(
         "--three-way",
