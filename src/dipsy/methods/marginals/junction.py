@@ -462,24 +462,6 @@ def _reduce(table: np.ndarray, axes: Sequence[int], ufunc: np.ufunc) -> np.ndarr
 ONE_SHIFT_RANGE = 700.0
 
 
-def _log_sum_exp(table: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
-    """``log Σ exp`` of ``table`` over ``axes``, each slice shifted by its own largest entry (so a
-    message keeps full precision at every separator value, however far apart they lie);
-    ``−∞`` where every summand is ``−∞``. A table whose entries all lie within
-    :data:`ONE_SHIFT_RANGE` of each other takes one shift (two contiguous passes instead of a
-    reduction per axis)."""
-    if not axes:
-        return table
-    high, low = float(table.max()), float(table.min())
-    if np.isfinite(low) and high - low < ONE_SHIFT_RANGE:  # every exp(x − high) stays a normal float
-        return np.log(sum_axes(np.exp(table - high), axes)) + high
-    top = max_axes(table, axes)
-    top = np.where(np.isfinite(top), top, 0.0)
-    shape = [1 if i in axes else n for i, n in enumerate(table.shape)]
-    with np.errstate(divide="ignore"):
-        return np.log(sum_axes(np.exp(table - top.reshape(shape)), axes)) + top
-
-
 __all__ = [
     "JunctionTree",
     "broadcast_shape",
