@@ -115,8 +115,18 @@ ENVS = {
     "sdnist": ["sdnist==2.4"],  # benchmarks/sdnist_check.py: SDNist's own k-marginal score
     # the authors' repository, from the checkout --private-pgm names (PRIVATE_PGM below), with the JAX
     # of its last commit (August 2025): under JAX 0.10 its Factor arithmetic fails while tracing
-    # ("DynamicJaxprTracer has no attribute domain"); its mechanisms import matplotlib and pandas
-    "private-pgm": ["{private_pgm}", "jax==0.7.0", "jaxlib==0.7.0", "chex==0.1.90", "optax==0.2.5", "matplotlib", "pandas"],
+    # ("DynamicJaxprTracer has no attribute domain"); its mechanisms import matplotlib and pandas, and its
+    # sampler needs pandas < 3 (its groupby().apply() keeps the grouping columns only before pandas 3:
+    # under 3.1 the second column's groupby fails with KeyError after a whole fit)
+    "private-pgm": [
+        "{private_pgm}",
+        "jax==0.7.0",
+        "jaxlib==0.7.0",
+        "chex==0.1.90",
+        "optax==0.2.5",
+        "matplotlib",
+        "pandas<3",
+    ],
     "dpmm": ["dpmm==0.1.9"],
     # synthcity pins torch < 2.3 but leaves opacus open, and pip's opacus 1.5.4 cannot be imported under
     # torch 2.2 (it registers torch.nn.RMSNorm, new in torch 2.4): 1.5.2 is the newest without it
