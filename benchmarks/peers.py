@@ -43,7 +43,9 @@ way for every tool: mean total variation distance, TVD = ½ Σ |p − q| over pr
 recorded as an error; a row a peer leaves empty counts as mass outside the domain (its share is
 recorded). ``--data``/``--domain`` may also name data of values and a dipsy domain file (the ACS
 excerpt: ``examples/acs/``), which the scorer codes with dipsy's codec, a value off the domain
-counting as outside; only dipsy's tools read such data (the peers are given pre-coded data).
+counting as outside; only dipsy's synthesizers read such data: the baseline and the peers are given
+the same rows coded (``coded/data.csv`` under ``--out``, rows with a value off the domain left out)
+with a map of column sizes (``coded/sizes.json``), and their codes are scored as codes.
 
 Variants: OpenDP's runs also draw their fitted model's records with ``method="sample"`` (i.i.d.),
 scored and shown as extra rows, because mbi 1.1.0's default rounding sampler ties columns that
@@ -237,6 +239,7 @@ class Scorer:
         }
         self.real = {m: self.proportions(real, m)[0] for ways in self.marginals.values() for m in ways}
         self.rows = len(real)
+        self.real_codes = real
 
     def triples(self, path: Path, count: int = 256) -> list[list[str]]:
         """256 column triples by adult_3way.json's recipe (seeded choice from the sorted list), saved."""
@@ -276,9 +279,22 @@ class Scorer:
             raise InvalidOutput(f"columns missing from the data: {[c for c in self.columns if c not in frame.columns]}")
         return np.stack([encoded[c].codes for c in self.columns], axis=1).astype(np.int64)
 
-    def codes(self, path: Path) -> np.ndarray:
-        """The synthetic CSV as codes, empty cells as -1; anything else off the domain is invalid."""
-        if self.domain is not None:
+    def coded_inputs(self, folder: Path) -> tuple[Path, Path]:
+        """The real data as codes (rows with a value off the domain left out) and a map of column
+        sizes, written under ``folder``: what a tool that does not read a dipsy domain is given."""
+        folder.mkdir(parents=True, exist_ok=True)
+        data, sizes = folder / "data.csv", folder / "sizes.json"
+        inside = (self.real_codes >= 0).all(axis=1)
+        if not inside.all():
+            log.info("coded data for the peers: %d rows with a value off the domain left out", int((~inside).sum()))
+        pd.DataFrame(self.real_codes[inside], columns=self.columns).to_csv(data, index=False)
+        sizes.write_text(json.dumps({c: int(n) for c, n in self.sizes.items()}, indent=1) + "\n")
+        return data, sizes
+
+    def codes(self, path: Path, coded: bool = False) -> np.ndarray:
+        """The synthetic CSV as codes, empty cells as -1; anything else off the domain is invalid.
+        With a dipsy domain, a CSV of values is coded by dipsy's codec unless ``coded`` says it holds codes."""
+        if self.domain is not None and not coded:
             return self.encoded(pd.read_csv(path))
         frame = pd.read_csv(path)
         missing = [c for c in self.columns if c not in frame.columns]
@@ -320,7 +336,13 @@ def run_folder(run: dict) -> Path:
     return OUT / "runs" / run["tool"] / f"eps{run['epsilon']:g}-seed{run['seed']}"
 
 
-def launch(run: dict, python: Path, core: int, args: argparse.Namespace, rows: int) -> Child:
+def reads_values(tool: str) -> bool:
+    """Whether ``tool`` reads data of values with a dipsy domain (dipsy's synthesizers; not the baseline)."""
+    _, module, method = TOOLS[tool]
+    return module == "tool_dipsy" and method != "independent"
+
+
+def launch(run: dict, python: Path, core: int, args: argparse.Namespace, rows: int, coded: tuple[Path, Path] | None) -> Child:
     folder = run_folder(run)
     folder.mkdir(parents=True, exist_ok=True)
     for stale in [folder / "meta.json", *folder.glob("synthetic*.csv")]:
@@ -330,8 +352,8 @@ def launch(run: dict, python: Path, core: int, args: argparse.Namespace, rows: i
         **run,
         "module": module,
         "method": method,
-        "data": str(args.data),
-        "domain": str(args.domain),
+        "data": str(coded[0] if coded and not reads_values(run["tool"]) else args.data),
+        "domain": str(coded[1] if coded and not reads_values(run["tool"]) else args.domain),
         "public": str(args.public),
         "private_pgm": str(args.private_pgm),
         "rows": rows,
@@ -379,18 +401,20 @@ def record(child: Child, wall: float, code: int, peak_mb: float, cpu: float, sco
         return {**entry, "status": "timeout"}
     if code != 0:
         return {**entry, "status": "error", "message": tail(child.folder / "stderr.log")}
-    scores = score_file(scorer, child.folder / "synthetic.csv")
+    coded = scorer.domain is not None and not reads_values(child.run["tool"])
+    scores = score_file(scorer, child.folder / "synthetic.csv", coded)
     if "error" in scores:
         return {**entry, "status": "error", "message": scores["error"]}
     variants = {
-        path.stem.removeprefix("synthetic-"): score_file(scorer, path) for path in sorted(child.folder.glob("synthetic-*.csv"))
+        path.stem.removeprefix("synthetic-"): score_file(scorer, path, coded)
+        for path in sorted(child.folder.glob("synthetic-*.csv"))
     }
     return {**entry, "status": "ok", **scores, **({"variants": variants} if variants else {})}
 
 
-def score_file(scorer: Scorer, path: Path) -> dict:
+def score_file(scorer: Scorer, path: Path, coded: bool = False) -> dict:
     try:
-        return scorer.score(scorer.codes(path))
+        return scorer.score(scorer.codes(path, coded))
     except (InvalidOutput, OSError, ValueError) as err:
         return {"error": f"invalid synthetic data: {err}"[-STATUS_TAIL:]}
 
@@ -400,6 +424,12 @@ def run_all(plan: list[dict], pythons: dict, args: argparse.Namespace, scorer: S
     machine = machine_info()
     free = sorted(os.sched_getaffinity(0))[: args.jobs]
     pending, running = list(plan), []
+    # the baseline and the peers read codes: with a dipsy domain they get the data coded by dipsy's codec
+    coded = (
+        scorer.coded_inputs(OUT / "coded")
+        if scorer.domain is not None and not all(reads_values(r["tool"]) for r in plan)
+        else None
+    )
     try:
         while pending or running:
             while pending and free:
@@ -408,7 +438,7 @@ def run_all(plan: list[dict], pythons: dict, args: argparse.Namespace, scorer: S
                 if isinstance(python, str):  # its environment could not be installed
                     store(results, {**run, "status": "error", "message": python, "machine": machine})
                     continue
-                running.append(launch(run, python, free.pop(0), args, scorer.rows))
+                running.append(launch(run, python, free.pop(0), args, scorer.rows, coded))
             for child in list(running):
                 done = reap(child, args.timeout_minutes * 60)
                 if done:

@@ -51,3 +51,16 @@ def test_a_size_map_is_read_as_before(tmp_path):
     pd.DataFrame({"a": [0, 1, 1], "b": [2, 0, 1], "c": [1, 1, 0]}).to_csv(data, index=False)
     s = P.Scorer(data, domain, tmp_path / "three.json")
     assert s.domain is None and s.sizes == {"a": 2, "b": 3, "c": 2} and s.score(s.codes(data))["tvd_3"] == 0.0
+
+
+def test_the_peers_get_the_data_coded_and_are_scored_as_codes(scorer, tmp_path):
+    data, sizes = scorer.coded_inputs(tmp_path / "coded")
+    assert P.reads_values("dipsy-aim") and not P.reads_values("independent") and not P.reads_values("opendp-mst")
+    coded = pd.read_csv(data)
+    assert list(coded.columns) == scorer.columns and len(coded) == scorer.rows
+    assert P._dipsy_domain(sizes) is None  # a plain map of column sizes, as Adult's
+    same = scorer.score(scorer.codes(data, coded=True))
+    assert same["tvd_1"] == same["tvd_2"] == same["tvd_3"] == 0.0
+    coded["SEX"] = coded["SEX"].sample(frac=1.0, random_state=0).to_numpy()
+    coded.to_csv(data, index=False)
+    assert scorer.score(scorer.codes(data, coded=True))["tvd_2"] > 0.0
