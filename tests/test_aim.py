@@ -358,6 +358,32 @@ def test_sum_axes_is_numpy_s_sum():
         assert np.allclose(sum_axes(table, axes), table.sum(axis=axes)), (shape, axes)
 
 
+def test_contractions_are_numpy_s_einsum():
+    """Projections across cliques contract their tables two at a time as batched matrix products, in
+    an order and with axes worked out once per spec and shapes: every layout gives NumPy's einsum,
+    the second time too."""
+    from dipsy.methods.marginals.estimation import _contract, _pair
+
+    rng = np.random.default_rng(1)
+    letters = "abcdefg"
+    for _ in range(400):
+        k = int(rng.integers(2, 6))
+        chosen = list(rng.permutation(list(letters))[:k])
+        left = "".join(rng.permutation(chosen[: int(rng.integers(1, k + 1))]))
+        right = "".join(rng.permutation(chosen[int(rng.integers(0, k)) :]))
+        keep = [c for c in chosen if c in left + right and rng.random() < 0.5]
+        out = "".join(rng.permutation(keep)) if keep else ""
+        size = {c: int(rng.integers(1, 5)) for c in letters}
+        a = rng.random([size[c] for c in left])
+        b = rng.random([size[c] for c in right])
+        spec = f"{left},{right}->{out}"
+        c = rng.random([size[x] for x in out[::-1]]) if out else rng.random(())
+        three = f"{left},{right},{out[::-1]}->{out[:1]}"
+        for _ in range(2):  # the second time from the cached plans
+            assert np.allclose(_pair(spec, a, b), np.einsum(spec, a, b)), spec
+            assert np.allclose(_contract(three, [a, b, c]), np.einsum(three, a, b, c)), three
+
+
 def test_the_estimation_needs_neither_jax_nor_mbi(monkeypatch):
     """The estimator is NumPy's: it fits with JAX and mbi unimportable."""
     for name in ("jax", "mbi"):
