@@ -220,6 +220,7 @@ class Scorer:
     """The real data's marginals, and the mean TVD of a synthetic frame's at 1, 2 and 3 ways."""
 
     def __init__(self, data: Path, domain: Path, three_way: Path):
+        self.data, self.domain_path = data, domain
         self.domain = _dipsy_domain(domain)
         if self.domain is None:  # a map of column sizes over pre-coded data (Adult's)
             self.sizes = json.loads(domain.read_text())
@@ -282,8 +283,11 @@ class Scorer:
     def coded_inputs(self, folder: Path) -> tuple[Path, Path]:
         """The real data as codes (rows with a value off the domain left out) and a map of column
         sizes, written under ``folder``: what a tool that does not read a dipsy domain is given."""
-        folder.mkdir(parents=True, exist_ok=True)
         data, sizes = folder / "data.csv", folder / "sizes.json"
+        inputs = {self.data.resolve(), self.domain_path.resolve()}
+        if {data.resolve(), sizes.resolve()} & inputs:
+            raise SystemExit(f"--out would write the coded copy over an input ({data}, {sizes}): choose another --out")
+        folder.mkdir(parents=True, exist_ok=True)
         inside = (self.real_codes >= 0).all(axis=1)
         if not inside.all():
             log.info("coded data for the peers: %d rows with a value off the domain left out", int((~inside).sum()))
@@ -348,12 +352,13 @@ def launch(run: dict, python: Path, core: int, args: argparse.Namespace, rows: i
     for stale in [folder / "meta.json", *folder.glob("synthetic*.csv")]:
         stale.unlink(missing_ok=True)
     _, module, method = TOOLS[run["tool"]]
+    data, domain = coded if coded and not reads_values(run["tool"]) else (args.data, args.domain)
     job = {
         **run,
         "module": module,
         "method": method,
-        "data": str(coded[0] if coded and not reads_values(run["tool"]) else args.data),
-        "domain": str(coded[1] if coded and not reads_values(run["tool"]) else args.domain),
+        "data": str(data),
+        "domain": str(domain),
         "public": str(args.public),
         "private_pgm": str(args.private_pgm),
         "rows": rows,

@@ -64,3 +64,13 @@ def test_the_peers_get_the_data_coded_and_are_scored_as_codes(scorer, tmp_path):
     coded["SEX"] = coded["SEX"].sample(frac=1.0, random_state=0).to_numpy()
     coded.to_csv(data, index=False)
     assert scorer.score(scorer.codes(data, coded=True))["tvd_2"] > 0.0
+
+
+def test_the_coded_copy_never_overwrites_an_input(tmp_path):
+    data = tmp_path / "data.csv"
+    pd.read_csv(ACS / "national2019.csv").head(200).to_csv(data, index=False)
+    s = P.Scorer(data, ACS / "domain.yaml", tmp_path / "three.json")
+    before = data.read_bytes()
+    with pytest.raises(SystemExit, match="over an input"):
+        s.coded_inputs(tmp_path)  # would write tmp_path/data.csv: the data itself
+    assert data.read_bytes() == before
