@@ -40,7 +40,7 @@ PLACED = {
                   methods.marginals methods.marginals.aim methods.marginals.consistency methods.marginals.declared methods.marginals.dpsyn
                   methods.marginals.descent methods.marginals.estimation methods.marginals.gum methods.marginals.junction
                   methods.marginals.marginal methods.marginals.mst
-                  methods.marginals.nist_encoding methods.marginals.privsyn methods.marginals.selection methods.marginals.sets methods.marginals.tree
+                  methods.marginals.nist_encoding methods.marginals.privsyn methods.marginals.refine methods.marginals.selection methods.marginals.sets methods.marginals.tree
                   methods.modips methods.modips.models methods.modips.noise methods.modips.synthesizer
                   methods.modips.vectorised methods.pseudo_posterior methods.pseudo_posterior.design
                   methods.pseudo_posterior.draws methods.pseudo_posterior.mechanism methods.pseudo_posterior.models

@@ -529,15 +529,17 @@ def test_long_steps_are_reported_to_a_progress_display(adult):
     """Sampling (post-processing) reports its steps; the measurements ran in fit, before."""
     data, domain = adult
     scope = domain.project(PLAIN)
-    _, session, model = fitted(data[PLAIN], scope, ZCDP(RHO_1), iterations=5)
+    _, session, model = fitted(data[PLAIN], scope, ZCDP(RHO_1), iterations=5, search=3)
     assert sum("dependency scores of the 6 pairs" in m.describe()["query"] for m in session.ran) == 1
     heard = []
     object.__setattr__(model, "reporter", lambda what, done, total: heard.append((what, done, total)))
     model.draw(Randomness.from_seed(1))
     steps = [what.split(",")[0] for what, _, _ in heard]
-    assert steps[0] == "privsyn: consistency" and set(steps[1:]) == {"privsyn: GUM"}
+    assert steps == ["privsyn: consistency"] + ["privsyn: GUM"] * 5 + ["privsyn: local search"] * 3
     gum = [(done, total) for what, done, total in heard if what.startswith("privsyn: GUM")]
     assert gum == [(t, 5) for t in range(1, 6)]
+    search = [(done, total) for what, done, total in heard if what.startswith("privsyn: local search")]
+    assert search == [(t, 3) for t in range(1, 4)]
 
 
 # -- the model: measured outputs only; the measurements all go through the session --------------------

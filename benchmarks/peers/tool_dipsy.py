@@ -20,11 +20,12 @@ def dipsy_call(method: str, data: str, domain: str, epsilon: float, delta: float
     """The one call into dipsy's API, kept apart so it can follow the API as it settles.
 
     DPSyn also reads public records of the same columns and encoding, given as the ``public``
-    option; ``privsyn-paper`` is privsyn with the paper's settings (shares 0.1/0.1/0.8, γ = 5000).
+    option; ``privsyn-paper`` is privsyn with the paper's settings (shares 0.1/0.1/0.8, γ = 5000,
+    GUM's records without dipsy's local search).
     """
     import dipsy
 
-    options = {"dpsyn": {"public": public}, "privsyn-paper": {"shares": "0.1,0.1,0.8", "gamma": 5000}}.get(method)
+    options = {"dpsyn": {"public": public}, "privsyn-paper": {"shares": "0.1,0.1,0.8", "gamma": 5000, "search": 0}}.get(method)
     method = "privsyn" if method == "privsyn-paper" else method
     return dipsy.synthesize(data, domain, method=method, epsilon=epsilon, delta=delta, seed=seed, options=options, ledger=False)
 
