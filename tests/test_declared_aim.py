@@ -173,6 +173,7 @@ def test_without_analyses_the_plan_is_aims_as_before():
         "iterations",
         "final_iterations",
         "tolerance",
+        "search",  # the local search after the draws: post-processing, not part of the mechanism
         "one_way_sigma2",
     }
     assert f"one-way marginals at 0.9ρ/{T} each" in plan.mechanism and "declared" not in plan.mechanism

@@ -29,7 +29,12 @@ private-pgm, whose function names are given below):
    - annealing: if ``‖M_r(p̂_t) − M_r(p̂_{t−1})‖₁ ≤ sqrt(2/π) σ_t n_r``,
      then ``σ_{t+1} = σ_t/2`` and ``ε_{t+1} = 2ε_t`` (the round's cost four times larger).
 4. **Generation**: a final estimation, then ``round(total)`` records (option ``rows``)
-   drawn i.i.d. from the model along its junction tree (:mod:`.estimation`).
+   drawn i.i.d. from the model along its junction tree (:mod:`.estimation`), then moved by a local
+   search (:mod:`.refine`, option ``search``, default 30 sweeps; 0 keeps the i.i.d. draws) towards
+   the model's own marginals on the measured attribute sets: an i.i.d. draw of N records misses
+   them by sampling error, which the search removes (a dipsy addition; on Adult at ε = 1, seeds
+   0–1, 2-/3-way TVD 0.0437/0.0926 → 0.0412/0.0902; at ε = 10, seed 0, 0.0181/0.0550 after it).
+   Post-processing: the search reads the model's tables only.
 
 **Declared analyses** (option ``analysis_share``; :mod:`.declared`). When the domain, as released,
 declares analyses (:attr:`~dipsy.domain.Domain.analyses`) with a response and a regressor to pair,
@@ -156,6 +161,8 @@ from ..base import CHUNK_ROWS, MAX_ROWS, Model, Option, Plan, Synthesizer, conca
 from .declared import analysis_share, analysis_share_option, declared_label, declared_split
 from .estimation import CELL_BYTES, GraphicalModel, NoisyMarginal, estimate
 from .junction import model_size
+from .marginal import Marginal
+from .refine import MAX_SWEEPS, SWEEPS, refine_records
 
 logger = logging.getLogger(__name__)
 
@@ -413,6 +420,12 @@ class AIM(Synthesizer):
         ),
         Option("rows", whole("rows", 1, MAX_ROWS, 1000), "synthetic rows (a public choice); default the model's noisy total"),
         Option(
+            "search",
+            whole("search", 0, MAX_SWEEPS, 1),
+            f"sweeps of local search that move the drawn records towards the model's marginals on the measured sets "
+            f"(default {SWEEPS}; 0: the i.i.d. draws as they are)",
+        ),
+        Option(
             "analysis_share",
             analysis_share_option,
             "share of ρ for the two-way marginals the domain's declared analyses need, measured first; their column "
@@ -482,6 +495,7 @@ class AIM(Synthesizer):
             "iterations": self.settings.get("iterations", ITERATIONS),
             "final_iterations": self.settings.get("final_iterations", FINAL_ITERATIONS),
             "tolerance": self.settings.get("tolerance", TOLERANCE),
+            "search": self.settings.get("search", SWEEPS),
             "one_way_sigma2": str(one_way.sigma2),
         }
         if share > 0:
@@ -625,7 +639,15 @@ class AIM(Synthesizer):
         held = held_rules(rules, measured)
         zeros = [(c.columns, c.forbidden) for c in held]
         model = estimate(size_of, measured, iterations=final_iterations, warm=model, zeros=zeros, tol=tol)
-        return AIMModel(model, self.settings.get("rows"), tuple(history), tuple(annealings), t, tuple(c.name for c in held))
+        return AIMModel(
+            model,
+            self.settings.get("rows"),
+            tuple(history),
+            tuple(annealings),
+            t,
+            tuple(c.name for c in held),
+            self.settings.get("search", SWEEPS),
+        )
 
     def _select(
         self,
@@ -672,6 +694,8 @@ class AIMModel(Model):
     rounds: int
     #: The edit rules whose forbidden cells the model holds at 0 (structural zeros of the estimation).
     zeros: tuple[str, ...] = ()
+    #: Sweeps of local search after each chunk's i.i.d. draw (:mod:`.refine`); 0: the draws as they are.
+    search: int = 0
 
     sets = 1
 
@@ -689,12 +713,23 @@ class AIMModel(Model):
         return concatenated(self.chunks(k, rand))
 
     def chunks(self, k: int, rand: Randomness, rows: int = CHUNK_ROWS) -> Iterator[dict[str, np.ndarray]]:
-        """The records in chunks of ``rows``, each drawn when read: they are i.i.d. from the model,
-        so a streamed set never holds more than a chunk."""
+        """The records in chunks of ``rows``, each drawn when read, so a streamed set never holds
+        more than a chunk: i.i.d. from the model, then (``search`` sweeps) moved towards the model's
+        marginals on the measured sets, scaled to the chunk's records."""
         n = self.rows or max(int(round(self.model.total)), 1)
         for start in range(0, n, rows):
             self.report(f"aim: drawing {n:,} records", start, n)
-            yield self.model.sample(min(rows, n - start), rand)
+            drawn = self.model.sample(min(rows, n - start), rand)
+            yield self._searched(drawn, rand) if self.search else drawn
+
+    def _searched(self, drawn: dict[str, np.ndarray], rand: Randomness) -> dict[str, np.ndarray]:
+        g = self.model
+        names = list(g.names)
+        measured = sorted({tuple(sorted(names.index(c) for c in h["marginal"])) for h in self.history})
+        targets = [Marginal(s, g.project([names[a] for a in s])) for s in measured]
+        records = np.stack([np.asarray(drawn[name]) for name in names], axis=1)
+        records = refine_records(records, targets, g.sizes, self.search, rand.numpy)
+        return {name: records[:, i] for i, name in enumerate(names)}
 
 
 __all__ = [

@@ -111,6 +111,7 @@ from .declared import ANALYSIS_SHARE, analysis_share, analysis_share_option, cou
 from .gum import MAX_ITERATIONS, initial_records, update_records
 from .marginal import Marginal, Zeros, held_at_zero, independent_records, rule_zeros
 from .refine import MAX_SWEEPS, refine_records
+from .refine import SWEEPS as SEARCH
 from .selection import allocate, combine, greedy_select, score_sensitivity, score_units
 from .sets import SetsModel, SetsPlan, measure_parts, set_slices
 
@@ -130,11 +131,6 @@ GAMMA = 250
 #: in memory; at a million cells (200 times the paper's 5000, as many as a column of the domain may
 #: have) its noise already swamps the records spread over it.
 MAX_GAMMA = MAX_CODES
-#: Sweeps of local search after GUM (:mod:`.refine`). On Adult (seeds 0–1; the evaluation data, so a
-#: choice reported as such) 30 sweeps take the 2-/3-way TVD at ε = 10 from 0.020/0.064 to
-#: 0.014/0.054; 60 gain nothing more. At ε = 1 and 0.1 the noise, not the fit, is the error, and the
-#: search moves it by about 0.001.
-SEARCH = 30
 
 
 def _flag(value: Any) -> int:
