@@ -264,14 +264,14 @@ ENGINE_CASES = {"duckdb": ("duckdb-group-by", "dipsy-duckdb"), "spark": ("spark-
 #: and dpsyn draw 10⁵ records at every n (their rows option): GUM's time grows with the records
 #: it updates (10⁶ on this machine: 153 s for privsyn, 603 s for dpsyn), not with n; the count
 #: methods draw about n records. aim draws 10⁸ records at every n, a chunk of 10⁶ at a time from
-#: its fitted model: a census-size release, its memory bounded by the chunk; i.i.d. as drawn
-#: (search=0), since its default local search costs about 90 s per chunk of 10⁶ records.
+#: its fitted model: a census-size release, its memory bounded by the chunk; i.i.d. as drawn (its
+#: local search runs by default only on releases of at most 10⁶ records).
 METHODS = {
     "dirichlet-multinomial": dict(columns=["sex", "race", "income>50K"], epsilon=1.0),
     "laplace-sanitizer": dict(columns=["education-num", "marital-status", "race", "sex", "income>50K"], epsilon=1.0),
     "privsyn": dict(columns=None, epsilon=1.0, delta=1e-9, options={"rows": 100_000}),
     "dpsyn": dict(columns=None, epsilon=1.0, delta=1e-9, options={"groups": "race,sex", "rows": 100_000}),
-    "aim": dict(columns=None, epsilon=1.0, delta=1e-9, options={"rows": 100_000_000, "search": 0}),
+    "aim": dict(columns=None, epsilon=1.0, delta=1e-9, options={"rows": 100_000_000}),
 }
 STAGES = ("validation", "counting", "measurement", "synthesis", "writing", "reading back", "other")
 PUBLIC_ROWS = 100_000  # dpsyn's public file: drawn from the same generator with another seed (public by construction)

@@ -499,7 +499,10 @@ def test_the_search_takes_the_draws_to_the_model_s_measured_marginals(run):
     """An i.i.d. draw misses the model's marginals by sampling error; the search after it (default)
     lowers that error on every measured set, in every chunk, and search=0 is the i.i.d. draw."""
     _, _, model = run
-    assert model.search == 30
+    assert model.search is None and model.sweeps == 30  # the default on a release of ≤ 10⁶ records
+    assert dataclasses.replace(model, rows=2_000_000).sweeps == 0  # and none above (i.i.d. draws)
+    assert dataclasses.replace(model, rows=2_000_000, search=5).sweeps == 5
+    assert model.choices()["search_sweeps"] == 30
     g = model.model
     sets = {tuple(h["marginal"]) for h in model.history}
 

@@ -30,9 +30,11 @@ private-pgm, whose function names are given below):
      then ``σ_{t+1} = σ_t/2`` and ``ε_{t+1} = 2ε_t`` (the round's cost four times larger).
 4. **Generation**: a final estimation, then ``round(total)`` records (option ``rows``)
    drawn i.i.d. from the model along its junction tree (:mod:`.estimation`), then moved by a local
-   search (:mod:`.refine`, option ``search``, default 30 sweeps; 0 keeps the i.i.d. draws) towards
-   the model's own marginals on the measured attribute sets: an i.i.d. draw of N records misses
-   them by sampling error, which the search removes (a dipsy addition; on Adult at ε = 1, seeds
+   search (:mod:`.refine`, option ``search``; 0 keeps the i.i.d. draws) towards the model's own
+   marginals on the measured attribute sets: an i.i.d. draw of N records misses them by sampling
+   error, which the search removes. By default it runs 30 sweeps on a release of at most
+   ``CHUNK_ROWS`` (10⁶) records and none on a larger one, whose sampling error (∝ 1/√N) is small
+   beside the model's while the search would cost about 90 s per 10⁶ records (a dipsy addition; on Adult at ε = 1, seeds
    0–1, 2-/3-way TVD 0.0437/0.0926 → 0.0412/0.0902; at ε = 10, seed 0, 0.0181/0.0550 after it).
    Post-processing: the search reads the model's tables only.
 
@@ -423,7 +425,7 @@ class AIM(Synthesizer):
             "search",
             whole("search", 0, MAX_SWEEPS, 1),
             f"sweeps of local search that move the drawn records towards the model's marginals on the measured sets "
-            f"(default {SWEEPS}; 0: the i.i.d. draws as they are)",
+            f"(default {SWEEPS} for a release of at most {CHUNK_ROWS:,} records, 0 above; 0: the i.i.d. draws as they are)",
         ),
         Option(
             "analysis_share",
@@ -495,7 +497,7 @@ class AIM(Synthesizer):
             "iterations": self.settings.get("iterations", ITERATIONS),
             "final_iterations": self.settings.get("final_iterations", FINAL_ITERATIONS),
             "tolerance": self.settings.get("tolerance", TOLERANCE),
-            "search": self.settings.get("search", SWEEPS),
+            "search": self.settings.get("search", "default"),
             "one_way_sigma2": str(one_way.sigma2),
         }
         if share > 0:
@@ -646,7 +648,7 @@ class AIM(Synthesizer):
             tuple(annealings),
             t,
             tuple(c.name for c in held),
-            self.settings.get("search", SWEEPS),
+            self.settings.get("search"),
         )
 
     def _select(
@@ -694,8 +696,9 @@ class AIMModel(Model):
     rounds: int
     #: The edit rules whose forbidden cells the model holds at 0 (structural zeros of the estimation).
     zeros: tuple[str, ...] = ()
-    #: Sweeps of local search after each chunk's i.i.d. draw (:mod:`.refine`); 0: the draws as they are.
-    search: int = 0
+    #: Sweeps of local search after each chunk's i.i.d. draw (:mod:`.refine`) as the option gave them;
+    #: None: the default (:attr:`sweeps`).
+    search: int | None = None
 
     sets = 1
 
@@ -707,28 +710,41 @@ class AIMModel(Model):
             "model_cells": self.model.size(),
             "structural_zeros": list(self.zeros),
             "estimated_total": self.model.total,
+            "search_sweeps": self.sweeps,
         }
+
+    @property
+    def records(self) -> int:
+        """The records a release draws: the ``rows`` option, else the model's noisy total."""
+        return self.rows or max(int(round(self.model.total)), 1)
+
+    @property
+    def sweeps(self) -> int:
+        """The local search's sweeps per chunk: the option's, else 30 up to ``CHUNK_ROWS`` records, 0 above."""
+        if self.search is not None:
+            return self.search
+        return SWEEPS if self.records <= CHUNK_ROWS else 0
 
     def sample(self, k: int, rand: Randomness) -> dict[str, np.ndarray]:
         return concatenated(self.chunks(k, rand))
 
     def chunks(self, k: int, rand: Randomness, rows: int = CHUNK_ROWS) -> Iterator[dict[str, np.ndarray]]:
         """The records in chunks of ``rows``, each drawn when read, so a streamed set never holds
-        more than a chunk: i.i.d. from the model, then (``search`` sweeps) moved towards the model's
-        marginals on the measured sets, scaled to the chunk's records."""
-        n = self.rows or max(int(round(self.model.total)), 1)
+        more than a chunk: i.i.d. from the model, then (:attr:`sweeps` sweeps) moved towards the
+        model's marginals on the measured sets, scaled to the chunk's records."""
+        n, sweeps = self.records, self.sweeps
         for start in range(0, n, rows):
             self.report(f"aim: drawing {n:,} records", start, n)
             drawn = self.model.sample(min(rows, n - start), rand)
-            yield self._searched(drawn, rand) if self.search else drawn
+            yield self._searched(drawn, sweeps, rand) if sweeps else drawn
 
-    def _searched(self, drawn: dict[str, np.ndarray], rand: Randomness) -> dict[str, np.ndarray]:
+    def _searched(self, drawn: dict[str, np.ndarray], sweeps: int, rand: Randomness) -> dict[str, np.ndarray]:
         g = self.model
         names = list(g.names)
         measured = sorted({tuple(sorted(names.index(c) for c in h["marginal"])) for h in self.history})
         targets = [Marginal(s, g.project([names[a] for a in s])) for s in measured]
         records = np.stack([np.asarray(drawn[name]) for name in names], axis=1)
-        records = refine_records(records, targets, g.sizes, self.search, rand.numpy)
+        records = refine_records(records, targets, g.sizes, sweeps, rand.numpy)
         return {name: records[:, i] for i, name in enumerate(names)}
 
 
