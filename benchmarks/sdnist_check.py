@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         synthetic = release.tables[0]
         ours = sdnist_kmarginal(original, [synthetic], domain, GROUPS, seed=SEED)
-        folder = args.out / method
+        folder = args.out.resolve() / method  # absolute: the child runs in another folder
         folder.mkdir(exist_ok=True)
         original[list(domain.names)].to_csv(folder / "original.csv", index=False)
         synthetic[list(domain.names)].to_csv(folder / "synthetic.csv", index=False)
