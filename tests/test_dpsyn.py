@@ -715,3 +715,24 @@ def test_adult_without_groups():
     # θ = 1, ε = 1, Ñ ≈ 32,000: two-way, group ε y = ε₃ = 0.04, so rows = n + Lap(25) rounded to 100
     assert len(table) % 100 == 0
     assert abs(len(table) - n) <= 50 + 25 * MILLION
+
+
+@pytest.mark.parametrize("search, sweeps", [(None, 30), (0, None), (4, 4)])
+def test_gum_s_pool_goes_through_the_local_search(shifted, monkeypatch, search, sweeps):
+    """In the two-way regime the pool GUM makes is handed to the local search with GUM's own
+    targets (default 30 sweeps; ``search=0`` skips it), and the release states the sweeps."""
+    private, public, _, _ = shifted
+    calls = []
+
+    def spy(records, targets, sizes, n_sweeps, rng, _original=dpsyn.refine_records):
+        calls.append((n_sweeps, sorted(t.attributes for t in targets)))
+        return _original(records, targets, sizes, n_sweeps, rng)
+
+    monkeypatch.setattr(dpsyn, "refine_records", spy)
+    options = {} if search is None else {"search": search}
+    release = synthesize(private, SHIFTED, public, 2.0, seed=5, groups="G", pool=4000, iterations=10, **options)
+    assert release.parameters["search"] == (30 if search is None else search)
+    if sweeps is None:
+        assert calls == []
+    else:  # the pool of the groups of every size is searched towards the pairs the run measured
+        assert calls and all(c == (sweeps, [(1, 2), (1, 3), (2, 3)]) for c in calls)
