@@ -112,13 +112,14 @@ def _prepare(records: np.ndarray, targets: Sequence[Marginal], sizes: tuple[int,
 
 
 def _first_k(cells: np.ndarray, room: np.ndarray) -> np.ndarray:
-    """Which of the moves (in batch order) fit: at most ``max(⌈room⌉, 1)`` per cell."""
+    """Which of the moves (in batch order) fit: at most ``max(⌈room⌉, 1)`` per cell, ``room[i]``
+    the room of move ``i``'s cell (the same for every move into one cell)."""
     order = np.argsort(cells, kind="stable")
     sorted_cells = cells[order]
     starts = np.r_[0, np.flatnonzero(np.diff(sorted_cells)) + 1]
     rank = np.arange(cells.size) - np.repeat(starts, np.diff(np.r_[starts, cells.size]))
     fits = np.empty(cells.size, dtype=bool)
-    fits[order] = rank < np.maximum(np.ceil(room[sorted_cells]), 1)
+    fits[order] = rank < np.maximum(np.ceil(room[order]), 1)
     return fits
 
 
@@ -178,22 +179,23 @@ def refine_records(
             for t in holding[j]:
                 leave = t.cells[rows]
                 enter = leave + shift * t.strides[t.attributes.index(j)]
-                c, tt = t.counts, t.target
-                delta += np.abs(c[leave] - 1 - tt[leave]) - np.abs(c[leave] - tt[leave])
-                delta += np.abs(c[enter] + 1 - tt[enter]) - np.abs(c[enter] - tt[enter])
-                keep &= tt[enter] > 0  # never into a cell the target holds empty
-                moves.append((t, leave, enter))
+                c_leave, t_leave = t.counts[leave], t.target[leave]
+                c_enter, t_enter = t.counts[enter], t.target[enter]
+                delta += np.abs(c_leave - 1 - t_leave) - np.abs(c_leave - t_leave)
+                delta += np.abs(c_enter + 1 - t_enter) - np.abs(c_enter - t_enter)
+                keep &= t_enter > 0  # never into a cell the target holds empty
+                moves.append((t, leave, enter, t_enter - c_enter, c_leave - t_leave))
             keep &= delta < 0
-            for t, leave, enter in moves:  # the batch's gains stay real: cap the moves per cell
+            for _, leave, enter, deficit, excess in moves:  # the batch's gains stay real: cap the moves per cell
                 if not keep.any():
                     break
                 k = np.flatnonzero(keep)
-                keep[k[~_first_k(enter[k], t.target - t.counts)]] = False
+                keep[k[~_first_k(enter[k], deficit[k])]] = False
                 k = np.flatnonzero(keep)
-                keep[k[~_first_k(leave[k], t.counts - t.target)]] = False
+                keep[k[~_first_k(leave[k], excess[k])]] = False
             if not keep.any():
                 continue
-            for t, leave, enter in moves:
+            for t, leave, enter, _, _ in moves:
                 size = t.counts.size
                 t.counts -= np.bincount(leave[keep], minlength=size)
                 t.counts += np.bincount(enter[keep], minlength=size)
