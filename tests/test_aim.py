@@ -522,6 +522,13 @@ def test_the_search_takes_the_draws_to_the_model_s_measured_marginals(run):
     assert np.array_equal(chunks_plain[0]["c"], g.sample(250, Randomness.from_seed(5))["c"])
     for before, after in zip(chunks_plain, chunks_searched):
         assert error(after) < 0.5 * error(before)
+    heard: list = []
+    shown = dataclasses.replace(model)
+    object.__setattr__(shown, "reporter", lambda what, done, total: heard.append((what.split(",")[0], done, total)))
+    list(shown.chunks(0, Randomness.from_seed(5), rows=250))
+    assert [(done, total) for what, done, total in heard if what == "aim: local search"] == [(t, 30) for t in range(1, 31)] * len(
+        chunks_plain
+    )
 
 
 def test_release_states_what_ran_and_what_was_chosen(tmp_path):

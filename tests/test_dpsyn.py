@@ -724,9 +724,9 @@ def test_gum_s_pool_goes_through_the_local_search(shifted, monkeypatch, search, 
     private, public, _, _ = shifted
     calls = []
 
-    def spy(records, targets, sizes, n_sweeps, rng, _original=dpsyn.refine_records):
+    def spy(records, targets, sizes, n_sweeps, rng, _original=dpsyn.refine_records, **kwargs):
         calls.append((n_sweeps, sorted(t.attributes for t in targets)))
-        return _original(records, targets, sizes, n_sweeps, rng)
+        return _original(records, targets, sizes, n_sweeps, rng, **kwargs)
 
     monkeypatch.setattr(dpsyn, "refine_records", spy)
     options = {} if search is None else {"search": search}

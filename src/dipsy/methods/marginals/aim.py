@@ -34,9 +34,10 @@ private-pgm, whose function names are given below):
    marginals on the measured attribute sets: an i.i.d. draw of N records misses them by sampling
    error, which the search removes. By default it runs 30 sweeps on a release of at most
    ``CHUNK_ROWS`` (10⁶) records and none on a larger one, whose sampling error (∝ 1/√N) is small
-   beside the model's while the search would cost about 90 s per 10⁶ records (a dipsy addition; on Adult at ε = 1, seeds
-   0–1, 2-/3-way TVD 0.0437/0.0926 → 0.0412/0.0902; at ε = 10, seed 0, 0.0181/0.0550 after it).
-   Post-processing: the search reads the model's tables only.
+   beside the model's while the search would cost about 90 s per 10⁶ records. A dipsy addition:
+   on Adult (seeds 0–3) it took the 2-/3-way TVD from 0.0439/0.0926 to 0.0418/0.0906 at ε = 1 and
+   from 0.0236/0.0600 to 0.0177/0.0542 at ε = 10. Post-processing: the search reads the model's
+   tables only.
 
 **Declared analyses** (option ``analysis_share``; :mod:`.declared`). When the domain, as released,
 declares analyses (:attr:`~dipsy.domain.Domain.analyses`) with a response and a regressor to pair,
@@ -744,7 +745,14 @@ class AIMModel(Model):
         measured = sorted({tuple(sorted(names.index(c) for c in h["marginal"])) for h in self.history})
         targets = [Marginal(s, g.project([names[a] for a in s])) for s in measured]
         records = np.stack([np.asarray(drawn[name]) for name in names], axis=1)
-        records = refine_records(records, targets, g.sizes, sweeps, rand.numpy)
+        records = refine_records(
+            records,
+            targets,
+            g.sizes,
+            sweeps,
+            rand.numpy,
+            progress=lambda t, error: self.report(f"aim: local search, L1 error {error:.3f}", t + 1, sweeps),
+        )
         return {name: records[:, i] for i, name in enumerate(names)}
 
 

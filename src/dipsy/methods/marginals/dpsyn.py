@@ -763,5 +763,13 @@ class DPSynModel(Model):
         gum_targets = [m for m in targets if len(m.attributes) > 1] or one
         records, _ = update_records(records, gum_targets, sizes, self.settings.iterations, rng=rng)
         if self.settings.search:
-            records = refine_records(records, gum_targets, sizes, self.settings.search, rng)
+            sweeps = self.settings.search
+            records = refine_records(
+                records,
+                gum_targets,
+                sizes,
+                sweeps,
+                rng,
+                progress=lambda t, error: self.report(f"dpsyn: local search, L1 error {error:.3f}", t + 1, sweeps),
+            )
         return records

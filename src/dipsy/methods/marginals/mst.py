@@ -724,7 +724,14 @@ class MSTModel(Model):
             self.report(f"mst: {n:,} records along the tree", start, n)
             codes = tree.sample(min(rows, n - start), rng)
             if sweeps:
-                codes = refine_records(codes, edges, sizes, sweeps, rng)
+                codes = refine_records(
+                    codes,
+                    edges,
+                    sizes,
+                    sweeps,
+                    rng,
+                    progress=lambda t, error: self.report(f"mst: local search, L1 error {error:.3f}", t + 1, sweeps),
+                )
             yield {name: expand(codes[:, a], self.maps[a], self.noisy_one_way[a], rng) for a, name in enumerate(self.names)}
 
     def sweeps(self, n: int) -> int:
