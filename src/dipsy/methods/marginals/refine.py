@@ -5,7 +5,8 @@ it stops short of records that match all the targets at once: given all 91 *exac
 marginals of Adult (an oracle, to see the estimator alone), GUM's records keep a mean two-way TVD
 of 0.020. Local search over single values takes them much further: the same 91 exact marginals
 end at 0.0054 (three-way TVD over the 256 benchmark triples 0.047 against GUM's 0.070). This
-module is the search; privsyn runs it after GUM, aim after its i.i.d. draws from the model.
+module is the search; privsyn and dpsyn run it after GUM, aim and mst after their i.i.d. draws
+from the model.
 
 The problem
 -----------
@@ -28,10 +29,10 @@ and the move is kept when ``Δ < 0`` (a strict fall of ``L``).
 Algorithm
 ---------
 A *sweep* proposes ``N d`` moves (as many as there are values). Moves come in batches of
-``B = ⌊N/10⌋`` distinct records and one attribute ``j`` drawn uniformly, each with a new value
-``u'`` uniform on ``[0, s_j)``; ``Δ`` is computed for the whole batch against the counts before
-it. Moves in one batch see the same counts, so two of them into one under-filled cell would both count the
-cell's deficit; to keep the batch's gains real, each target lets at most ``max(⌈T_e − C_e⌉, 1)``
+``B = max(⌊N/10⌋, 1)`` distinct records and one attribute ``j`` drawn uniformly, each with a new
+value ``u'`` uniform on ``[0, s_j)``; ``Δ`` is computed for the whole batch against the counts
+before it. Moves in one batch see the same counts, so two of them into one under-filled cell would
+both count the cell's deficit; to keep the batch's gains real, each target lets at most ``max(⌈T_e − C_e⌉, 1)``
 kept moves enter a cell ``e`` and at most ``max(⌈C_o − T_o⌉, 1)`` leave a cell ``o`` (the first in
 the batch's random order). A move into a cell whose target is 0 is never kept: the targets say
 the cell is empty (a domain's edit rules hold their forbidden cells at 0 in the targets, see
