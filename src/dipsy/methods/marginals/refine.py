@@ -40,7 +40,8 @@ the cell is empty (a domain's edit rules hold their forbidden cells at 0 in the 
 wherever a target holds the rule's columns).
 
 Everything is vectorised over a batch: each target keeps every record's cell, so ``o`` is one
-gather and ``e = o + (u' − u) · stride_j``; one ``bincount`` each updates the counts. Loops are
+gather and ``e = o + (u' − u) · stride_j``; the kept moves update the counts of their cells only
+(``np.add.at``), so a table of many cells costs no more than a small one. Loops are
 over batches and the targets of one attribute.
 
 Privacy: post-processing. The search reads the records and the (noisy, consistent) targets only,
@@ -196,10 +197,9 @@ def refine_records(
                 keep[k[~_first_k(leave[k], excess[k])]] = False
             if not keep.any():
                 continue
-            for t, leave, enter, _, _ in moves:
-                size = t.counts.size
-                t.counts -= np.bincount(leave[keep], minlength=size)
-                t.counts += np.bincount(enter[keep], minlength=size)
+            for t, leave, enter, _, _ in moves:  # only the cells moved touch the counts: big tables cost nothing more
+                np.subtract.at(t.counts, leave[keep], 1.0)
+                np.add.at(t.counts, enter[keep], 1.0)
                 t.cells[rows[keep]] = enter[keep]
             x[rows[keep], j] = new[keep]
         if progress is not None:
