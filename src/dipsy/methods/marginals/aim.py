@@ -165,7 +165,7 @@ from .declared import analysis_share, analysis_share_option, declared_label, dec
 from .estimation import CELL_BYTES, GraphicalModel, NoisyMarginal, estimate
 from .junction import model_size
 from .marginal import Marginal
-from .refine import MAX_SWEEPS, SWEEPS, refine_records
+from .refine import SWEEPS, progress_of, refine_records, search_option, sweeps_after_draws
 
 logger = logging.getLogger(__name__)
 
@@ -422,9 +422,7 @@ class AIM(Synthesizer):
             "every iteration runs)",
         ),
         Option("rows", whole("rows", 1, MAX_ROWS, 1000), "synthetic rows (a public choice); default the model's noisy total"),
-        Option(
-            "search",
-            whole("search", 0, MAX_SWEEPS, 1),
+        search_option(
             f"sweeps of local search that move the drawn records towards the model's marginals on the measured sets "
             f"(default {SWEEPS} for a release of at most {CHUNK_ROWS:,} records, 0 above; 0: the i.i.d. draws as they are)",
         ),
@@ -722,9 +720,7 @@ class AIMModel(Model):
     @property
     def sweeps(self) -> int:
         """The local search's sweeps per chunk: the option's, else 30 up to ``CHUNK_ROWS`` records, 0 above."""
-        if self.search is not None:
-            return self.search
-        return SWEEPS if self.records <= CHUNK_ROWS else 0
+        return sweeps_after_draws(self.search, self.records)
 
     def sample(self, k: int, rand: Randomness) -> dict[str, np.ndarray]:
         return concatenated(self.chunks(k, rand))
@@ -751,7 +747,7 @@ class AIMModel(Model):
             g.sizes,
             sweeps,
             rand.numpy,
-            progress=lambda t, error: self.report(f"aim: local search, L1 error {error:.3f}", t + 1, sweeps),
+            progress=progress_of(self.report, "aim", sweeps),
         )
         return {name: records[:, i] for i, name in enumerate(names)}
 

@@ -130,7 +130,7 @@ from ..base import MAX_ROWS, Model, Option, Plan, Synthesizer, theta_option, who
 from .consistency import make_consistent
 from .gum import MAX_ITERATIONS, initial_records, update_records
 from .marginal import Marginal, Zeros, exact_counts, held_at_zero, rule_zeros
-from .refine import MAX_SWEEPS, SWEEPS, refine_records
+from .refine import SWEEPS, progress_of, refine_records, search_option
 from .sets import SetsModel, SetsPlan, measure_parts
 
 logger = logging.getLogger(__name__)
@@ -364,9 +364,7 @@ class DPSyn(Synthesizer):
         ),
         Option("pool", whole("pool", 1, MAX_POOL, 10000), "candidate records each group is chosen from (default 10000)"),
         Option("iterations", whole("iterations", 0, MAX_ITERATIONS, 60), "GUM update rounds for the pool (default 60)"),
-        Option(
-            "search",
-            whole("search", 0, MAX_SWEEPS, 1),
+        search_option(
             f"sweeps of local search after GUM, each one proposed move per value of the pool (default {SWEEPS}; "
             "0: GUM's pool as it is)",
         ),
@@ -770,6 +768,6 @@ class DPSynModel(Model):
                 sizes,
                 sweeps,
                 rng,
-                progress=lambda t, error: self.report(f"dpsyn: local search, L1 error {error:.3f}", t + 1, sweeps),
+                progress=progress_of(self.report, "dpsyn", sweeps),
             )
         return records

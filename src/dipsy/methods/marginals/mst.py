@@ -148,7 +148,7 @@ from .consistency import make_consistent
 from .declared import ANALYSIS_SHARE, analysis_share, analysis_share_option, counted, declared_label, declared_split
 from .marginal import Marginal, Zeros, held_at_zero, independent_records, rule_zeros
 from .privsyn import MergedTable, expand, merge_rare
-from .refine import MAX_SWEEPS, SWEEPS, refine_records
+from .refine import SWEEPS, progress_of, refine_records, search_option, sweeps_after_draws
 from .sets import SetsModel, SetsPlan, set_slices
 from .tree import TreeDistribution
 
@@ -334,9 +334,7 @@ class MST(Synthesizer):
     options = (
         theta_option("every count and score"),
         Option("rows", whole("rows", 1, MAX_ROWS, 1000), "synthetic rows (a public choice); default the noisy total"),
-        Option(
-            "search",
-            whole("search", 0, MAX_SWEEPS, 1),
+        search_option(
             f"sweeps of local search that move the drawn records towards the tree's consistent two-way marginals "
             f"(default {SWEEPS} for a release of at most {CHUNK_ROWS:,} records, 0 above; 0: the i.i.d. draws as they are)",
         ),
@@ -730,16 +728,14 @@ class MSTModel(Model):
                     sizes,
                     sweeps,
                     rng,
-                    progress=lambda t, error: self.report(f"mst: local search, L1 error {error:.3f}", t + 1, sweeps),
+                    progress=progress_of(self.report, "mst", sweeps),
                 )
             yield {name: expand(codes[:, a], self.maps[a], self.noisy_one_way[a], rng) for a, name in enumerate(self.names)}
 
     def sweeps(self, n: int) -> int:
         """The local search's sweeps per chunk for a release of ``n`` records: the option's, else
         30 up to ``CHUNK_ROWS`` records and 0 above."""
-        if self.search is not None:
-            return self.search
-        return SWEEPS if n <= CHUNK_ROWS else 0
+        return sweeps_after_draws(self.search, n)
 
     def _independent(self, rng: np.random.Generator) -> dict[str, np.ndarray]:
         """``rows`` records (default 1), each column from its noisy one-way counts clipped at 0,

@@ -110,8 +110,7 @@ from .consistency import make_consistent
 from .declared import ANALYSIS_SHARE, analysis_share, analysis_share_option, counted, declared_label, declared_split
 from .gum import MAX_ITERATIONS, initial_records, update_records
 from .marginal import Marginal, Zeros, held_at_zero, independent_records, rule_zeros
-from .refine import MAX_SWEEPS, refine_records
-from .refine import SWEEPS as SEARCH
+from .refine import SWEEPS, progress_of, refine_records, search_option
 from .selection import allocate, combine, greedy_select, score_sensitivity, score_units
 from .sets import SetsModel, SetsPlan, measure_parts, set_slices
 
@@ -220,10 +219,8 @@ class PrivSyn(Synthesizer):
         Option(
             "shuffle", _flag, "1 (default): shuffle each attribute within groups of its measured neighbours after GUM; 0: not"
         ),
-        Option(
-            "search",
-            whole("search", 0, MAX_SWEEPS, 1),
-            f"sweeps of local search after GUM, each one proposed move per value (default {SEARCH}; 0: GUM's records as they are)",
+        search_option(
+            f"sweeps of local search after GUM, each one proposed move per value (default {SWEEPS}; 0: GUM's records as they are)"
         ),
         Option(
             "analysis_share",
@@ -328,7 +325,7 @@ class PrivSyn(Synthesizer):
             "iterations": self.settings.get("iterations", 50),
             "gamma": self.settings.get("gamma", GAMMA),
             "shuffle": bool(self.settings.get("shuffle", 1)),
-            "search": self.settings.get("search", SEARCH),
+            "search": self.settings.get("search", SWEEPS),
             "one_way_sigma2": {name: str(noise.sigma2) for name, noise in zip(names, one_way)},
         }
         if m > 1:
@@ -454,7 +451,7 @@ class PrivSyn(Synthesizer):
             self.settings.get("gamma", GAMMA),
             bool(self.settings.get("shuffle", 1)),
             self.settings.get("rows"),
-            self.settings.get("search", SEARCH),
+            self.settings.get("search", SWEEPS),
         )
         return PrivSynModel(
             names,
@@ -534,7 +531,7 @@ class PrivSynModel(Model):
                 sizes,
                 sweeps,
                 rng,
-                progress=lambda t, error: self.report(f"privsyn: local search, L1 error {error:.3f}", t + 1, sweeps),
+                progress=progress_of(self.report, "privsyn", sweeps),
             )
         if self.settings.shuffle:
             records = decorrelate(records, [t.attributes for t in consistent], sizes, rng)
