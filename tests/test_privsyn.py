@@ -309,6 +309,61 @@ def test_expand_draws_among_rare_values_in_proportion_to_positive_noisy_counts(n
         assert abs(count - draws * p) <= 5 * sd, (value, count, draws * p)  # exactly 0 when p = 0
 
 
+# -- rare values of an ordered column: runs of adjacent values ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "noisy, ordered, code_map, merged",
+    [
+        # runs cut where their positive counts reach 10; the rest of a run joins its last group
+        ([50.0, 6.0, 5.0, 4.0, 30.0, 3.0], 6, [0, 1, 1, 1, 2, 3], [50.0, 15.0, 30.0, 3.0]),
+        ([4.0, 7.0, 2.0, 9.0, 3.0, 40.0], 6, [0, 0, 1, 1, 1, 2], [11.0, 14.0, 40.0]),
+        # a negative count adds nothing to reach the threshold; a run too small keeps its count
+        ([-5.0, 8.0, 3.0, 40.0, -2.0], 5, [0, 0, 0, 1, 2], [6.0, 40.0, -2.0]),
+        # codes past the ordered ones (missing states) still make one merged value, last
+        ([6.0, 5.0, 40.0, 2.0, 3.0], 3, [0, 0, 1, 2, 2], [11.0, 40.0, 0.0]),
+        # rare values holding at most a tenth of the positive count: the paper's one merged value
+        ([100.0, 5.0, 90.0, 4.0], 4, [0, 2, 1, 2], [100.0, 90.0, 0.0]),
+        # a categorical column (ordered = 0): the paper's rule, however much is rare
+        ([6.0, 5.0, 40.0, 4.0], 0, [1, 1, 0, 1], [40.0, 15.0]),
+    ],
+)
+def test_merge_rare_cuts_an_ordered_column_s_rare_values_into_adjacent_runs(noisy, ordered, code_map, merged):
+    got_map, got = merge_rare(np.array(noisy), 10.0, ordered=ordered)
+    assert got_map.tolist() == code_map and got.tolist() == merged
+
+
+def test_expand_draws_each_run_among_its_own_values():
+    noisy = np.array([6, 4, 50, 9, 1, 0, 3])  # runs {0, 1} and {3, 4, 5, 6} around the kept value 2
+    code_map, merged = merge_rare(noisy.astype(float), 10.0, ordered=7)
+    assert code_map.tolist() == [0, 0, 1, 2, 2, 2, 2]
+    draws = 40_000
+    out = expand(np.repeat([0, 1, 2], draws), code_map, noisy, np.random.default_rng(3))
+    first, kept, second = out[:draws], out[draws : 2 * draws], out[2 * draws :]
+    assert set(first.tolist()) <= {0, 1} and set(kept.tolist()) == {2} and set(second.tolist()) <= {3, 4, 6}
+    for drawn, value, p in [(first, 0, 0.6), (second, 3, 9 / 13), (second, 4, 1 / 13)]:
+        sd = math.sqrt(draws * p * (1 - p))
+        assert abs(int((drawn == value).sum()) - draws * p) <= 5 * sd, (value, p)
+
+
+def test_an_integer_column_whose_values_are_mostly_rare_keeps_its_order_in_runs():
+    """At a small ρ every one of 40 ages holding ~100 records is rare: an integer column keeps
+    runs of adjacent ages (several merged values, in order), a categorical one merges them all."""
+    rng = np.random.default_rng(0)
+    data = pd.DataFrame({"age": rng.integers(0, 40, 4000), "y": rng.integers(0, 2, 4000)})
+    data["y"] = np.where(rng.random(4000) < 0.8, (data["age"] >= 20).astype(int), data["y"])
+    as_integer = Domain([Column("age", "integer", lower=0, upper=39), Column("y", "categorical", categories=(0, 1))])
+    as_codes = Domain([Column("age", "categorical", categories=tuple(range(40))), Column("y", "categorical", categories=(0, 1))])
+    rho = ZCDP(2e-4)  # σ of a one-way count about 150 with three shares; 3σ well above 100
+    _, _, ordered = fitted(data, as_integer, rho, iterations=5)
+    _, _, unordered = fitted(data, as_codes, rho, iterations=5)
+    _, _, paper = fitted(data, as_integer, rho, iterations=5, runs=0)
+    runs = ordered.maps[0]
+    assert 5 <= runs.max() + 1 < 40 and (np.diff(runs) >= 0).all(), runs  # several runs, each of adjacent ages
+    for model in (unordered, paper):  # one merged value holds nearly all
+        assert np.bincount(model.maps[0]).max() >= 35, model.maps[0]
+
+
 # -- decorrelate ---------------------------------------------------------------------------------------
 
 

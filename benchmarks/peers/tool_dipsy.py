@@ -21,11 +21,14 @@ def dipsy_call(method: str, data: str, domain: str, epsilon: float, delta: float
 
     DPSyn also reads public records of the same columns and encoding, given as the ``public``
     option; ``privsyn-paper`` is privsyn with the paper's settings (shares 0.1/0.1/0.8, γ = 5000,
-    GUM's records without dipsy's local search).
+    GUM's records without dipsy's local search, one merged value for all rare values).
     """
     import dipsy
 
-    options = {"dpsyn": {"public": public}, "privsyn-paper": {"shares": "0.1,0.1,0.8", "gamma": 5000, "search": 0}}.get(method)
+    options = {
+        "dpsyn": {"public": public},
+        "privsyn-paper": {"shares": "0.1,0.1,0.8", "gamma": 5000, "search": 0, "runs": 0},
+    }.get(method)
     method = "privsyn" if method == "privsyn-paper" else method
     return dipsy.synthesize(data, domain, method=method, epsilon=epsilon, delta=delta, seed=seed, options=options, ledger=False)
 

@@ -275,6 +275,17 @@ class Column:
         return None
 
     @property
+    def ordered_codes(self) -> int:
+        """How many leading codes are values in their order: ``K`` for an ordinal, integer or
+        numeric column (its categories in order, its integers or bins), 0 for a categorical one;
+        missing states, after them, are never in order.
+
+        >>> Column("Age", "integer", lower=0, upper=99).ordered_codes, Column("Race", "categorical", categories=(1, 2)).ordered_codes
+        (100, 0)
+        """
+        return 0 if self.kind == "categorical" else int(self.value_size or 0)
+
+    @property
     def n_states(self) -> int:
         """Number of declared missing states (0 without ``missing:``)."""
         return 0 if self.missing is None else self.missing.n_states
