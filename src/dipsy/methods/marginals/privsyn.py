@@ -708,18 +708,28 @@ def _runs(noisy: np.ndarray, threshold: float) -> list[list[int]]:
 
 def expand(codes: np.ndarray, code_map: np.ndarray, noisy: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Back to original codes: a merged value becomes one of its values, drawn with probabilities
-    proportional to their (non-negative) noisy counts, uniform if all are 0."""
+    proportional to their (non-negative) noisy counts, uniform if all are 0. Records and values are
+    grouped by merged code once (stable sorts), so many runs cost no pass over the records each."""
     inverse = np.full(code_map.max() + 1, -1)
     singles = np.bincount(code_map, minlength=len(inverse)) == 1
     inverse[code_map[singles[code_map]]] = np.flatnonzero(singles[code_map])
     codes = codes.astype(np.int64)
     out = inverse[codes]
-    for merged in np.flatnonzero(~singles):  # each merged value, in code order
-        at = np.flatnonzero(codes == merged)
-        if not at.size:
+    merged = np.flatnonzero(~singles)  # each merged value, in code order
+    if not merged.size:
+        return out
+    at = np.flatnonzero(out < 0)
+    at = at[np.argsort(codes[at], kind="stable")]  # records by merged code, each in record order
+    values = np.argsort(code_map, kind="stable")  # values by code, each in value order
+    rows_from, rows_to = (np.searchsorted(codes[at], merged, side) for side in ("left", "right"))
+    values_from, values_to = (np.searchsorted(code_map[values], merged, side) for side in ("left", "right"))
+    weights_all = np.maximum(np.asarray(noisy, dtype=float), 0)
+    for i in range(len(merged)):
+        rows = at[rows_from[i] : rows_to[i]]
+        if not rows.size:
             continue
-        values = np.flatnonzero(code_map == merged)
-        weights = np.maximum(np.asarray(noisy, dtype=float)[values], 0)
-        p = weights / weights.sum() if weights.sum() > 0 else np.full(len(values), 1 / len(values))
-        out[at] = rng.choice(values, size=at.size, p=p)
+        members = values[values_from[i] : values_to[i]]
+        weights = weights_all[members]
+        p = weights / weights.sum() if weights.sum() > 0 else np.full(len(members), 1 / len(members))
+        out[rows] = rng.choice(members, size=rows.size, p=p)
     return out
