@@ -139,6 +139,7 @@ def test_statement_and_release_json(adult, release, tmp_path):
     assert len(privacy["measurements"]) == len(release.spends)  # every measurement that ran is stated
     assert meta["method"] == "privsyn" and meta["rows"] == [len(release.tables[0])] and meta["columns"] == COLUMNS
     assert not any(k.startswith("_") for k in meta["parameters"])  # private parameters stay private
+    assert meta["parameters"]["runs"] is True and meta["parameters"]["shuffle"] is True  # public choices, stated
 
 
 def test_spends_are_three_parts_adding_up_to_at_most_rho(adult, release, tmp_path):
@@ -482,6 +483,8 @@ def small():
         ({"rho": 0.5, "options": {"gamma": -1}}, "gamma must be a whole number >= 1"),
         ({"rho": 0.5, "options": {"rows": 0}}, "rows must be a whole number >= 1"),
         ({"rho": 0.5, "options": {"iterations": -1}}, "iterations must be a whole number >= 0"),
+        ({"rho": 0.5, "options": {"shuffle": 2}}, "option shuffle must be 0 or 1"),
+        ({"rho": 0.5, "options": {"runs": "yes"}}, "option runs must be 0 or 1"),
         ({"rho": 0.5, "options": {"alpha": 1}}, "privsyn has no option 'alpha'"),
         ({"rho": 0.5, "neighbouring": "substitute"}, "add-remove neighbours only"),
     ],
