@@ -730,16 +730,23 @@ class AIMModel(Model):
         more than a chunk: i.i.d. from the model, then (:attr:`sweeps` sweeps) moved towards the
         model's marginals on the measured sets, scaled to the chunk's records."""
         n, sweeps = self.records, self.sweeps
+        targets = self._targets() if sweeps else []
         for start in range(0, n, rows):
             self.report(f"aim: drawing {n:,} records", start, n)
             drawn = self.model.sample(min(rows, n - start), rand)
-            yield self._searched(drawn, sweeps, rand) if sweeps else drawn
+            yield self._searched(drawn, targets, sweeps, rand) if sweeps else drawn
 
-    def _searched(self, drawn: dict[str, np.ndarray], sweeps: int, rand: Randomness) -> dict[str, np.ndarray]:
+    def _targets(self) -> list[Marginal]:
+        """The model's marginals on the measured attribute sets (each chunk's search scales them)."""
+        names = list(self.model.names)
+        measured = sorted({tuple(sorted(names.index(c) for c in h["marginal"])) for h in self.history})
+        return [Marginal(s, self.model.project([names[a] for a in s])) for s in measured]
+
+    def _searched(
+        self, drawn: dict[str, np.ndarray], targets: list[Marginal], sweeps: int, rand: Randomness
+    ) -> dict[str, np.ndarray]:
         g = self.model
         names = list(g.names)
-        measured = sorted({tuple(sorted(names.index(c) for c in h["marginal"])) for h in self.history})
-        targets = [Marginal(s, g.project([names[a] for a in s])) for s in measured]
         records = np.stack([np.asarray(drawn[name]) for name in names], axis=1)
         records = refine_records(
             records,

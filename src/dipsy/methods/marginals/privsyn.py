@@ -667,17 +667,19 @@ def merge_rare(noisy: np.ndarray, threshold: float, floor: bool = True, ordered:
         return np.arange(len(noisy)), noisy
     positive = np.maximum(noisy, 0)
     head = ordered if positive[:ordered][rare[:ordered]].sum() > RUN_SHARE * positive.sum() else 0
-    groups = _runs(noisy[:head], threshold) + [[v] for v in range(head, len(noisy)) if not rare[v]]
-    bucket = [v for v in range(head, len(noisy)) if rare[v]]
+    groups = _runs(noisy[:head], threshold)  # the ordered codes' kept values and runs (none without runs)
+    kept = np.flatnonzero(~rare[head:]) + head
+    bucket = np.flatnonzero(rare[head:]) + head
     code_map = np.empty(len(noisy), dtype=np.int64)
     for code, members in enumerate(groups):
         code_map[members] = code
-    counts = [float(noisy[members].sum()) for members in groups]
-    if bucket:
-        code_map[bucket] = len(groups)
+    code_map[kept] = len(groups) + np.arange(kept.size)
+    counts = np.concatenate([[float(noisy[members].sum()) for members in groups], noisy[kept]])
+    if bucket.size:
+        code_map[bucket] = len(groups) + kept.size
         total = float(noisy[bucket].sum())
-        counts.append(total if total >= threshold or not floor else 0.0)
-    return code_map, np.array(counts)
+        counts = np.append(counts, total if total >= threshold or not floor else 0.0)
+    return code_map, counts
 
 
 def _runs(noisy: np.ndarray, threshold: float) -> list[list[int]]:
